@@ -1,0 +1,24 @@
+// Local world size: how many workers this node runs for --nproc-per-node N|auto|gpu|cpu.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch_config.h"
+#include "result.h"
+
+namespace kubedist::launcher {
+
+// GPUs this process may use: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES (unless "all"), else the
+// /dev/nvidiaN device nodes (dev_entries are the names in /dev). LOCAL_RANK 0..n-1 then indexes the devices
+// CUDA sees, so CUDA_VISIBLE_DEVICES is passed to workers unchanged.
+int count_visible_gpus(const Env& env, const std::vector<std::string>& dev_entries);
+
+// auto: GPUs, else 1; gpu: GPUs, else an error; cpu: cpu_count; N: N.
+Result<int> local_world_size(const std::string& nproc_per_node, const Env& env,
+                             const std::vector<std::string>& dev_entries, int cpu_count);
+
+std::vector<std::string> list_directory(const std::string& path);
+int usable_cpu_count();
+
+}  // namespace kubedist::launcher

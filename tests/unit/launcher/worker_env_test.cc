@@ -1,0 +1,58 @@
+// The worker environment contract: torchrun's names and values.
+#include "worker_env.h"
+
+#include <gtest/gtest.h>
+
+namespace kubedist::launcher {
+namespace {
+
+LaunchConfig config_for(std::vector<std::string> args, Env env = {}) {
+  auto r = parse_launch_config(args, env);
+  EXPECT_TRUE(r.ok()) << r.error();
+  return r.value();
+}
+
+TEST(WorkerEnv, SetsEveryTorchrunVariable) {
+  auto cfg = config_for({"--nnodes=2", "--max-restarts=3", "--rdzv-id=job", "--role=trainer", "--master-addr=m",
+                         "--master-port=29500", "t.py"});
+  Assignment a{.round = 2, .restart_count = 1, .group_rank = 1, .group_world_size = 2, .rank_offset = 4,
+               .world_size = 8};
+  auto w = render_worker(cfg, a, 4, 3, "/tmp/err.json", {{"PATH", "/usr/bin"}});
+  const Env expected = {
+      {"LOCAL_RANK", "3"},       {"RANK", "7"},          {"GROUP_RANK", "1"},
+      {"ROLE_RANK", "7"},        {"ROLE_NAME", "trainer"}, {"LOCAL_WORLD_SIZE", "4"},
+      {"WORLD_SIZE", "8"},       {"GROUP_WORLD_SIZE", "2"}, {"ROLE_WORLD_SIZE", "8"},
+      {"MASTER_ADDR", "m"},      {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RESTART_COUNT", "1"},
+      {"TORCHELASTIC_MAX_RESTARTS", "3"}, {"TORCHELASTIC_RUN_ID", "job"},
+      {"TORCHELASTIC_ERROR_FILE", "/tmp/err.json"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"OMP_NUM_THREADS", "1"},  {"NCCL_ASYNC_ERROR_HANDLING", "1"}, {"PATH", "/usr/bin"},
+  };
+  EXPECT_EQ(w.env, expected);
+  EXPECT_EQ(w.argv, (std::vector<std::string>{"python3", "-u", "t.py"}));
+}
+
+TEST(WorkerEnv, KeepsUserThreadSettingAndDeviceList) {
+  auto cfg = config_for({"t.py"});
+  auto w = render_worker(cfg, {}, 2, 1, "e", {{"OMP_NUM_THREADS", "8"}, {"CUDA_VISIBLE_DEVICES", "2,3"}});
+  EXPECT_EQ(w.env.at("OMP_NUM_THREADS"), "8");
+  EXPECT_EQ(w.env.at("CUDA_VISIBLE_DEVICES"), "2,3");  // LOCAL_RANK indexes into it
+}
+
+TEST(WorkerEnv, CommandShapes) {
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> argv;
+  };
+  const std::vector<Case> cases = {
+      {{"t.py", "--lr", "1"}, {"python3", "-u", "t.py", "--lr", "1"}},
+      {{"-m", "pkg.mod", "a"}, {"python3", "-u", "-m", "pkg.mod", "a"}},
+      {{"--no-python", "--", "python", "t.py"}, {"python", "t.py"}},
+      {{"--legacy-launch", "t.py", "a"}, {"python3", "-u", "t.py", "--local-rank=1", "a"}},
+      {{"--legacy-launch", "--use-env", "t.py", "a"}, {"python3", "-u", "t.py", "a"}},
+      {{"--use-env", "t.py"}, {"python3", "-u", "t.py"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(render_worker(config_for(c.args), {}, 2, 1, "e", {}).argv, c.argv);
+}
+
+}  // namespace
+}  // namespace kubedist::launcher
