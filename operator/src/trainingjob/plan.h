@@ -1,0 +1,43 @@
+// decide(): the pure heart of the reconciler, from an observed job and its pods to the actions and new status.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "trainingjob/types.h"
+
+namespace kubedist::trainingjob {
+
+struct Event {
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+  bool operator==(const Event&) const = default;
+};
+
+struct PodDeletion {
+  std::string name;
+  std::string uid;  // delete precondition: never delete a newer pod of the same name
+  bool operator==(const PodDeletion&) const = default;
+};
+
+struct Plan {
+  bool create_service = false;
+  std::vector<int> create_ranks;          // ascending, so node 0 comes first
+  std::vector<PodDeletion> delete_pods;
+  bool delete_job = false;                // ttlSecondsAfterFinished has passed
+  Status status;                          // the status to write (unchanged == nothing to write)
+  std::vector<Event> events;              // one per decision
+  std::optional<int64_t> requeue_after_s; // a timer (deadline, TTL) the reconciler must come back for
+};
+
+// The job's pods are those carrying its job-name label; pods owned by another controller are ignored.
+// service_exists: whether Service J exists (owned by the job).
+Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now);
+
+// Whether a failed pod may be recreated under the job's restartPolicy (ExitCode: 1-127 are permanent).
+bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod);
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,124 @@
+#include "trainingjob/render.h"
+
+#include "trainingjob/env.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kBinVolume = "kubedist-bin";
+constexpr const char* kBinDir = "/kubedist/bin";
+
+json labels_for(const TrainingJob& job) { return {{kJobNameLabel, job.name}}; }
+
+void add_bin_mount(json& container) {
+  if (!container.contains("volumeMounts") || !container["volumeMounts"].is_array()) {
+    container["volumeMounts"] = json::array();
+  }
+  container["volumeMounts"].push_back({{"name", kBinVolume}, {"mountPath", kBinDir}});
+}
+
+// Our variables win over user entries of the same name: the launcher's contract depends on them.
+void set_env(json& container, const TrainingJob& job, int rank) {
+  const auto ours = node_env(job, rank);
+  json env = json::array();
+  if (container.contains("env") && container["env"].is_array()) {
+    for (const auto& e : container["env"]) {
+      const std::string name = e.is_object() ? e.value("name", "") : "";
+      bool overridden = false;
+      for (const auto& [k, v] : ours) overridden = overridden || k == name;
+      if (!overridden) env.push_back(e);
+    }
+  }
+  for (const auto& [k, v] : ours) env.push_back({{"name", k}, {"value", v}});
+  container["env"] = env;
+}
+
+void declare_port(json& container, const char* name, int port) {
+  if (!container.contains("ports") || !container["ports"].is_array()) container["ports"] = json::array();
+  for (const auto& p : container["ports"]) {
+    if (p.is_object() && p.value("containerPort", 0) == port) return;
+  }
+  container["ports"].push_back({{"name", name}, {"containerPort", port}, {"protocol", "TCP"}});
+}
+
+}  // namespace
+
+std::string pod_name(const std::string& job, int rank) { return job + "-node-" + std::to_string(rank); }
+
+json owner_reference(const TrainingJob& job) {
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},           {"name", job.name},
+          {"uid", job.uid},            {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+json render_service(const TrainingJob& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", job.name},
+            {"namespace", job.ns},
+            {"labels", labels_for(job)},
+            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", labels_for(job)},
+            // A headless Service needs no ports, but naming the store and rendezvous ports documents them.
+            {"ports",
+             json::array({{{"name", "master"}, {"port", job.spec.master_port}, {"protocol", "TCP"}},
+                          {{"name", "rendezvous"}, {"port", job.spec.master_port + 1}, {"protocol", "TCP"}}})}}}};
+}
+
+json render_pod(const TrainingJob& job, int rank, const std::string& launcher_image) {
+  const std::string name = pod_name(job.name, rank);
+  json tmpl_md = job.spec.template_.value("metadata", json::object());
+  json spec = job.spec.template_.value("spec", json::object());
+
+  json md = json::object();
+  md["name"] = name;
+  md["namespace"] = job.ns;
+  md["labels"] = tmpl_md.value("labels", json::object());
+  if (!md["labels"].is_object()) md["labels"] = json::object();
+  md["labels"][kJobNameLabel] = job.name;
+  md["labels"][kNodeRankLabel] = std::to_string(rank);
+  if (tmpl_md.contains("annotations") && tmpl_md["annotations"].is_object()) {
+    md["annotations"] = tmpl_md["annotations"];
+  }
+  md["ownerReferences"] = json::array({owner_reference(job)});
+
+  spec["hostname"] = name;
+  spec["subdomain"] = job.name;
+  // The operator decides when a node's pod is recreated, so the kubelet never restarts it.
+  spec["restartPolicy"] = "Never";
+
+  if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
+  spec["volumes"].push_back({{"name", kBinVolume}, {"emptyDir", json::object()}});
+
+  json init = {{"name", "kubedist-launcher"},
+               {"image", launcher_image},
+               {"command", json::array({"cp", "/kubedist-launcher", kLauncherPath})}};
+  add_bin_mount(init);
+  json inits = json::array({init});
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (const auto& c : spec["initContainers"]) inits.push_back(c);
+  }
+  spec["initContainers"] = inits;
+
+  json& trainer = spec["containers"][job.spec.trainer_index];
+  json command = json::array({kLauncherPath, "--no-python", "--"});
+  for (const auto& part : trainer["command"]) command.push_back(part);
+  if (trainer.contains("args") && trainer["args"].is_array()) {
+    for (const auto& part : trainer["args"]) command.push_back(part);
+  }
+  trainer["command"] = command;
+  trainer.erase("args");
+  add_bin_mount(trainer);
+  set_env(trainer, job, rank);
+  declare_port(trainer, "master", job.spec.master_port);
+  declare_port(trainer, "rendezvous", job.spec.master_port + 1);
+
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
+}
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,101 @@
+// The TrainingJob API (kubedist.io/v1alpha1) and the observed pod facts the operator decides from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kubedist::trainingjob {
+
+inline constexpr const char* kGroup = "kubedist.io";
+inline constexpr const char* kVersion = "v1alpha1";
+inline constexpr const char* kApiVersion = "kubedist.io/v1alpha1";
+inline constexpr const char* kKind = "TrainingJob";
+inline constexpr const char* kPlural = "trainingjobs";
+inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
+inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
+
+enum class RestartPolicy { kOnFailure, kNever, kExitCode };
+enum class CleanPodPolicy { kRunning, kAll, kNone };
+
+// nprocPerNode: a positive count, or one of the launcher's modes "auto", "gpu", "cpu".
+struct NprocPerNode {
+  int count = 0;             // > 0 when given as a number
+  std::string mode = "auto";  // used when count == 0
+  std::string str() const { return count > 0 ? std::to_string(count) : mode; }
+};
+
+struct Spec {
+  int replicas = 1;
+  int min_replicas = 1;
+  int max_replicas = 1;
+  NprocPerNode nproc_per_node;
+  int master_port = 29500;
+  int max_restarts = 3;
+  int backoff_limit = 6;
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
+  bool suspend = false;
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  nlohmann::json template_;  // core/v1 PodTemplateSpec, validated to have containers with a command
+  int trainer_index = 0;     // index of the container that runs under the launcher
+};
+
+struct Condition {
+  std::string type;
+  std::string status;  // "True" | "False"
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;  // RFC 3339
+  bool operator==(const Condition&) const = default;
+};
+
+struct Status {
+  std::string phase;  // "" until first written
+  std::vector<Condition> conditions;
+  int replicas = 0;
+  int ready_replicas = 0;
+  int world_size = 0;
+  int restarts = 0;
+  int64_t observed_generation = 0;
+  std::string start_time;       // RFC 3339, empty when unset
+  std::string completion_time;  // RFC 3339, empty when unset
+  std::string selector;
+  bool operator==(const Status&) const = default;
+};
+
+struct TrainingJob {
+  std::string name;
+  std::string ns;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  bool deleting = false;  // metadata.deletionTimestamp is set
+  Spec spec;
+  std::string spec_error;  // non-empty: the spec is invalid and this says why; spec holds defaults
+  Status status;           // as last written
+};
+
+// What the operator needs to know about one of a job's pods, small so that thousands fit in the cache.
+struct PodFacts {
+  std::string name;
+  std::string uid;
+  std::string owner_uid;  // uid of the controller owner reference, empty if none
+  int rank = -1;          // from the node-rank label; -1 if absent or malformed
+  std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
+  bool deleting = false;  // metadata.deletionTimestamp is set
+  bool ready = false;     // the Ready condition is True
+  std::optional<int> exit_code;   // the trainer container's terminated exit code, if any
+  std::string failure_reason;     // the pod's or the trainer container's termination reason
+  std::string start_time;         // status.startTime
+  bool operator==(const PodFacts&) const = default;
+};
+
+const char* to_string(RestartPolicy p);
+const char* to_string(CleanPodPolicy p);
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,237 @@
+#include "trainingjob/parse.h"
+
+#include <gtest/gtest.h>
+
+#include "test_jobs.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+using testing::example_job_json;
+
+TEST(ParseSpec, AppliesProductDefaults) {
+  json j = example_job_json();
+  j["spec"].erase("replicas");
+  auto job = testing::job_from(j);
+  ASSERT_TRUE(job.spec_error.empty()) << job.spec_error;
+  EXPECT_EQ(job.spec.replicas, 1);
+  EXPECT_EQ(job.spec.min_replicas, 1);
+  EXPECT_EQ(job.spec.max_replicas, 1);
+  EXPECT_EQ(job.spec.nproc_per_node.str(), "auto");
+  EXPECT_EQ(job.spec.master_port, 29500);
+  EXPECT_EQ(job.spec.max_restarts, 3);
+  EXPECT_EQ(job.spec.backoff_limit, 6);
+  EXPECT_EQ(job.spec.restart_policy, RestartPolicy::kOnFailure);
+  EXPECT_FALSE(job.spec.suspend);
+  EXPECT_FALSE(job.spec.active_deadline_seconds.has_value());
+  EXPECT_FALSE(job.spec.ttl_seconds_after_finished.has_value());
+  EXPECT_EQ(job.spec.clean_pod_policy, CleanPodPolicy::kRunning);
+  EXPECT_EQ(job.spec.trainer_index, 0);
+}
+
+TEST(ParseSpec, MinAndMaxDefaultToReplicas) {
+  auto job = testing::example_job();
+  EXPECT_EQ(job.spec.min_replicas, 4);
+  EXPECT_EQ(job.spec.max_replicas, 4);
+}
+
+TEST(ParseSpec, ReadsEveryField) {
+  json j = example_job_json();
+  j["spec"].update(json::parse(R"({"minReplicas": 2, "maxReplicas": 8, "nprocPerNode": 4, "masterPort": 1234,
+    "maxRestarts": 0, "backoffLimit": 2, "restartPolicy": "ExitCode", "suspend": true,
+    "activeDeadlineSeconds": 60, "ttlSecondsAfterFinished": 0, "cleanPodPolicy": "All"})"));
+  auto job = testing::job_from(j);
+  ASSERT_TRUE(job.spec_error.empty()) << job.spec_error;
+  EXPECT_EQ(job.spec.min_replicas, 2);
+  EXPECT_EQ(job.spec.max_replicas, 8);
+  EXPECT_EQ(job.spec.nproc_per_node.count, 4);
+  EXPECT_EQ(job.spec.master_port, 1234);
+  EXPECT_EQ(job.spec.max_restarts, 0);
+  EXPECT_EQ(job.spec.backoff_limit, 2);
+  EXPECT_EQ(job.spec.restart_policy, RestartPolicy::kExitCode);
+  EXPECT_TRUE(job.spec.suspend);
+  EXPECT_EQ(job.spec.active_deadline_seconds, 60);
+  EXPECT_EQ(job.spec.ttl_seconds_after_finished, 0);
+  EXPECT_EQ(job.spec.clean_pod_policy, CleanPodPolicy::kAll);
+}
+
+TEST(ParseSpec, AcceptsEveryNprocForm) {
+  struct Case {
+    json value;
+    std::string str;
+  };
+  for (const auto& c : std::vector<Case>{{json(2), "2"}, {json("3"), "3"}, {json("auto"), "auto"},
+                                         {json("gpu"), "gpu"}, {json("cpu"), "cpu"}}) {
+    json j = example_job_json();
+    j["spec"]["nprocPerNode"] = c.value;
+    auto job = testing::job_from(j);
+    EXPECT_TRUE(job.spec_error.empty()) << c.value << ": " << job.spec_error;
+    EXPECT_EQ(job.spec.nproc_per_node.str(), c.str);
+  }
+}
+
+TEST(ParseSpec, PicksTheContainerNamedTrainerElseTheFirst) {
+  json j = example_job_json();
+  auto& cs = j["spec"]["template"]["spec"]["containers"];
+  cs.insert(cs.begin(), json{{"name", "sidecar"}, {"image", "x"}});
+  EXPECT_EQ(testing::job_from(j).spec.trainer_index, 1);
+  cs[1]["name"] = "main";
+  cs[0]["command"] = json::array({"sleep", "1"});
+  EXPECT_EQ(testing::job_from(j).spec.trainer_index, 0);
+}
+
+// Every spec the schema cannot (or did not) refuse yields a clear message naming the field.
+TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
+  struct Case {
+    std::string name;
+    json patch;  // JSON merge patch applied to the example's spec
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"replicas zero", {{"replicas", 0}}, "spec.replicas: must be between 1 and"},
+      {"replicas string", {{"replicas", "four"}}, "spec.replicas: must be an integer, got \"four\""},
+      {"replicas fractional", {{"replicas", 1.5}}, "spec.replicas: must be an integer"},
+      {"min above replicas", {{"minReplicas", 5}}, "minReplicas <= replicas <= maxReplicas"},
+      {"max below replicas", {{"maxReplicas", 2}}, "minReplicas <= replicas <= maxReplicas"},
+      {"min zero", {{"minReplicas", 0}}, "spec.minReplicas: must be between 1"},
+      {"nproc zero", {{"nprocPerNode", 0}}, "spec.nprocPerNode: must be an integer >= 1 or one of auto, gpu, cpu"},
+      {"nproc word", {{"nprocPerNode", "many"}}, "spec.nprocPerNode"},
+      {"nproc bool", {{"nprocPerNode", true}}, "spec.nprocPerNode"},
+      {"port zero", {{"masterPort", 0}}, "spec.masterPort: must be between 1 and 65534"},
+      {"port too high", {{"masterPort", 65535}}, "spec.masterPort"},
+      {"negative maxRestarts", {{"maxRestarts", -1}}, "spec.maxRestarts"},
+      {"negative backoffLimit", {{"backoffLimit", -1}}, "spec.backoffLimit"},
+      {"bad restartPolicy", {{"restartPolicy", "Always"}}, "spec.restartPolicy: must be OnFailure, Never or ExitCode"},
+      {"bad cleanPodPolicy", {{"cleanPodPolicy", "Some"}}, "spec.cleanPodPolicy: must be Running, All or None"},
+      {"suspend string", {{"suspend", "yes"}}, "spec.suspend: must be true or false"},
+      {"zero deadline", {{"activeDeadlineSeconds", 0}}, "spec.activeDeadlineSeconds"},
+      {"negative ttl", {{"ttlSecondsAfterFinished", -5}}, "spec.ttlSecondsAfterFinished"},
+      {"no template", {{"template", nullptr}}, "spec.template: required"},
+      {"template not object", {{"template", "pod"}}, "spec.template: required, must be a pod template object"},
+      {"no pod spec", {{"template", {{"spec", nullptr}}}}, "spec.template.spec: required"},
+      {"no containers", {{"template", {{"spec", {{"containers", json::array()}}}}}},
+       "spec.template.spec.containers: at least one container is required"},
+      {"container without name",
+       {{"template", {{"spec", {{"containers", json::array({{{"image", "x"}, {"command", {"a"}}}})}}}}}},
+       "containers[0]: a name is required"},
+      {"no command",
+       {{"template", {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "x"}}})}}}}}},
+       "containers[0] (trainer): command is required"},
+      {"empty command",
+       {{"template",
+         {{"spec", {{"containers", json::array({{{"name", "t"}, {"image", "x"}, {"command", json::array()}}})}}}}}},
+       "command is required"},
+      {"command not strings",
+       {{"template",
+         {{"spec", {{"containers", json::array({{{"name", "t"}, {"command", json::array({"python", 3})}}})}}}}}},
+       "command: every element must be a string"},
+      {"args not a list",
+       {{"template", {{"spec", {{"containers", json::array({{{"name", "t"}, {"command", {"a"}}, {"args", "b"}}})}}}}}},
+       "args: must be a list of strings"},
+      {"env not a list",
+       {{"template", {{"spec", {{"containers", json::array({{{"name", "t"}, {"command", {"a"}}, {"env", "A=1"}}})}}}}}},
+       "env: must be a list"},
+      {"reserved volume",
+       {{"template",
+         {{"spec",
+           {{"containers", json::array({{{"name", "t"}, {"command", {"a"}}}})},
+            {"volumes", json::array({{{"name", "kubedist-bin"}, {"emptyDir", json::object()}}})}}}}}},
+       "\"kubedist-bin\" is reserved"},
+      {"reserved init container",
+       {{"template",
+         {{"spec",
+           {{"containers", json::array({{{"name", "t"}, {"command", {"a"}}}})},
+            {"initContainers", json::array({{{"name", "kubedist-launcher"}, {"image", "x"}}})}}}}}},
+       "\"kubedist-launcher\" is reserved"},
+  };
+  for (const auto& c : cases) {
+    json j = example_job_json();
+    j["spec"].merge_patch(c.patch);
+    auto job = parse_training_job(j);
+    ASSERT_TRUE(job.ok()) << c.name;
+    EXPECT_NE(job->spec_error.find(c.message), std::string::npos)
+        << c.name << ": got \"" << job->spec_error << "\", want it to contain \"" << c.message << "\"";
+  }
+}
+
+TEST(ParseSpec, RejectsAMissingSpec) {
+  json j = example_job_json();
+  j.erase("spec");
+  EXPECT_EQ(testing::job_from(j).spec_error, "spec: required, must be an object");
+}
+
+TEST(ParseSpec, RejectsNamesThatCannotBecomeHostnames) {
+  json j = example_job_json();
+  j["metadata"]["name"] = "Has_Upper";
+  EXPECT_NE(testing::job_from(j).spec_error.find("metadata.name: \"Has_Upper\" must be a DNS-1035 label"),
+            std::string::npos);
+  j["metadata"]["name"] = std::string(60, 'a');
+  EXPECT_NE(testing::job_from(j).spec_error.find("fits in 63 characters"), std::string::npos);
+  j["metadata"]["name"] = "1abc";
+  EXPECT_FALSE(testing::job_from(j).spec_error.empty());
+}
+
+TEST(ParseTrainingJob, FailsOnlyWithoutNameOrNamespace) {
+  EXPECT_FALSE(parse_training_job(json::object()).ok());
+  EXPECT_FALSE(parse_training_job(json{{"metadata", {{"name", "x"}}}}).ok());
+  auto job = parse_training_job(json{{"metadata", {{"name", "x"}, {"namespace", "y"}, {"generation", 3}}}});
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->generation, 3);
+  EXPECT_FALSE(job->spec_error.empty());
+}
+
+TEST(ParseTrainingJob, ReadsMetadataAndStatus) {
+  json j = example_job_json();
+  j["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  j["status"] = json::parse(R"({"phase": "Running", "restarts": 2, "replicas": 4, "readyReplicas": 3,
+    "worldSize": 24, "observedGeneration": 1, "startTime": "2026-01-01T00:00:00Z", "selector": "s",
+    "conditions": [{"type": "Running", "status": "True", "reason": "R", "message": "m",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]})");
+  auto job = testing::job_from(j);
+  EXPECT_TRUE(job.deleting);
+  EXPECT_EQ(job.uid, "uid-1");
+  EXPECT_EQ(job.resource_version, "10");
+  EXPECT_EQ(job.status.phase, "Running");
+  EXPECT_EQ(job.status.restarts, 2);
+  EXPECT_EQ(job.status.ready_replicas, 3);
+  ASSERT_EQ(job.status.conditions.size(), 1u);
+  EXPECT_EQ(job.status.conditions[0].reason, "R");
+  EXPECT_EQ(parse_status(status_to_json(job.status)), job.status);
+}
+
+TEST(ParsePodFacts, ReadsRankPhaseOwnerAndTrainerExitCode) {
+  json pod = json::parse(R"({
+    "metadata": {"name": "resnet-node-2", "uid": "p2",
+                 "labels": {"kubedist.io/node-rank": "2"},
+                 "ownerReferences": [{"uid": "other", "controller": false}, {"uid": "uid-1", "controller": true}]},
+    "spec": {"containers": [{"name": "side"}, {"name": "trainer"}]},
+    "status": {"phase": "Failed", "startTime": "2026-01-01T00:00:00Z",
+               "conditions": [{"type": "Ready", "status": "False"}],
+               "containerStatuses": [
+                 {"name": "side", "state": {"terminated": {"exitCode": 0}}},
+                 {"name": "trainer", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
+  })");
+  PodFacts f = parse_pod_facts(pod);
+  EXPECT_EQ(f.name, "resnet-node-2");
+  EXPECT_EQ(f.rank, 2);
+  EXPECT_EQ(f.owner_uid, "uid-1");
+  EXPECT_EQ(f.phase, "Failed");
+  EXPECT_EQ(f.exit_code, 137);
+  EXPECT_EQ(f.failure_reason, "OOMKilled");
+  EXPECT_FALSE(f.ready);
+  EXPECT_FALSE(f.deleting);
+}
+
+TEST(ParsePodFacts, ToleratesMissingAndMalformedFields) {
+  PodFacts f = parse_pod_facts(json::parse(R"({"metadata": {"name": "x", "labels": {"kubedist.io/node-rank": "01"},
+    "deletionTimestamp": "2026-01-01T00:00:00Z"}})"));
+  EXPECT_EQ(f.rank, -1);
+  EXPECT_EQ(f.phase, "Pending");
+  EXPECT_TRUE(f.deleting);
+  EXPECT_FALSE(f.exit_code.has_value());
+  EXPECT_EQ(parse_pod_facts(json::object()).rank, -1);
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,390 @@
+#include "trainingjob/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "test_jobs.h"
+#include "trainingjob/status.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr UnixSeconds kNow = 1'800'000'000;
+
+PodFacts pod(int rank, const std::string& phase, std::optional<int> exit_code = std::nullopt) {
+  PodFacts p;
+  p.name = "resnet-node-" + std::to_string(rank);
+  p.uid = "pod-" + std::to_string(rank);
+  p.owner_uid = "uid-1";
+  p.rank = rank;
+  p.phase = phase;
+  p.ready = phase == "Running";
+  p.exit_code = exit_code;
+  return p;
+}
+
+std::vector<PodFacts> pods(int n, const std::string& phase) {
+  std::vector<PodFacts> out;
+  for (int i = 0; i < n; ++i) out.push_back(pod(i, phase, phase == "Succeeded" ? std::optional<int>(0) : std::nullopt));
+  return out;
+}
+
+TrainingJob job_with(const json& spec_patch, const std::string& phase = "") {
+  json j = testing::example_job_json();
+  j["spec"].merge_patch(spec_patch);
+  auto job = testing::job_from(j);
+  job.status.phase = phase;
+  return job;
+}
+
+bool has_event(const Plan& p, const std::string& reason) {
+  for (const auto& e : p.events) {
+    if (e.reason == reason) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> deleted_names(const Plan& p) {
+  std::vector<std::string> names;
+  for (const auto& d : p.delete_pods) names.push_back(d.name);
+  return names;
+}
+
+TEST(Decide, NewJobCreatesServiceAndAllPodsNodeZeroFirst) {
+  auto p = decide(testing::example_job(), {}, false, kNow);
+  EXPECT_TRUE(p.create_service);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_EQ(p.status.phase, "Pending");
+  EXPECT_TRUE(condition_true(p.status, "Created"));
+  EXPECT_EQ(p.status.selector, "kubedist.io/job-name=resnet");
+  EXPECT_EQ(p.status.observed_generation, 1);
+  EXPECT_EQ(p.status.start_time, format_rfc3339(kNow));
+  EXPECT_TRUE(has_event(p, "Created"));
+  EXPECT_EQ(p.events.size(), 1u);
+}
+
+TEST(Decide, CreatesOnlyWhatIsMissingAndNeverDuplicates) {
+  auto job = testing::example_job();
+  auto p = decide(job, {pod(0, "Running"), pod(2, "Pending")}, true, kNow);
+  EXPECT_FALSE(p.create_service);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{1, 3}));
+}
+
+TEST(Decide, AllPodsRunningIsRunningWithCountsAndWorldSize) {
+  auto p = decide(testing::example_job(), pods(4, "Running"), true, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.status.replicas, 4);
+  EXPECT_EQ(p.status.ready_replicas, 4);
+  EXPECT_EQ(p.status.world_size, 32);  // nprocPerNode auto, 8 GPUs per node
+  EXPECT_TRUE(condition_true(p.status, "Running"));
+  EXPECT_TRUE(p.events.empty());
+}
+
+TEST(Decide, SteadyStateChangesNothing) {
+  auto job = testing::example_job();
+  auto first = decide(job, pods(4, "Running"), true, kNow);
+  job.status = first.status;
+  auto second = decide(job, pods(4, "Running"), true, kNow + 100);
+  EXPECT_EQ(second.status, job.status);
+  EXPECT_TRUE(second.events.empty());
+  EXPECT_TRUE(second.delete_pods.empty());
+  EXPECT_TRUE(second.create_ranks.empty());
+}
+
+TEST(Decide, IgnoresPodsOwnedBySomeoneElse) {
+  auto foreign = pod(0, "Running");
+  foreign.owner_uid = "other-job";
+  auto p = decide(testing::example_job(), {foreign}, true, kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(p.delete_pods.empty());
+}
+
+TEST(Decide, WaitsForATerminatingPodBeforeRecreatingItsName) {
+  auto old = pod(1, "Running");
+  old.deleting = true;
+  auto p = decide(testing::example_job(), {pod(0, "Running"), old, pod(2, "Running"), pod(3, "Running")}, true, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.status.replicas, 3);
+}
+
+TEST(Decide, RecreatesAnExternallyDeletedPod) {
+  auto job = testing::example_job();
+  job.status = decide(job, pods(4, "Running"), true, kNow).status;
+  auto p = decide(job, {pod(0, "Running"), pod(1, "Running"), pod(3, "Running")}, true, kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{2}));
+  EXPECT_TRUE(has_event(p, "CreatedPods"));
+  EXPECT_EQ(p.status.restarts, 0);
+}
+
+TEST(Decide, ScaleDownDeletesTheHighestRanks) {
+  auto job = job_with({{"replicas", 2}, {"minReplicas", 1}, {"maxReplicas", 4}}, "Running");
+  auto p = decide(job, pods(4, "Running"), true, kNow);
+  EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-2", "resnet-node-3"}));
+  EXPECT_TRUE(has_event(p, "ScaledDown"));
+  EXPECT_EQ(p.status.phase, "Scaling");
+}
+
+TEST(Decide, ScaleUpCreatesNewRanks) {
+  auto job = job_with({{"replicas", 6}, {"maxReplicas", 8}}, "Running");
+  job.status = decide(testing::example_job(), pods(4, "Running"), true, kNow).status;
+  job.generation = 2;
+  auto p = decide(job, pods(4, "Running"), true, kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{4, 5}));
+  EXPECT_TRUE(has_event(p, "ScaledUp"));
+  EXPECT_EQ(p.status.phase, "Scaling");
+  EXPECT_EQ(p.status.observed_generation, 2);
+}
+
+TEST(Decide, DeletesStrayPodsWithBadRanks) {
+  auto stray = pod(1, "Running");
+  stray.rank = -1;
+  stray.uid = "stray";
+  auto p = decide(testing::example_job(), {pod(0, "Running"), stray}, true, kNow);
+  EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-1"}));
+  EXPECT_EQ(p.delete_pods[0].uid, "stray");
+}
+
+TEST(Decide, AllNodesSucceededIsSucceeded) {
+  auto p = decide(testing::example_job(), pods(4, "Succeeded"), true, kNow);
+  EXPECT_EQ(p.status.phase, "Succeeded");
+  EXPECT_TRUE(condition_true(p.status, "Succeeded"));
+  EXPECT_EQ(p.status.completion_time, format_rfc3339(kNow));
+  EXPECT_TRUE(has_event(p, "AllNodesSucceeded"));
+  EXPECT_TRUE(p.delete_pods.empty());  // cleanPodPolicy Running keeps finished pods
+}
+
+TEST(Decide, SomeNodesSucceededKeepsWaiting) {
+  auto ps = pods(4, "Running");
+  ps[1] = pod(1, "Succeeded", 0);
+  auto p = decide(testing::example_job(), ps, true, kNow);
+  EXPECT_NE(p.status.phase, "Succeeded");
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_TRUE(p.delete_pods.empty());
+}
+
+TEST(Decide, RetryableFailureRecreatesThePodAndCountsARestart) {
+  auto ps = pods(4, "Running");
+  ps[0] = pod(0, "Failed", 1);
+  auto p = decide(testing::example_job(), ps, true, kNow);
+  EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-0"}));
+  EXPECT_TRUE(p.create_ranks.empty());  // after the old pod is gone
+  EXPECT_EQ(p.status.restarts, 1);
+  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_TRUE(condition_true(p.status, "Restarting"));
+  ASSERT_TRUE(has_event(p, "PodFailed"));
+  EXPECT_NE(p.events[0].message.find("pod resnet-node-0 failed (exit code 1)"), std::string::npos);
+  EXPECT_EQ(p.events[0].type, "Warning");
+}
+
+TEST(Decide, RestartingLastsUntilAllNodesRunAgain) {
+  auto job = testing::example_job();
+  job.status.phase = "Restarting";
+  job.status.restarts = 1;
+  auto ps = pods(4, "Running");
+  ps[0] = pod(0, "Pending");
+  auto p = decide(job, ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Restarting");
+  p = decide(job, pods(4, "Running"), true, kNow);
+  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.status.restarts, 1);
+}
+
+TEST(Decide, BackoffLimitEndsTheJobAsFailed) {
+  auto job = job_with({{"backoffLimit", 2}});
+  job.status.restarts = 2;
+  auto ps = pods(4, "Running");
+  ps[3] = pod(3, "Failed", 137);
+  auto p = decide(job, ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  const Condition* c = find_condition(p.status, "Failed");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "BackoffLimitExceeded");
+  EXPECT_NE(c->message.find("backoffLimit 2 reached after 2 restarts"), std::string::npos);
+  EXPECT_EQ(p.status.restarts, 2);
+  // cleanPodPolicy Running: the running pods go, the failed one stays for its logs.
+  EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-0", "resnet-node-1", "resnet-node-2"}));
+}
+
+TEST(Decide, BackoffLimitZeroFailsOnTheFirstFailure) {
+  auto ps = pods(4, "Running");
+  ps[1] = pod(1, "Failed", 2);
+  auto p = decide(job_with({{"backoffLimit", 0}}), ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+}
+
+TEST(Decide, RestartPolicyNeverFailsOnAnyPodFailure) {
+  auto ps = pods(4, "Running");
+  ps[2] = pod(2, "Failed", 137);
+  auto p = decide(job_with({{"restartPolicy", "Never"}}), ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(find_condition(p.status, "Failed")->reason, "PodFailed");
+}
+
+TEST(FailureIsRetryable, ExitCodePolicySplitsPermanentAndRetryableCodes) {
+  struct Case {
+    RestartPolicy policy;
+    std::optional<int> code;
+    bool retryable;
+  };
+  const std::vector<Case> cases = {
+      {RestartPolicy::kExitCode, 1, false},   {RestartPolicy::kExitCode, 127, false},
+      {RestartPolicy::kExitCode, 128, true},  {RestartPolicy::kExitCode, 137, true},
+      {RestartPolicy::kExitCode, std::nullopt, true},  // evicted, node lost
+      {RestartPolicy::kExitCode, 0, true},    {RestartPolicy::kOnFailure, 1, true},
+      {RestartPolicy::kOnFailure, 137, true}, {RestartPolicy::kNever, 137, false},
+      {RestartPolicy::kNever, std::nullopt, false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(failure_is_retryable(c.policy, pod(0, "Failed", c.code)), c.retryable)
+        << to_string(c.policy) << " " << c.code.value_or(-1);
+  }
+}
+
+TEST(Decide, ExitCodePolicyFailsPermanentlyOnAProgramError) {
+  auto ps = pods(4, "Running");
+  ps[0] = pod(0, "Failed", 3);
+  auto p = decide(job_with({{"restartPolicy", "ExitCode"}}), ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_NE(find_condition(p.status, "Failed")->message.find("restartPolicy ExitCode makes this failure permanent"),
+            std::string::npos);
+  ps[0] = pod(0, "Failed", 143);
+  p = decide(job_with({{"restartPolicy", "ExitCode"}}), ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Restarting");
+}
+
+TEST(Decide, SuspendDeletesAllPodsAndResumeRecreatesThem) {
+  auto job = job_with({{"suspend", true}}, "Running");
+  job.status.start_time = format_rfc3339(kNow - 50);
+  auto p = decide(job, pods(4, "Running"), true, kNow);
+  EXPECT_EQ(p.delete_pods.size(), 4u);
+  EXPECT_EQ(p.status.phase, "Suspended");
+  EXPECT_TRUE(condition_true(p.status, "Suspended"));
+  EXPECT_TRUE(p.status.start_time.empty());
+  EXPECT_TRUE(has_event(p, "Suspended"));
+
+  job.status = p.status;
+  p = decide(job, {}, true, kNow);  // suspended, nothing left: quiet
+  EXPECT_TRUE(p.events.empty());
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_EQ(p.status.phase, "Suspended");
+  EXPECT_EQ(p.status.replicas, 0);
+
+  auto resumed = job_with({{"suspend", false}});
+  resumed.status = p.status;
+  p = decide(resumed, {}, true, kNow);
+  EXPECT_EQ(p.create_ranks.size(), 4u);
+  EXPECT_FALSE(condition_true(p.status, "Suspended"));
+  EXPECT_TRUE(has_event(p, "Resumed"));
+  EXPECT_EQ(p.status.start_time, format_rfc3339(kNow));
+}
+
+TEST(Decide, ActiveDeadlineFailsTheJobOrAsksToComeBack) {
+  auto job = job_with({{"activeDeadlineSeconds", 100}}, "Running");
+  job.status.start_time = format_rfc3339(kNow - 40);
+  auto p = decide(job, pods(4, "Running"), true, kNow);
+  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.requeue_after_s, 60);
+
+  job.status.start_time = format_rfc3339(kNow - 100);
+  p = decide(job, pods(4, "Running"), true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(find_condition(p.status, "Failed")->reason, "DeadlineExceeded");
+  EXPECT_EQ(p.delete_pods.size(), 4u);
+}
+
+TEST(Decide, CleanPodPolicyChoosesWhichPodsGoWhenFinished) {
+  auto ps = pods(3, "Succeeded");
+  ps.push_back(pod(3, "Running"));
+  struct Case {
+    const char* policy;
+    size_t deleted;
+  };
+  for (const auto& c : std::vector<Case>{{"Running", 1}, {"All", 4}, {"None", 0}}) {
+    auto job = job_with({{"cleanPodPolicy", c.policy}}, "Succeeded");
+    auto p = decide(job, ps, true, kNow);
+    EXPECT_EQ(p.delete_pods.size(), c.deleted) << c.policy;
+    EXPECT_EQ(p.status.phase, "Succeeded");
+    EXPECT_EQ(has_event(p, "CleanedUp"), c.deleted > 0) << c.policy;
+  }
+}
+
+TEST(Decide, TtlDeletesTheJobAfterItFinished) {
+  auto job = job_with({{"ttlSecondsAfterFinished", 30}}, "Succeeded");
+  job.status.completion_time = format_rfc3339(kNow - 10);
+  auto p = decide(job, {}, true, kNow);
+  EXPECT_FALSE(p.delete_job);
+  EXPECT_EQ(p.requeue_after_s, 20);
+  job.status.completion_time = format_rfc3339(kNow - 30);
+  p = decide(job, {}, true, kNow);
+  EXPECT_TRUE(p.delete_job);
+  EXPECT_TRUE(has_event(p, "TTLExpired"));
+}
+
+TEST(Decide, FinishedJobsStayFinished) {
+  auto job = testing::example_job();
+  job.status.phase = "Failed";
+  auto p = decide(job, {}, true, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_FALSE(p.create_service);
+  EXPECT_EQ(p.status.phase, "Failed");
+}
+
+TEST(Decide, DeletingJobsAreLeftToGarbageCollection) {
+  auto job = testing::example_job();
+  job.deleting = true;
+  auto p = decide(job, {}, false, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_FALSE(p.create_service);
+  EXPECT_EQ(p.status, job.status);
+}
+
+TEST(Decide, InvalidSpecFailsOnceWithAClearMessageAndNoHotLoop) {
+  json j = testing::example_job_json();
+  j["spec"]["template"]["spec"]["containers"][0].erase("command");
+  auto job = testing::job_from(j);
+  auto p = decide(job, {}, false, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  const Condition* c = find_condition(p.status, "Failed");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "InvalidSpec");
+  EXPECT_NE(c->message.find("command is required"), std::string::npos);
+  EXPECT_TRUE(has_event(p, "InvalidSpec"));
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_FALSE(p.create_service);
+  EXPECT_FALSE(p.requeue_after_s.has_value());
+
+  job.status = p.status;  // the second look changes nothing and says nothing
+  auto again = decide(job, {}, false, kNow + 5);
+  EXPECT_EQ(again.status, job.status);
+  EXPECT_TRUE(again.events.empty());
+}
+
+TEST(Decide, FixingAnInvalidSpecStartsTheJob) {
+  json j = testing::example_job_json();
+  j["spec"]["replicas"] = "x";
+  auto bad = testing::job_from(j);
+  auto good = testing::example_job();
+  good.status = decide(bad, {}, false, kNow).status;
+  auto p = decide(good, {}, false, kNow);
+  EXPECT_EQ(p.create_ranks.size(), 4u);
+  EXPECT_EQ(p.status.phase, "Pending");
+  EXPECT_FALSE(condition_true(p.status, "Failed"));
+  EXPECT_TRUE(has_event(p, "SpecFixed"));
+}
+
+TEST(SetCondition, KeepsTheTransitionTimeWhileTheStatusHolds) {
+  Status st;
+  set_condition(st, "Running", true, "A", "a", 100);
+  set_condition(st, "Running", true, "B", "b", 200);
+  EXPECT_EQ(st.conditions[0].last_transition_time, format_rfc3339(100));
+  EXPECT_EQ(st.conditions[0].reason, "B");
+  set_condition(st, "Running", false, "C", "c", 300);
+  EXPECT_EQ(st.conditions[0].last_transition_time, format_rfc3339(300));
+  EXPECT_EQ(st.conditions.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,150 @@
+#include "trainingjob/render.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "test_jobs.h"
+#include "trainingjob/env.h"
+#include "trainingjob/status.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+std::map<std::string, std::string> env_of(const json& container) {
+  std::map<std::string, std::string> env;
+  for (const auto& e : container["env"]) env[e["name"]] = e.value("value", "");
+  return env;
+}
+
+size_t count_env(const json& container, const std::string& name) {
+  size_t n = 0;
+  for (const auto& e : container["env"]) n += e["name"] == name ? 1 : 0;
+  return n;
+}
+
+TEST(RenderService, IsHeadlessPublishesNotReadyAndSelectsTheJobsPods) {
+  const auto svc = render_service(testing::example_job());
+  EXPECT_EQ(svc["metadata"]["name"], "resnet");
+  EXPECT_EQ(svc["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"], (json{{"kubedist.io/job-name", "resnet"}}));
+  const auto& ref = svc["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(ref["uid"], "uid-1");
+  EXPECT_EQ(ref["kind"], "TrainingJob");
+  EXPECT_EQ(ref["controller"], true);
+}
+
+TEST(RenderPod, SetsNameDnsLabelsOwnerAndNeverRestart) {
+  const auto pod = render_pod(testing::example_job(), 2, kDefaultLauncherImage);
+  EXPECT_EQ(pod["metadata"]["name"], "resnet-node-2");
+  EXPECT_EQ(pod["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(pod["metadata"]["labels"]["kubedist.io/job-name"], "resnet");
+  EXPECT_EQ(pod["metadata"]["labels"]["kubedist.io/node-rank"], "2");
+  EXPECT_EQ(pod["metadata"]["labels"]["app"], "train");  // the template's labels are kept
+  EXPECT_EQ(pod["spec"]["hostname"], "resnet-node-2");
+  EXPECT_EQ(pod["spec"]["subdomain"], "resnet");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  const auto& ref = pod["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(ref, (json{{"apiVersion", "kubedist.io/v1alpha1"}, {"kind", "TrainingJob"}, {"name", "resnet"},
+                       {"uid", "uid-1"}, {"controller", true}, {"blockOwnerDeletion", true}}));
+}
+
+TEST(RenderPod, WrapsTheTrainerCommandAndArgsInTheLauncher) {
+  const auto pod = render_pod(testing::example_job(), 0, kDefaultLauncherImage);
+  const auto& trainer = pod["spec"]["containers"][0];
+  EXPECT_EQ(trainer["command"], json::parse(R"(["/kubedist/bin/kubedist-launcher", "--no-python", "--",
+                                                "python", "train.py", "--epochs", "10"])"));
+  EXPECT_FALSE(trainer.contains("args"));
+  EXPECT_EQ(trainer["volumeMounts"], json::parse(R"([{"name": "kubedist-bin", "mountPath": "/kubedist/bin"}])"));
+}
+
+TEST(RenderPod, AddsTheLauncherInitContainerAndSharedVolume) {
+  const auto pod = render_pod(testing::example_job(), 0, "registry.local/launcher:dev");
+  const auto& init = pod["spec"]["initContainers"][0];
+  EXPECT_EQ(init["name"], "kubedist-launcher");
+  EXPECT_EQ(init["image"], "registry.local/launcher:dev");
+  EXPECT_EQ(init["command"], json::parse(R"(["cp", "/kubedist-launcher", "/kubedist/bin/kubedist-launcher"])"));
+  EXPECT_EQ(init["volumeMounts"][0]["mountPath"], "/kubedist/bin");
+  EXPECT_EQ(pod["spec"]["volumes"].back(), json::parse(R"({"name": "kubedist-bin", "emptyDir": {}})"));
+}
+
+TEST(RenderPod, KeepsUserInitContainersAfterTheLauncher) {
+  json j = testing::example_job_json();
+  j["spec"]["template"]["spec"]["initContainers"] = json::array({{{"name", "fetch"}, {"image", "x"}}});
+  const auto pod = render_pod(testing::job_from(j), 0, kDefaultLauncherImage);
+  ASSERT_EQ(pod["spec"]["initContainers"].size(), 2u);
+  EXPECT_EQ(pod["spec"]["initContainers"][1]["name"], "fetch");
+}
+
+TEST(RenderPod, InjectsTheNodeEnvAndOverridesUserEntriesOfTheSameName) {
+  const auto pod = render_pod(testing::example_job(), 3, kDefaultLauncherImage);
+  const auto& trainer = pod["spec"]["containers"][0];
+  auto env = env_of(trainer);
+  EXPECT_EQ(env["FOO"], "bar");
+  EXPECT_EQ(env["MASTER_ADDR"], "resnet-node-0.resnet.team-a.svc");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(count_env(trainer, "MASTER_PORT"), 1u);
+  EXPECT_EQ(env["NODE_RANK"], "3");
+  EXPECT_EQ(env["NNODES"], "4");
+  EXPECT_EQ(env["NPROC_PER_NODE"], "auto");
+  EXPECT_EQ(env["KUBEDIST_JOB"], "resnet");
+  EXPECT_EQ(env["PET_MASTER_ADDR"], env["MASTER_ADDR"]);
+  EXPECT_EQ(env["PET_MASTER_PORT"], "29500");
+  EXPECT_EQ(env["PET_NODE_RANK"], "3");
+  EXPECT_EQ(env["PET_NNODES"], "4");
+  EXPECT_EQ(env["PET_NPROC_PER_NODE"], "auto");
+  EXPECT_EQ(env["PET_MAX_RESTARTS"], "3");
+}
+
+TEST(RenderPod, DeclaresTheStoreAndRendezvousPorts) {
+  json j = testing::example_job_json();
+  j["spec"]["masterPort"] = 4000;
+  const auto pod = render_pod(testing::job_from(j), 0, kDefaultLauncherImage);
+  const auto& ports = pod["spec"]["containers"][0]["ports"];
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_EQ(ports[0]["containerPort"], 4000);
+  EXPECT_EQ(ports[1]["containerPort"], 4001);
+}
+
+TEST(RenderPod, WrapsOnlyTheTrainerContainer) {
+  json j = testing::example_job_json();
+  auto& cs = j["spec"]["template"]["spec"]["containers"];
+  cs.insert(cs.begin(), json{{"name", "proxy"}, {"image", "envoy"}, {"command", {"envoy"}}});
+  const auto pod = render_pod(testing::job_from(j), 1, kDefaultLauncherImage);
+  EXPECT_EQ(pod["spec"]["containers"][0]["command"], json::array({"envoy"}));
+  EXPECT_FALSE(pod["spec"]["containers"][0].contains("env"));
+  EXPECT_EQ(pod["spec"]["containers"][1]["command"][0], kLauncherPath);
+}
+
+TEST(NodeEnv, ElasticJobsGetMinMaxNnodes) {
+  json j = testing::example_job_json();
+  j["spec"]["minReplicas"] = 2;
+  j["spec"]["maxReplicas"] = 8;
+  j["spec"]["nprocPerNode"] = 4;
+  auto job = testing::job_from(j);
+  EXPECT_EQ(nnodes_value(job.spec), "2:8");
+  auto env = node_env(job, 0);
+  EXPECT_EQ(env[3], (std::pair<std::string, std::string>{"NNODES", "2:8"}));
+  EXPECT_EQ(env[4], (std::pair<std::string, std::string>{"NPROC_PER_NODE", "4"}));
+}
+
+TEST(ProcsPerNode, FollowsNprocThenGpuThenCpuLimits) {
+  json j = testing::example_job_json();
+  EXPECT_EQ(procs_per_node(testing::job_from(j).spec), 8);  // auto: 8 GPUs
+  j["spec"]["nprocPerNode"] = 3;
+  EXPECT_EQ(procs_per_node(testing::job_from(j).spec), 3);
+  j["spec"]["nprocPerNode"] = "cpu";
+  EXPECT_EQ(procs_per_node(testing::job_from(j).spec), 1);  // no cpu limit
+  j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "4";
+  EXPECT_EQ(procs_per_node(testing::job_from(j).spec), 4);
+  j["spec"]["nprocPerNode"] = "auto";
+  j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"].erase("nvidia.com/gpu");
+  EXPECT_EQ(procs_per_node(testing::job_from(j).spec), 1);
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
