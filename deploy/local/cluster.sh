@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# A real local Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kwok (which plays the kubelets of fake GPU nodes), all built from upstream sources by
+# tools.sh. Several clusters can run side by side under different names.
+#
+#   cluster.sh up [NAME]                 start (or reuse) cluster NAME (default: local); prints its kubeconfig
+#   cluster.sh down [NAME]               stop it and leave no process behind; keeps nothing but its logs
+#   cluster.sh status [NAME]             say whether it is up
+#   cluster.sh restart-apiserver [NAME]  stop kube-apiserver and start it again on the same port and data
+#   cluster.sh kubeconfig [NAME]         print the kubeconfig path
+#
+# Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4),
+# KUBEDIST_PORT_BASE (first of 6 ports, default derived from NAME).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${KUBEDIST_CACHE:-$repo/.cache}
+bin="$cache/bin"
+
+cmd=${1:-}
+name=${2:-local}
+[[ $name =~ ^[a-z0-9][a-z0-9-]*$ ]] || { echo "cluster.sh: bad cluster name '$name'" >&2; exit 2; }
+dir="$cache/clusters/$name"
+kubeconfig="$dir/kubeconfig"
+
+if [ -n "${KUBEDIST_PORT_BASE:-}" ]; then
+  base=$KUBEDIST_PORT_BASE
+else
+  # 20000-29990 in steps of 10, from the name, so that clusters of different names rarely collide.
+  base=$((20000 + ($(printf '%s' "$name" | cksum | cut -d' ' -f1) % 1000) * 10))
+fi
+etcd_port=$base
+etcd_peer_port=$((base + 1))
+apiserver_port=$((base + 2))
+kcm_port=$((base + 3))
+scheduler_port=$((base + 4))
+kwok_port=$((base + 5))
+
+log() { printf '[cluster %s] %s\n' "$name" "$*" >&2; }
+die() { printf 'cluster.sh: %s\n' "$*" >&2; exit 1; }
+
+kctl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+pid_of() { cat "$dir/run/$1.pid" 2>/dev/null || true; }
+alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+
+# start NAME CMD...: runs CMD in its own session (so that stopping it takes its children too), logging to
+# $dir/logs/NAME.log.
+start() {
+  local what=$1
+  shift
+  setsid "$@" >>"$dir/logs/$what.log" 2>&1 </dev/null &
+  echo $! >"$dir/run/$what.pid"
+}
+
+# stop NAME: SIGTERM to its process group, SIGKILL after 10 s.
+stop() {
+  local what=$1 p i
+  p=$(pid_of "$what")
+  rm -f "$dir/run/$what.pid"
+  [ -n "$p" ] || return 0
+  kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || return 0
+  for i in $(seq 1 100); do
+    kill -0 "$p" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$p" 2>/dev/null || true
+  kill -KILL "$p" 2>/dev/null || true
+  # Reap it when it is our child; otherwise wait until the kernel has removed it.
+  wait "$p" 2>/dev/null || true
+  for i in $(seq 1 50); do
+    kill -0 "$p" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds; dies with WHAT's log tail when it does not.
+wait_for() {
+  local what=$1 secs=$2
+  shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ! alive "$what"; then
+      tail -n 30 "$dir/logs/$what.log" >&2 || true
+      die "$what exited during start-up (log: $dir/logs/$what.log)"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 30 "$dir/logs/$what.log" >&2 || true
+      die "$what not ready after ${secs}s (log: $dir/logs/$what.log)"
+    fi
+    sleep 0.2
+  done
+}
+
+make_pki() {
+  local pki="$dir/pki"
+  [ -f "$pki/admin.crt" ] && return 0
+  mkdir -p "$pki"
+  (
+    cd "$pki"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 \
+      -subj "/CN=kubedist-local-ca" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr \
+      -subj "/CN=kube-apiserver" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >apiserver.ext
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt \
+      -days 3650 -extfile apiserver.ext 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr \
+      -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt \
+      -days 3650 -extfile client.ext 2>/dev/null
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    rm -f ./*.csr ./*.ext ca.srl
+  )
+}
+
+write_kubeconfig() {
+  local pki="$dir/pki"
+  cat >"$kubeconfig.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubedist-$name
+  cluster:
+    server: https://127.0.0.1:$apiserver_port
+    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+users:
+- name: kubedist-$name-admin
+  user:
+    client-certificate-data: $(base64 -w0 "$pki/admin.crt")
+    client-key-data: $(base64 -w0 "$pki/admin.key")
+contexts:
+- name: kubedist-$name
+  context:
+    cluster: kubedist-$name
+    user: kubedist-$name-admin
+current-context: kubedist-$name
+EOF
+  mv "$kubeconfig.tmp" "$kubeconfig"
+}
+
+# kwok's configuration: the upstream "fast" node and pod stages (from the kwok module the tools were built
+# from), so that fake nodes turn Ready, keep their leases, and scheduled pods turn Running at once. Pods
+# are never completed by kwok (only Jobs' pods are): tests decide how a pod ends.
+write_kwok_config() {
+  local stages
+  # shellcheck source=versions.sh
+  . "$here/versions.sh"
+  stages="$(cd "$here/tools/kwok" && go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  [ -d "$stages" ] || (cd "$here/tools/kwok" && go mod download sigs.k8s.io/kwok)
+  {
+    # kwok applies its option defaults only when it has no configuration file, so this one sets them all.
+    cat <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 127.100.0.0/16
+  nodeIP: 127.0.0.1
+  serverAddress: 127.0.0.1:$kwok_port
+  manageAllNodes: false
+  manageNodesWithAnnotationSelector: kwok.x-k8s.io/node=fake
+  podPlayStageParallelism: 4
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  nodeLeaseDurationSeconds: 40
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+  enableDebuggingHandlers: false
+  enableProfilingHandler: false
+  enableContentionProfiling: false
+EOF
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+      pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+      printf -- '---\n'
+      cat "$stages/$f"
+    done
+  } >"$dir/kwok.yaml"
+}
+
+start_apiserver() {
+  local pki="$dir/pki"
+  start kube-apiserver "$bin/kube-apiserver" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$apiserver_port" \
+    --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" \
+    --service-account-issuer="https://kubernetes.default.svc" \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --authorization-mode=Node,RBAC \
+    --disable-admission-plugins=ServiceAccount \
+    --allow-privileged=true \
+    --enable-priority-and-fairness=false \
+    --profiling=false
+  wait_for kube-apiserver 120 kctl get --raw /readyz
+}
+
+up() {
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+    [ -x "$bin/$b" ] || die "$bin/$b is missing: run deploy/local/tools.sh (or setup.sh) first"
+  done
+  if [ -f "$kubeconfig" ] && alive etcd && alive kube-apiserver && alive kwok &&
+    kctl get --raw /readyz >/dev/null 2>&1; then
+    log "already up"
+    echo "$kubeconfig"
+    return 0
+  fi
+  # A half-started or crashed cluster of this name: clear it away first.
+  down_quiet
+  mkdir -p "$dir/run" "$dir/logs"
+  for p in $etcd_port $etcd_peer_port $apiserver_port $kcm_port $scheduler_port $kwok_port; do
+    port_free "$p" || die "port $p on 127.0.0.1 is in use; set KUBEDIST_PORT_BASE to another range"
+  done
+  make_pki
+  write_kubeconfig
+  write_kwok_config
+  local pki="$dir/pki" t0=$SECONDS
+
+  rm -rf "$dir/etcd-data"
+  start etcd "$bin/etcd" --name "kubedist-$name" --data-dir "$dir/etcd-data" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-cluster "kubedist-$name=http://127.0.0.1:$etcd_peer_port" \
+    --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes=4294967296 --log-level=warn
+  wait_for etcd 60 curl -sf "http://127.0.0.1:$etcd_port/health"
+
+  start_apiserver
+
+  start kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
+    --authorization-kubeconfig="$kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
+    --root-ca-file="$pki/ca.crt" --service-account-private-key-file="$pki/sa.key" \
+    --use-service-account-credentials=false \
+    --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route,-bootstrapsigner,-tokencleaner' \
+    --node-monitor-grace-period=60s
+  start kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
+    --authorization-kubeconfig="$kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false
+  start kwok "$bin/kwok" --kubeconfig="$kubeconfig" --config="$dir/kwok.yaml"
+  wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:$kcm_port/healthz"
+  wait_for kube-scheduler 60 curl -skf "https://127.0.0.1:$scheduler_port/healthz"
+  wait_for kwok 60 curl -sf "http://127.0.0.1:$kwok_port/healthz"
+
+  add_nodes "${KUBEDIST_NODES:-4}"
+  wait_for kwok 60 all_nodes_ready
+  log "up in $((SECONDS - t0))s: $(kctl get nodes --no-headers | wc -l) fake GPU nodes; KUBECONFIG=$kubeconfig"
+  echo "$kubeconfig"
+}
+
+add_nodes() {
+  local n=$1 i
+  for i in $(seq 0 $((n - 1))); do
+    cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: gpu-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    node-role.kubernetes.io/gpu: ""
+    nvidia.com/gpu.present: "true"
+    type: kwok
+status:
+  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
+EOF
+  done | kctl apply -f - >/dev/null
+}
+
+all_nodes_ready() {
+  local want=${KUBEDIST_NODES:-4} ready
+  ready=$(kctl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+    grep -c '^True$' || true)
+  [ "$ready" -ge "$want" ]
+}
+
+down_quiet() {
+  local what
+  for what in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    stop "$what"
+  done
+  rm -rf "$dir/etcd-data" "$dir/run"
+}
+
+down() {
+  if [ ! -d "$dir" ]; then
+    log "not up"
+    return 0
+  fi
+  down_quiet
+  log "down"
+}
+
+status() {
+  local what state=0
+  for what in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+    if alive "$what"; then echo "$what: running (pid $(pid_of "$what"))"; else echo "$what: stopped"; state=1; fi
+  done
+  return $state
+}
+
+restart_apiserver() {
+  alive kube-apiserver || die "kube-apiserver of cluster $name is not running"
+  stop kube-apiserver
+  log "kube-apiserver stopped; starting it again"
+  start_apiserver
+  log "kube-apiserver back"
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  restart-apiserver) restart_apiserver ;;
+  kubeconfig) echo "$kubeconfig" ;;
+  *)
+    echo "usage: cluster.sh up|down|status|restart-apiserver|kubeconfig [NAME]" >&2
+    exit 2
+    ;;
+esac

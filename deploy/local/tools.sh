@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the pinned upstream tools (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
+# kwok, kwokctl, helm) from the Go module proxy with the ordinary go client, once per version: the binaries
+# are kept under $KUBEDIST_CACHE/tools/<tool>-<version>/ and linked into $KUBEDIST_CACHE/bin. A second run
+# only checks that they are there. Go's own build and module caches make a rebuild after a clean cheap.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${KUBEDIST_CACHE:-$repo/.cache}
+# shellcheck source=versions.sh
+. "$here/versions.sh"
+
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
+mkdir -p "$cache/bin" "$cache/tools"
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# require_pin MODULE_DIR MODULE VERSION: the go.mod must pin what versions.sh says.
+require_pin() {
+  if ! grep -qE "^(require )?[[:space:]]*$2 $3\$" "$1/go.mod"; then
+    echo "tools: $1/go.mod does not pin $2 $3 (versions.sh); keep them in step" >&2
+    exit 1
+  fi
+}
+
+# build NAME VERSION MODULE_DIR LDFLAGS BINARY=PACKAGE...
+build() {
+  local name=$1 version=$2 moddir=$3 ldflags=$4
+  shift 4
+  local dest="$cache/tools/$name-$version" missing=() spec bin
+  for spec in "$@"; do
+    bin=${spec%%=*}
+    [ -x "$dest/$bin" ] || missing+=("$spec")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "building $name $version (${missing[*]%%=*}); the first build takes a while"
+    local start=$SECONDS
+    mkdir -p "$dest"
+    for spec in "${missing[@]}"; do
+      bin=${spec%%=*}
+      (cd "$moddir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$dest/$bin.partial" "${spec#*=}")
+      mv "$dest/$bin.partial" "$dest/$bin"
+    done
+    log "built $name $version in $((SECONDS - start))s"
+  fi
+  for spec in "$@"; do
+    bin=${spec%%=*}
+    ln -sfn "$dest/$bin" "$cache/bin/$bin"
+  done
+}
+
+k8s_minor=${KUBERNETES_VERSION#v1.}
+k8s_minor=${k8s_minor%%.*}
+k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
+-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor \
+-X k8s.io/component-base/version.gitTreeState=clean \
+-X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION \
+-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$k8s_minor"
+
+require_pin "$here/tools/kubernetes" k8s.io/kubernetes "$KUBERNETES_VERSION"
+require_pin "$here/tools/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+require_pin "$here/tools/kwok" sigs.k8s.io/kwok "$KWOK_VERSION"
+require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
+
+build etcd "$ETCD_VERSION" "$here/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
+build kubernetes "$KUBERNETES_VERSION" "$here/tools/kubernetes" "$k8s_ldflags" \
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+  kubectl=k8s.io/kubernetes/cmd/kubectl
+build kwok "$KWOK_VERSION" "$here/tools/kwok" \
+  "" \
+  kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
+build helm "$HELM_VERSION" "$here/tools/helm" \
+  "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
+  helm=helm.sh/helm/v4/cmd/helm
+log "tools ready in $cache/bin"

@@ -1,0 +1,6 @@
+# Pinned versions of the upstream tools the local control plane and the tests use.
+# The tools/*/go.mod files pin the same versions; tools.sh checks that they agree.
+KUBERNETES_VERSION=v1.36.3
+ETCD_VERSION=v3.6.16
+KWOK_VERSION=v0.8.0
+HELM_VERSION=v4.3.2

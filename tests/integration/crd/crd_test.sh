@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The TrainingJob CRD against the real kube-apiserver: the example is accepted and defaulted, bad specs are
+# refused with the schema's own messages, kubectl explain and the printer columns work, and the scale
+# subresource obeys [minReplicas, maxReplicas].
+set -euo pipefail
+. "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
+
+apply_crd
+new_namespace crd
+pass "CRD established"
+
+# The OpenAPI document that kubectl explain reads is published a moment after the CRD is established.
+explains() { kubectl explain trainingjob.spec 2>/dev/null | grep -q "$1"; }
+eventually 60 "kubectl explain trainingjob.spec describes minReplicas" explains 'Elastic lower bound'
+kubectl explain trainingjob.spec.restartPolicy | grep -q 'ExitCode' || fail "kubectl explain lacks restartPolicy's description"
+pass "kubectl explain describes the spec"
+
+kubectl -n "$NS" apply -f "$KUBEDIST_SOURCE_DIR/crd/examples/trainingjob.yaml" >/dev/null || fail "example refused"
+cols=$(kubectl -n "$NS" get tj resnet | head -n 1)
+for c in NAME PHASE NODES WORLD RESTARTS AGE; do
+  [[ $cols == *"$c"* ]] || fail "kubectl get tj header '$cols' lacks $c"
+done
+pass "example accepted; kubectl get tj shows: $cols"
+
+# A minimal job gets the documented defaults.
+kubectl -n "$NS" apply -f - >/dev/null <<'YAML'
+apiVersion: kubedist.io/v1alpha1
+kind: TrainingJob
+metadata: {name: minimal}
+spec:
+  template:
+    spec:
+      containers: [{name: trainer, image: busybox, command: [python, train.py]}]
+YAML
+got=$(kubectl -n "$NS" get tj minimal -o jsonpath='{.spec.replicas} {.spec.nprocPerNode} {.spec.masterPort} {.spec.maxRestarts} {.spec.backoffLimit} {.spec.restartPolicy} {.spec.suspend} {.spec.cleanPodPolicy}')
+[ "$got" = "1 auto 29500 3 6 OnFailure false Running" ] || fail "defaults: got '$got'"
+pass "defaults applied: $got"
+
+# reject NAME PATTERN SPEC-YAML: the API server must refuse the job, with PATTERN in its message.
+reject() {
+  local name=$1 pattern=$2 spec=$3 out
+  if out=$(printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: %s}\nspec:\n%s\n' "$name" "$spec" |
+    kubectl -n "$NS" create --dry-run=server -f - 2>&1); then
+    fail "$name: accepted, expected a refusal matching '$pattern'"
+  fi
+  grep -qF -- "$pattern" <<<"$out" || fail "$name: refused with '$out', expected '$pattern'"
+  pass "$name refused: $(grep -oF -- "$pattern" <<<"$out" | head -n 1)"
+}
+tmpl='  template: {spec: {containers: [{name: trainer, image: busybox, command: [python, train.py]}]}}'
+
+reject negative-replicas 'spec.replicas in body should be greater than or equal to 1' "  replicas: -1
+$tmpl"
+reject min-above-max 'minReplicas must be less than or equal to maxReplicas' "  replicas: 3
+  minReplicas: 5
+  maxReplicas: 2
+$tmpl"
+reject replicas-above-max 'replicas must be less than or equal to maxReplicas' "  replicas: 5
+  maxReplicas: 2
+$tmpl"
+reject string-replicas 'spec.replicas in body must be of type integer: "string"' "  replicas: four
+$tmpl"
+reject missing-template 'spec.template: Required value' "  replicas: 2"
+reject no-containers 'spec.template.spec.containers: Required value' "  template: {spec: {}}"
+reject bad-nproc 'nprocPerNode must be an integer from 1 to 1024, or one of auto, gpu, cpu' "  nprocPerNode: tpu
+$tmpl"
+reject zero-nproc 'nprocPerNode must be an integer from 1 to 1024, or one of auto, gpu, cpu' "  nprocPerNode: 0
+$tmpl"
+reject bad-restart-policy 'spec.restartPolicy: Unsupported value: "Always"' "  restartPolicy: Always
+$tmpl"
+reject bad-port 'spec.masterPort in body should be less than or equal to 65534' "  masterPort: 70000
+$tmpl"
+
+# The scale subresource: inside [min, max] it works, outside the CEL rule refuses it.
+kubectl -n "$NS" scale tj/resnet --replicas=3 >/dev/null || fail "kubectl scale to 3 (within 1..4) refused"
+[ "$(kubectl -n "$NS" get tj resnet -o jsonpath='{.spec.replicas}')" = 3 ] || fail "scale did not set spec.replicas"
+if out=$(kubectl -n "$NS" scale tj/resnet --replicas=9 2>&1); then fail "scale to 9 above maxReplicas 4 accepted"; fi
+grep -qF 'replicas must be less than or equal to maxReplicas' <<<"$out" || fail "scale to 9 refused with '$out'"
+pass "kubectl scale honours [minReplicas, maxReplicas]"
+echo "crd_test: all checks passed"
