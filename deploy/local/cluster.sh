@@ -8,6 +8,9 @@
 #   cluster.sh status [NAME]             say whether it is up
 #   cluster.sh restart-apiserver [NAME]  stop kube-apiserver and start it again on the same port and data
 #   cluster.sh kubeconfig [NAME]         print the kubeconfig path
+#   cluster.sh run-operator NAME BINARY [ARGS...]
+#                                        (re)start a kubedist-operator binary against cluster NAME, stopped
+#                                        by down like the rest; its log is logs/kubedist-operator.log
 #
 # Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4),
 # KUBEDIST_PORT_BASE (first of 6 ports, default derived from NAME).
@@ -290,7 +293,8 @@ all_nodes_ready() {
 
 down_quiet() {
   local what
-  for what in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  # The operator (started by demo.sh into the same run folder) goes first, the store last.
+  for what in kubedist-operator kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop "$what"
   done
   rm -rf "$dir/etcd-data" "$dir/run"
@@ -321,8 +325,22 @@ restart_apiserver() {
   log "kube-apiserver back"
 }
 
+run_operator() {
+  [ -f "$kubeconfig" ] && alive kube-apiserver || die "cluster $name is not up"
+  stop kubedist-operator
+  start kubedist-operator "$@" --kubeconfig="$kubeconfig"
+  sleep 0.5
+  alive kubedist-operator || { tail -n 20 "$dir/logs/kubedist-operator.log" >&2; die "the operator exited at start"; }
+  log "operator running (pid $(pid_of kubedist-operator), log $dir/logs/kubedist-operator.log)"
+}
+
 case "$cmd" in
   up) up ;;
+  run-operator)
+    shift 2
+    [ $# -ge 1 ] || die "run-operator needs the operator binary"
+    run_operator "$@"
+    ;;
   down) down ;;
   status) status ;;
   restart-apiserver) restart_apiserver ;;
