@@ -1,0 +1,61 @@
+// Agent: the supervisor of this node: joins rounds, runs a WorkerGroup per round, stops and restarts it, and
+// decides the launcher's exit code. All of it runs on one EventLoop.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "event_loop.h"
+#include "launch_config.h"
+#include "log_mux.h"
+#include "metrics.h"
+#include "rendezvous_member.h"
+#include "worker_group.h"
+
+namespace kubedist::launcher {
+
+class Agent {
+ public:
+  // run_dir holds attempt_N/LOCAL_RANK/{error.json,stdout.log,stderr.log}.
+  Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
+        LauncherMetrics& metrics);
+  MemberEvents member_events();
+  void start(RendezvousMember& member);
+  // A SIGCHLD arrived: reaps every child (workers and orphans re-parented to us) without blocking.
+  void reap_children();
+  // SIGTERM/SIGINT/SIGHUP to the launcher: passed on to the workers; the launcher exits once they are gone.
+  void shutdown(int signal);
+  std::optional<int> exit_code() const { return exit_code_; }
+
+ private:
+  enum class State { Joining, Running, Stopping, Done, Exiting };
+  void on_round(const Assignment& a);
+  void on_stop();
+  void on_end(int exit_code, const std::string& reason);
+  void on_worker_failure(const WorkerExit& exit);
+  void on_workers_stopped();
+  void stop_workers(int signal);
+  void finish(int code);
+  void join();
+
+  EventLoop& loop_;
+  LaunchConfig config_;
+  Env base_env_;
+  int local_world_size_;
+  std::string run_dir_;
+  LauncherMetrics& metrics_;
+  LogMux logs_;
+  RendezvousMember* member_ = nullptr;
+  std::unique_ptr<WorkerGroup> group_;
+  State state_ = State::Joining;
+  Assignment assignment_;
+  bool started_once_ = false;
+  std::optional<std::chrono::steady_clock::time_point> failure_seen_at_;
+  std::optional<int> pending_end_;
+  int shutdown_signal_ = 0;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace kubedist::launcher

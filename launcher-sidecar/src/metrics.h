@@ -1,0 +1,19 @@
+// LauncherMetrics: the launcher's Prometheus metrics and their text exposition (pure rendering).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kubedist::launcher {
+
+struct LauncherMetrics {
+  std::uint64_t worker_restarts_total = 0;   // worker groups restarted on this node
+  std::uint64_t rendezvous_rounds_total = 0;  // rounds this node took part in
+  int rendezvous_round = -1;                 // the current round (generation)
+  int workers_running = 0;
+  double last_recovery_seconds = 0;          // from a failure seen here to the replacement workers starting
+};
+
+std::string render_metrics(const LauncherMetrics& m);
+
+}  // namespace kubedist::launcher

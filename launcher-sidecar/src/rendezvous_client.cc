@@ -1,0 +1,155 @@
+#include "rendezvous_client.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log_mux.h"
+#include "net.h"
+#include "rendezvous_wire.h"
+
+namespace kubedist::launcher {
+
+TcpMember::TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
+                     ResolverConfig resolver, MemberEvents events)
+    : loop_(loop),
+      host_(std::move(host)),
+      port_(port),
+      join_timeout_(join_timeout),
+      resolver_(std::move(resolver)),
+      events_(std::move(events)) {}
+
+TcpMember::~TcpMember() {
+  if (retry_timer_) loop_.cancel(retry_timer_);
+  close_socket();
+}
+
+void TcpMember::join(const JoinRequest& request) {
+  want_join_ = request;
+  if (connected_) return send_line(encode_request({MemberRequest::Kind::Join, request, 0, 0, ""}));
+  if (fd_ < 0 && !retry_timer_) try_connect();
+}
+
+void TcpMember::failed(int round, int exit_code, const std::string& summary) {
+  if (connected_) send_line(encode_request({MemberRequest::Kind::Failed, {}, round, exit_code, summary}));
+}
+
+void TcpMember::done(int round) {
+  // This node is finished: tell node 0 and leave. The rest of the job is node 0's business.
+  if (connected_) send_line(encode_request({MemberRequest::Kind::Done, {}, round, 0, ""}));
+  ended_ = true;
+  close_socket();
+  loop_.defer([this] { events_.on_end(0, ""); });
+}
+
+void TcpMember::connect_soon(std::chrono::milliseconds delay) {
+  retry_timer_ = loop_.after(delay, [this] {
+    retry_timer_ = 0;
+    try_connect();
+  });
+}
+
+void TcpMember::try_connect() {
+  if (ended_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!unreachable_since_) unreachable_since_ = now;
+  if (now - *unreachable_since_ > join_timeout_) {
+    ended_ = true;
+    std::string why = "cannot reach the rendezvous on node 0 at " + host_ + ":" + std::to_string(port_) + " for " +
+                      std::to_string(join_timeout_.count() / 1000) + " s: " + last_error_;
+    loop_.defer([this, why] { events_.on_end(1, why); });
+    return;
+  }
+  auto addr = resolve_ipv4(host_, resolver_);  // node 0's name appears in DNS only once its pod has an IP
+  if (!addr) {
+    last_error_ = addr.error();
+    return connect_soon(std::chrono::milliseconds(500));
+  }
+  auto fd = start_connect(*addr, port_);
+  if (!fd) {
+    last_error_ = fd.error();
+    return connect_soon(std::chrono::milliseconds(200));
+  }
+  fd_ = *fd;
+  loop_.watch(fd_, EPOLLOUT, [this](std::uint32_t ev) { on_ready(ev); });
+}
+
+void TcpMember::on_ready(std::uint32_t events) {
+  if (!connected_) {
+    int err = connect_error(fd_);
+    if (err != 0) {
+      last_error_ = std::strerror(err);
+      close_socket();
+      return connect_soon(std::chrono::milliseconds(200));
+    }
+    connected_ = true;
+    unreachable_since_.reset();
+    loop_.modify(fd_, EPOLLIN);
+    if (want_join_) send_line(encode_request({MemberRequest::Kind::Join, *want_join_, 0, 0, ""}));
+    return;
+  }
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    char buf[4096];
+    while (true) {
+      ssize_t n = read(fd_, buf, sizeof buf);
+      if (n > 0) {
+        in_.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      return lost("node 0 closed the rendezvous connection");
+    }
+    for (size_t nl; fd_ >= 0 && (nl = in_.find('\n')) != std::string::npos;) {
+      std::string line = in_.substr(0, nl);
+      in_.erase(0, nl + 1);
+      auto m = parse_message(line);
+      if (!m) return lost(m.error());
+      switch (m->kind) {
+        case RendezvousMessage::Kind::Round:
+          want_join_.reset();
+          loop_.defer([this, a = m->assignment] { events_.on_round(a); });
+          break;
+        case RendezvousMessage::Kind::Stop:
+          loop_.defer([this] { events_.on_stop(); });
+          break;
+        case RendezvousMessage::Kind::Fail:
+          ended_ = true;
+          close_socket();
+          loop_.defer([this, code = m->exit_code, reason = m->reason] { events_.on_end(code, reason); });
+          return;
+      }
+    }
+  }
+  if (fd_ >= 0 && (events & EPOLLOUT) && !out_.empty()) send_line("");
+}
+
+void TcpMember::send_line(const std::string& line) {
+  out_ += line;
+  if (fd_ < 0 || !connected_) return;
+  ssize_t n = send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+  if (n > 0) out_.erase(0, static_cast<size_t>(n));
+  loop_.modify(fd_, out_.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT);
+}
+
+void TcpMember::lost(const std::string& why) {
+  write_all(2, "kubedist-launcher: rendezvous: " + why + "; reconnecting to " + host_ + ":" + std::to_string(port_) + "\n");
+  last_error_ = why;
+  close_socket();
+  out_.clear();
+  in_.clear();
+  loop_.defer([this] { events_.on_stop(); });  // our workers' round is gone with the connection
+  if (want_join_) connect_soon(std::chrono::milliseconds(200));
+}
+
+void TcpMember::close_socket() {
+  if (fd_ < 0) return;
+  loop_.unwatch(fd_);
+  close(fd_);
+  fd_ = -1;
+  connected_ = false;
+}
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,154 @@
+#include "rendezvous_host.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <limits>
+
+#include "log_mux.h"
+#include "rendezvous_wire.h"
+
+namespace kubedist::launcher {
+namespace {
+constexpr MemberId kLocalMember = std::numeric_limits<MemberId>::max();
+}
+
+class RendezvousHost::LocalMember : public RendezvousMember {
+ public:
+  explicit LocalMember(RendezvousHost& host) : host_(host) {}
+  ~LocalMember() override { host_.local_events_ = {}; }
+  void join(const JoinRequest& request) override {
+    host_.coordinator_.join(kLocalMember, request, RendezvousCoordinator::Clock::now());
+    host_.flush();
+  }
+  void failed(int round, int exit_code, const std::string& summary) override {
+    host_.coordinator_.failed(kLocalMember, round, exit_code, summary, RendezvousCoordinator::Clock::now());
+    host_.flush();
+  }
+  void done(int round) override {
+    host_.coordinator_.done(kLocalMember, round, RendezvousCoordinator::Clock::now());
+    host_.flush();
+  }
+
+ private:
+  RendezvousHost& host_;
+};
+
+RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings)
+    : loop_(loop), coordinator_(std::move(settings), RendezvousCoordinator::Clock::now()), listener_(loop) {}
+
+RendezvousHost::~RendezvousHost() {
+  if (deadline_timer_) loop_.cancel(deadline_timer_);
+  while (!connections_.empty()) {
+    int fd = connections_.begin()->first;
+    loop_.unwatch(fd);
+    close(fd);
+    connections_.erase(fd);
+  }
+}
+
+Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
+  auto ok = listener_.open(bind_addr, port, [this](int fd) {
+    connections_[fd] = Connection{};
+    loop_.watch(fd, EPOLLIN, [this, fd](std::uint32_t ev) { connection_ready(fd, ev); });
+  });
+  if (!ok) return make_error("rendezvous: " + ok.error());
+  return true;
+}
+
+std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents events) {
+  local_events_ = std::move(events);
+  return std::make_unique<LocalMember>(*this);
+}
+
+void RendezvousHost::flush() {
+  for (auto& out : coordinator_.take_outbox()) {
+    if (out.to == kLocalMember) {
+      // Delivered on the next turn of the loop, so the agent never re-enters itself.
+      loop_.defer([this, m = out.message] {
+        if (m.kind == RendezvousMessage::Kind::Round && local_events_.on_round) local_events_.on_round(m.assignment);
+        if (m.kind == RendezvousMessage::Kind::Stop && local_events_.on_stop) local_events_.on_stop();
+        if (m.kind == RendezvousMessage::Kind::Fail && local_events_.on_end) local_events_.on_end(m.exit_code, m.reason);
+      });
+      continue;
+    }
+    int fd = static_cast<int>(out.to);
+    auto it = connections_.find(fd);
+    if (it == connections_.end()) continue;
+    it->second.out += encode_message(out.message);
+    connection_ready(fd, EPOLLOUT);
+  }
+  if (deadline_timer_) loop_.cancel(deadline_timer_);
+  deadline_timer_ = 0;
+  if (auto when = coordinator_.next_deadline()) {
+    deadline_timer_ = loop_.at(*when, [this] {
+      deadline_timer_ = 0;
+      coordinator_.tick(RendezvousCoordinator::Clock::now());
+      flush();
+    });
+  }
+}
+
+void RendezvousHost::connection_ready(int fd, std::uint32_t events) {
+  if (!connections_.count(fd)) return;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    bool closed = false;
+    char buf[4096];
+    while (true) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) {
+        connections_[fd].in.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      closed = !(n < 0 && (errno == EAGAIN || errno == EINTR));
+      break;
+    }
+    // Lines that arrived before a close still count (a DONE, then the node exits).
+    while (connections_.count(fd)) {
+      std::string& in = connections_[fd].in;
+      size_t nl = in.find('\n');
+      if (nl == std::string::npos) break;
+      std::string line = in.substr(0, nl);
+      in.erase(0, nl + 1);
+      handle_line(fd, line);
+    }
+    if (closed) return drop(fd);
+  }
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  if (!it->second.out.empty()) {
+    ssize_t n = send(fd, it->second.out.data(), it->second.out.size(), MSG_NOSIGNAL);
+    if (n > 0) it->second.out.erase(0, static_cast<size_t>(n));
+  }
+  loop_.modify(fd, it->second.out.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT);
+}
+
+void RendezvousHost::handle_line(int fd, const std::string& line) {
+  auto now = RendezvousCoordinator::Clock::now();
+  auto request = parse_request(line);
+  if (!request) {
+    write_all(2, "kubedist-launcher: rendezvous: " + request.error() + "\n");
+    return drop(fd);
+  }
+  const MemberRequest& r = request.value();
+  MemberId id = static_cast<MemberId>(fd);
+  switch (r.kind) {
+    case MemberRequest::Kind::Join: coordinator_.join(id, r.join, now); break;
+    case MemberRequest::Kind::Failed: coordinator_.failed(id, r.round, r.exit_code, r.summary, now); break;
+    case MemberRequest::Kind::Done: coordinator_.done(id, r.round, now); break;
+  }
+  flush();
+}
+
+void RendezvousHost::drop(int fd) {
+  if (!connections_.count(fd)) return;
+  loop_.unwatch(fd);
+  close(fd);
+  connections_.erase(fd);
+  coordinator_.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());
+  flush();
+}
+
+}  // namespace kubedist::launcher

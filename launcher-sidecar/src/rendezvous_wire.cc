@@ -1,0 +1,98 @@
+#include "rendezvous_wire.h"
+
+#include <sstream>
+
+namespace kubedist::launcher {
+namespace {
+
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+// Reads the rest of the stream after the fixed fields, without its leading space.
+std::string rest_of(std::istringstream& in) {
+  std::string rest;
+  std::getline(in, rest);
+  if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
+  return rest;
+}
+
+}  // namespace
+
+std::string encode_request(const MemberRequest& r) {
+  switch (r.kind) {
+    case MemberRequest::Kind::Join:
+      return "JOIN " + r.join.run_id + " " + std::to_string(r.join.node_rank) + " " + std::to_string(r.join.nproc) + "\n";
+    case MemberRequest::Kind::Failed:
+      return "FAILED " + std::to_string(r.round) + " " + std::to_string(r.exit_code) + " " + one_line(r.summary) + "\n";
+    case MemberRequest::Kind::Done:
+      return "DONE " + std::to_string(r.round) + "\n";
+  }
+  return "";
+}
+
+std::string encode_message(const RendezvousMessage& m) {
+  switch (m.kind) {
+    case RendezvousMessage::Kind::Round: {
+      const Assignment& a = m.assignment;
+      return "ROUND " + std::to_string(a.round) + " " + std::to_string(a.restart_count) + " " +
+             std::to_string(a.group_rank) + " " + std::to_string(a.group_world_size) + " " +
+             std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) + "\n";
+    }
+    case RendezvousMessage::Kind::Stop:
+      return "STOP " + std::to_string(m.round) + "\n";
+    case RendezvousMessage::Kind::Fail:
+      return "FAIL " + std::to_string(m.exit_code) + " " + one_line(m.reason) + "\n";
+  }
+  return "";
+}
+
+Result<MemberRequest> parse_request(const std::string& line) {
+  std::istringstream in(line);
+  std::string verb;
+  in >> verb;
+  MemberRequest r;
+  if (verb == "JOIN") {
+    r.kind = MemberRequest::Kind::Join;
+    if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) return r;
+  } else if (verb == "FAILED") {
+    r.kind = MemberRequest::Kind::Failed;
+    if (in >> r.round >> r.exit_code) {
+      r.summary = rest_of(in);
+      return r;
+    }
+  } else if (verb == "DONE") {
+    r.kind = MemberRequest::Kind::Done;
+    if (in >> r.round) return r;
+  }
+  return make_error("bad rendezvous request: '" + line + "'");
+}
+
+Result<RendezvousMessage> parse_message(const std::string& line) {
+  std::istringstream in(line);
+  std::string verb;
+  in >> verb;
+  RendezvousMessage m;
+  if (verb == "ROUND") {
+    m.kind = RendezvousMessage::Kind::Round;
+    Assignment& a = m.assignment;
+    if (in >> a.round >> a.restart_count >> a.group_rank >> a.group_world_size >> a.rank_offset >> a.world_size) {
+      m.round = a.round;
+      return m;
+    }
+  } else if (verb == "STOP") {
+    m.kind = RendezvousMessage::Kind::Stop;
+    if (in >> m.round) return m;
+  } else if (verb == "FAIL") {
+    m.kind = RendezvousMessage::Kind::Fail;
+    if (in >> m.exit_code) {
+      m.reason = rest_of(in);
+      return m;
+    }
+  }
+  return make_error("bad rendezvous message: '" + line + "'");
+}
+
+}  // namespace kubedist::launcher

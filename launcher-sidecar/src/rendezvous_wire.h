@@ -1,0 +1,24 @@
+// The rendezvous wire format: one text line per message (see rendezvous_coordinator.h for the protocol).
+#pragma once
+
+#include <string>
+
+#include "rendezvous_coordinator.h"
+#include "result.h"
+
+namespace kubedist::launcher {
+
+struct MemberRequest {
+  enum class Kind { Join, Failed, Done } kind = Kind::Join;
+  JoinRequest join;
+  int round = 0;
+  int exit_code = 0;
+  std::string summary;
+};
+
+std::string encode_request(const MemberRequest& request);   // "JOIN run 1 4\n", "FAILED 2 3 text\n", "DONE 2\n"
+std::string encode_message(const RendezvousMessage& message);  // "ROUND r rc g gws off ws\n", "STOP r\n", "FAIL c text\n"
+Result<MemberRequest> parse_request(const std::string& line);
+Result<RendezvousMessage> parse_message(const std::string& line);
+
+}  // namespace kubedist::launcher

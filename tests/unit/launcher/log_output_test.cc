@@ -1,0 +1,59 @@
+// Output prefixes and routes for --redirects / --tee / --local-ranks-filter, and the /metrics text.
+#include <gtest/gtest.h>
+
+#include "launch_config.h"
+#include "log_mux.h"
+#include "metrics.h"
+#include "metrics_server.h"
+#include "output_routes.h"
+
+namespace kubedist::launcher {
+namespace {
+
+TEST(LinePrefixer, PrefixesEveryLineAndHoldsPartialLines) {
+  LinePrefixer p("[rank 3]: ");
+  EXPECT_EQ(p.feed("a\nb"), "[rank 3]: a\n");
+  EXPECT_EQ(p.feed("c\n\nd"), "[rank 3]: bc\n[rank 3]: \n");
+  EXPECT_EQ(p.finish(), "[rank 3]: d\n");
+  EXPECT_EQ(p.finish(), "");
+}
+
+LaunchConfig config(std::vector<std::string> args) { return parse_launch_config(args, {}).value(); }
+
+TEST(OutputRoutes, RedirectTeeAndFilter) {
+  auto none = route_for(config({"t.py"}), 0, 0, 1, "/d");
+  EXPECT_FALSE(none.capture);
+  auto redirect = route_for(config({"--redirects=1", "t.py"}), 0, 4, 1, "/d");
+  EXPECT_TRUE(redirect.capture);
+  EXPECT_EQ(redirect.file, "/d/stdout.log");
+  EXPECT_EQ(redirect.console_fd, -1);
+  EXPECT_FALSE(route_for(config({"--redirects=1", "t.py"}), 0, 4, 2, "/d").capture);
+  auto tee = route_for(config({"--tee=3", "t.py"}), 1, 5, 2, "/d");
+  EXPECT_EQ(tee.file, "/d/stderr.log");
+  EXPECT_EQ(tee.console_fd, 2);
+  EXPECT_EQ(tee.prefix, "[rank 5]: ");
+  auto hidden = route_for(config({"--tee=3", "--local-ranks-filter=0", "t.py"}), 1, 5, 1, "/d");
+  EXPECT_TRUE(hidden.capture);
+  EXPECT_EQ(hidden.console_fd, -1);
+  EXPECT_EQ(hidden.file, "/d/stdout.log");
+  EXPECT_EQ(route_for(config({"--tee=3", "--local-ranks-filter=0", "t.py"}), 0, 4, 1, "/d").console_fd, 1);
+}
+
+TEST(Metrics, RendersPrometheusTextWithEveryLauncherMetric) {
+  LauncherMetrics m{3, 4, 3, 2, 0.25};
+  auto text = render_metrics(m);
+  EXPECT_NE(text.find("# TYPE kubedist_launcher_worker_restarts_total counter\nkubedist_launcher_worker_restarts_total 3\n"), std::string::npos);
+  EXPECT_NE(text.find("kubedist_launcher_rendezvous_rounds_total 4\n"), std::string::npos);
+  EXPECT_NE(text.find("kubedist_launcher_workers_running 2\n"), std::string::npos);
+  EXPECT_NE(text.find("kubedist_launcher_last_recovery_seconds 0.250000\n"), std::string::npos);
+}
+
+TEST(Metrics, HttpAnswersMetricsAndRefusesTheRest) {
+  LauncherMetrics m;
+  EXPECT_EQ(http_response_for("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", m).rfind("HTTP/1.0 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(http_response_for("GET /other HTTP/1.1\r\n\r\n", m).rfind("HTTP/1.0 404", 0), 0u);
+  EXPECT_EQ(http_response_for("POST /metrics HTTP/1.1\r\n\r\n", m).rfind("HTTP/1.0 405", 0), 0u);
+}
+
+}  // namespace
+}  // namespace kubedist::launcher

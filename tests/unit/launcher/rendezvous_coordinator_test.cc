@@ -1,0 +1,175 @@
+// The rendezvous rules, driven through the pure coordinator with a fake clock.
+#include "rendezvous_coordinator.h"
+
+#include <gtest/gtest.h>
+
+namespace kubedist::launcher {
+namespace {
+
+using Clock = RendezvousCoordinator::Clock;
+using Kind = RendezvousMessage::Kind;
+using namespace std::chrono_literals;
+
+struct Harness {
+  explicit Harness(int min, int max, int max_restarts = 3)
+      : c({"job", min, max, max_restarts, 1000ms, 5000ms}, t) {}
+  Clock::time_point t = Clock::time_point{} + 100s;
+  RendezvousCoordinator c;
+  std::vector<Outgoing> out() { return c.take_outbox(); }
+  void join(MemberId id, int node_rank, int nproc = 2) { c.join(id, {"job", node_rank, nproc}, t); }
+  // Nodes 0 and 1 (member ids 1 and 2) join and a round forms (min <= 2 <= max).
+  void run_two_nodes() {
+    join(1, 0);
+    join(2, 1);
+    out();
+  }
+  void advance(std::chrono::milliseconds d) {
+    t += d;
+    c.tick(t);
+  }
+};
+
+std::map<MemberId, RendezvousMessage> by_member(const std::vector<Outgoing>& out) {
+  std::map<MemberId, RendezvousMessage> m;
+  for (auto& o : out) m[o.to] = o.message;
+  return m;
+}
+
+TEST(RendezvousCoordinator, FormsAtOnceWhenMaxNodesJoinWithDenseRanksNodeZeroFirst) {
+  Harness h(2, 2);
+  h.join(7, 1, 3);
+  EXPECT_TRUE(h.out().empty());
+  h.join(9, 0, 2);
+  auto m = by_member(h.out());
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[9].kind, Kind::Round);
+  EXPECT_EQ(m[9].assignment.group_rank, 0);
+  EXPECT_EQ(m[9].assignment.rank_offset, 0);
+  EXPECT_EQ(m[7].assignment.group_rank, 1);
+  EXPECT_EQ(m[7].assignment.rank_offset, 2);
+  EXPECT_EQ(m[7].assignment.world_size, 5);
+  EXPECT_EQ(m[9].assignment.world_size, 5);
+  EXPECT_EQ(m[7].assignment.group_world_size, 2);
+  EXPECT_EQ(m[7].assignment.restart_count, 0);
+}
+
+TEST(RendezvousCoordinator, ElasticWaitsTheLastCallForLateJoiners) {
+  Harness h(1, 3);
+  h.join(1, 0);
+  EXPECT_TRUE(h.out().empty());
+  h.advance(500ms);
+  h.join(2, 4);  // node ranks need not be dense
+  h.advance(400ms);
+  EXPECT_TRUE(h.out().empty());
+  h.advance(200ms);
+  auto m = by_member(h.out());
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[2].assignment.group_rank, 1);
+  EXPECT_EQ(m[2].assignment.world_size, 4);
+}
+
+TEST(RendezvousCoordinator, WorkerFailureStopsEveryNodeAndTheNextRoundCountsARestart) {
+  Harness h(2, 2);
+  h.run_two_nodes();
+  h.c.failed(2, 0, 3, "rank 3 exited with code 3", h.t);
+  auto stops = by_member(h.out());
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[1].kind, Kind::Stop);
+  EXPECT_EQ(stops[2].kind, Kind::Stop);
+  h.c.failed(1, 0, 1, "stale report from the same round", h.t);
+  EXPECT_TRUE(h.out().empty());
+  h.join(2, 1);
+  EXPECT_TRUE(h.out().empty());
+  h.join(1, 0);
+  auto rounds = by_member(h.out());
+  EXPECT_EQ(rounds[1].assignment.round, 1);
+  EXPECT_EQ(rounds[1].assignment.restart_count, 1);
+  EXPECT_EQ(h.c.restart_count(), 1);
+}
+
+TEST(RendezvousCoordinator, GivesUpWithTheFailingWorkersExitCodeAfterMaxRestarts) {
+  Harness h(1, 1, 0);
+  h.join(1, 0);
+  h.out();
+  h.c.failed(1, 0, 42, "rank 0 exited with code 42", h.t);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].kind, Kind::Fail);
+  EXPECT_EQ(m[1].exit_code, 42);
+  EXPECT_NE(m[1].reason.find("--max-restarts=0"), std::string::npos);
+  EXPECT_TRUE(h.c.over());
+}
+
+TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
+  Harness h(1, 2);
+  h.run_two_nodes();
+  h.c.leave(2, h.t);
+  EXPECT_EQ(by_member(h.out())[1].kind, Kind::Stop);
+  h.join(1, 0);
+  h.advance(1001ms);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].kind, Kind::Round);
+  EXPECT_EQ(m[1].assignment.world_size, 2);
+  EXPECT_EQ(m[1].assignment.group_world_size, 1);
+}
+
+TEST(RendezvousCoordinator, BelowMinNodesWaitsJoinTimeoutThenFailsClearly) {
+  Harness h(2, 2);
+  h.run_two_nodes();
+  h.c.leave(2, h.t);
+  h.out();
+  h.join(1, 0);
+  h.advance(4900ms);
+  EXPECT_TRUE(h.out().empty());
+  h.advance(200ms);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].kind, Kind::Fail);
+  EXPECT_NE(m[1].reason.find("only 1 of the minimum 2 nodes"), std::string::npos) << m[1].reason;
+}
+
+TEST(RendezvousCoordinator, ANewNodeJoiningStartsANewRoundWithIt) {
+  Harness h(1, 2);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  h.join(2, 1);
+  EXPECT_EQ(by_member(h.out())[1].kind, Kind::Stop);
+  h.join(1, 0);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].assignment.world_size, 4);
+  EXPECT_EQ(m[2].assignment.group_rank, 1);
+}
+
+TEST(RendezvousCoordinator, AJoinerWaitsWhenNoRestartIsLeft) {
+  Harness h(1, 2, 0);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  h.join(2, 1);
+  EXPECT_TRUE(h.out().empty());
+  EXPECT_FALSE(h.c.over());
+}
+
+TEST(RendezvousCoordinator, FinishesWhenEveryNodeIsDoneAndTellsWaitingNodes) {
+  Harness h(2, 2);
+  h.run_two_nodes();
+  h.c.done(2, 0, h.t);
+  h.c.leave(2, h.t);  // a finished node leaves: not a failure
+  EXPECT_FALSE(h.c.over());
+  EXPECT_TRUE(h.out().empty());
+  h.c.done(1, 0, h.t);
+  EXPECT_TRUE(h.c.over());
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].kind, Kind::Fail);
+  EXPECT_EQ(m[1].exit_code, 0);
+}
+
+TEST(RendezvousCoordinator, RejectsANodeOfAnotherJob) {
+  Harness h(1, 2);
+  h.c.join(5, {"other", 1, 1}, h.t);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[5].kind, Kind::Fail);
+  EXPECT_NE(m[5].reason.find("run id mismatch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kubedist::launcher
