@@ -1,0 +1,106 @@
+"""Helpers for the launcher's integration tests: run the real launcher binary, pick free ports, wait with deadlines."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+LAUNCHER = os.environ.get("KUBEDIST_LAUNCHER", "kubedist-launcher")
+PYTHON = "/usr/bin/python3"  # Debian's, the one with torch
+DEADLINE = float(os.environ.get("KUBEDIST_TEST_DEADLINE", "60"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(condition, timeout=DEADLINE, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def pid_alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def worker_env(extra=None):
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+    env.update(extra or {})
+    return env
+
+
+class Launcher:
+    """One launcher process; output goes to files so that a test can read it while it runs."""
+
+    def __init__(self, args, env=None, cwd=None, prefix=None):
+        self.dir = tempfile.mkdtemp(prefix="kubedist-launcher-test-")
+        self.out_path = os.path.join(self.dir, "stdout")
+        self.err_path = os.path.join(self.dir, "stderr")
+        cmd = (prefix or []) + [LAUNCHER] + list(args)
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=worker_env(env), cwd=cwd or self.dir)
+
+    def wait(self, timeout=DEADLINE):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"launcher still running after {timeout:.0f} s\nstderr:\n{self.stderr()}")
+
+    def stdout(self):
+        with open(self.out_path, errors="replace") as f:
+            return f.read()
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class LauncherTest(unittest.TestCase):
+    """Base: every launcher a test starts is killed at the end of that test, pass or fail."""
+
+    def setUp(self):
+        self.launchers = []
+        self.tmp = tempfile.mkdtemp(prefix="kubedist-test-")
+
+    def tearDown(self):
+        for launcher in self.launchers:
+            launcher.kill()
+
+    def launch(self, args, env=None, **kw):
+        launcher = Launcher(args, env, **kw)
+        self.launchers.append(launcher)
+        return launcher
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def read(self, name):
+        with open(self.path(name)) as f:
+            return f.read()
+
+
+def terminate(pid, sig=signal.SIGTERM):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass

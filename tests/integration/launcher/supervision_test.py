@@ -1,0 +1,166 @@
+"""Supervision with real processes (shell workers): failures, restarts, signals, reaping, logs, metrics."""
+import os
+import re
+import signal
+import subprocess
+import unittest
+import urllib.request
+
+from harness import LauncherTest, pid_alive, terminate, wait_until
+
+
+class Supervision(LauncherTest):
+    def test_exits_with_the_first_failing_workers_code_and_stops_the_rest(self):
+        pids = self.path("pids")
+        script = f'echo $$ >> {pids}; if [ "$RANK" = 1 ]; then exit 7; fi; exec sleep 300'
+        l = self.launch(["--nproc-per-node=2", "--no-python", "--", "sh", "-c", script])
+        self.assertEqual(l.wait(), 7)
+        self.assertRegex(l.stderr(), r"worker failed: rank 1 \(local rank 1, pid \d+\) exited with code 7 at \d{4}-")
+        for pid in map(int, self.read("pids").split()):
+            self.assertFalse(pid_alive(pid), f"worker {pid} survived the launcher")
+
+    def test_restarts_the_whole_group_up_to_max_restarts(self):
+        attempts = self.path("attempts")
+        script = f'echo "$RANK $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS" >> {attempts}; exit 3'
+        l = self.launch(["--nproc-per-node=2", "--max-restarts=2", "--no-python", "--", "sh", "-c", script])
+        self.assertEqual(l.wait(), 3)
+        lines = sorted(self.read("attempts").splitlines())
+        counts = sorted({line.split()[1] for line in lines})
+        self.assertEqual(counts, ["0", "1", "2"])
+        self.assertIn("giving up after 2 restart(s) (--max-restarts=2)", l.stderr())
+
+    def test_succeeds_when_a_restart_succeeds(self):
+        script = 'if [ "$RANK" = 0 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exit 1; fi; echo ok-$RANK-$TORCHELASTIC_RESTART_COUNT'
+        l = self.launch(["--nproc-per-node=2", "--max-restarts=1", "--no-python", "--", "sh", "-c", script])
+        self.assertEqual(l.wait(), 0)
+        self.assertIn("ok-0-1", l.stdout())
+        self.assertIn("ok-1-1", l.stdout())
+
+    def test_sigterm_is_forwarded_and_the_launcher_exits_after_its_workers(self):
+        marks = self.path("marks")
+        script = f"trap 'echo term-$RANK >> {marks}; exit 0' TERM; echo up >> {marks}.up; while :; do sleep 0.05; done"
+        l = self.launch(["--nproc-per-node=2", "--no-python", "--", "sh", "-c", script])
+        wait_until(lambda: os.path.exists(marks + ".up") and len(self.read("marks.up").split()) == 2, what="workers up")
+        terminate(l.proc.pid)
+        self.assertEqual(l.wait(), 128 + signal.SIGTERM)
+        self.assertEqual(sorted(self.read("marks").split()), ["term-0", "term-1"])
+
+    def test_sigkill_follows_sigterm_after_the_grace_period(self):
+        pid_file = self.path("pid")
+        script = f"trap '' TERM; echo $$ > {pid_file}; while :; do sleep 0.05; done"
+        l = self.launch(["--stop-timeout=0.5", "--no-python", "--", "sh", "-c", script])
+        wait_until(lambda: os.path.exists(pid_file) and self.read("pid").strip(), what="worker pid")
+        worker = int(self.read("pid"))
+        terminate(l.proc.pid, signal.SIGINT)
+        self.assertEqual(l.wait(), 128 + signal.SIGINT)
+        self.assertFalse(pid_alive(worker))
+
+    def test_workers_die_with_a_launcher_killed_by_sigkill(self):
+        pid_file = self.path("pid")
+        l = self.launch(["--no-python", "--", "sh", "-c", f"echo $$ > {pid_file}; exec sleep 300"])
+        wait_until(lambda: os.path.exists(pid_file) and self.read("pid").strip(), what="worker pid")
+        worker = int(self.read("pid"))
+        l.proc.kill()
+        l.proc.wait()
+        wait_until(lambda: not pid_alive(worker), what="worker to die with its launcher")
+
+    def test_reaps_orphaned_grandchildren(self):
+        orphan_file = self.path("orphan")
+        # The subshell exits at once; its `sleep 0.3` is orphaned and re-parented to the launcher (a subreaper).
+        script = f"(sleep 0.3 & echo $! > {orphan_file}); exec sleep 300"
+        l = self.launch(["--no-python", "--", "sh", "-c", script])
+        wait_until(lambda: os.path.exists(orphan_file) and self.read("orphan").strip(), what="orphan pid")
+        orphan = int(self.read("orphan"))
+        wait_until(lambda: not os.path.exists(f"/proc/{orphan}"), what="the orphan to be reaped (no zombie)")
+        self.assertIsNone(l.proc.poll())
+        terminate(l.proc.pid)
+        self.assertEqual(l.wait(), 128 + signal.SIGTERM)
+
+    def test_as_pid1_reaps_orphans_and_forwards_sigterm(self):
+        marks, token = self.path("marks"), f"0.3{os.getpid()}"
+        # As PID 1 of a new pid namespace, orphans come to the launcher by the kernel's rule, not by subreaping.
+        script = f"trap 'echo term >> {marks}; exit 0' TERM; (sleep {token} &); while :; do sleep 0.05; done"
+        l = self.launch(["--no-python", "--", "sh", "-c", script], prefix=["unshare", "--pid", "--fork", "--kill-child"])
+
+        def orphan_pids():
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if f.read() == b"sleep\0" + token.encode() + b"\0":
+                            found.append(int(pid))
+                except OSError:
+                    pass
+            return found
+
+        orphan = wait_until(orphan_pids, what="the orphan")[0]
+        wait_until(lambda: not os.path.exists(f"/proc/{orphan}"), what="PID 1 to reap the orphan (no zombie)")
+        launcher = int(wait_until(lambda: subprocess.run(["pgrep", "-P", str(l.proc.pid)], capture_output=True,
+                                                         text=True).stdout.split(), what="the launcher")[0])
+        terminate(launcher)
+        self.assertEqual(l.wait(), 128 + signal.SIGTERM)
+        self.assertEqual(self.read("marks").split(), ["term"])
+
+    def test_prints_the_workers_error_file(self):
+        script = 'echo \'{"message": {"message": "ValueError: boom"}}\' > "$TORCHELASTIC_ERROR_FILE"; exit 1'
+        l = self.launch(["--no-python", "--", "sh", "-c", script])
+        self.assertEqual(l.wait(), 1)
+        self.assertRegex(l.stderr(), r"rank 0 error file \S+/attempt_0/0/error.json: .*ValueError: boom")
+
+    def test_tee_prefixes_each_rank_and_writes_log_files(self):
+        logs = self.path("logs")
+        l = self.launch(["--nproc-per-node=2", "--tee=3", f"--log-dir={logs}", "--rdzv-id=job", "--no-python", "--",
+                         "sh", "-c", 'echo out-$RANK; echo err-$RANK >&2; printf partial-$RANK'])
+        self.assertEqual(l.wait(), 0)
+        for rank in (0, 1):
+            self.assertIn(f"[rank {rank}]: out-{rank}\n", l.stdout())
+            self.assertIn(f"[rank {rank}]: partial-{rank}\n", l.stdout())
+            self.assertIn(f"[rank {rank}]: err-{rank}\n", l.stderr())
+            with open(f"{logs}/job/attempt_0/{rank}/stdout.log") as f:
+                self.assertEqual(f.read(), f"out-{rank}\npartial-{rank}")
+
+    def test_redirects_hide_output_and_ranks_filter_limits_the_console(self):
+        l = self.launch(["--nproc-per-node=2", "--redirects=1", "--log-dir", self.path("l"), "--no-python", "--",
+                         "sh", "-c", "echo hidden-$RANK"])
+        self.assertEqual(l.wait(), 0)
+        self.assertNotIn("hidden", l.stdout())
+        f = self.launch(["--nproc-per-node=2", "--tee=1", "--local-ranks-filter=1", "--no-python", "--",
+                         "sh", "-c", "echo shown-$RANK"])
+        self.assertEqual(f.wait(), 0)
+        self.assertEqual(f.stdout(), "[rank 1]: shown-1\n")
+
+    def test_bad_flags_and_missing_program_are_clear_errors(self):
+        l = self.launch(["--nnodes=x", "t.py"])
+        self.assertEqual(l.wait(), 2)
+        self.assertEqual(l.stderr().count("\n"), 1)
+        self.assertIn("--nnodes", l.stderr())
+        m = self.launch(["--no-python", "--", "/nonexistent/program"])
+        self.assertEqual(m.wait(), 127)
+        self.assertIn("cannot run '/nonexistent/program'", m.stderr())
+
+    def test_metrics_endpoint_counts_restarts_and_running_workers(self):
+        go = self.path("go")
+        script = (f'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exit 9; fi; '
+                  f'while [ ! -e {go} ]; do sleep 0.05; done')
+        l = self.launch(["--nproc-per-node=2", "--max-restarts=1", "--metrics-port=0", "--metrics-addr=127.0.0.1",
+                         "--no-python", "--", "sh", "-c", script])
+        port = wait_until(lambda: re.search(r"metrics on 127\.0\.0\.1:(\d+)/metrics", l.stderr()), what="metrics port")
+        url = f"http://127.0.0.1:{port.group(1)}/metrics"
+
+        def scrape():
+            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            return dict(line.split(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+
+        m = wait_until(lambda: (lambda s: s if s["kubedist_launcher_worker_restarts_total"] == "1" else None)(scrape()),
+                       what="restart counted")
+        self.assertEqual(m["kubedist_launcher_workers_running"], "2")
+        self.assertEqual(m["kubedist_launcher_rendezvous_rounds_total"], "2")
+        self.assertGreater(float(m["kubedist_launcher_last_recovery_seconds"]), 0)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            self.assertIn("text/plain", r.headers["Content-Type"])
+        open(go, "w").close()
+        self.assertEqual(l.wait(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

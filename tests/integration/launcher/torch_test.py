@@ -1,0 +1,86 @@
+"""The launcher with real PyTorch (Debian's python3-torch, gloo on 127.0.0.1): DDP training, restarts, elasticity."""
+import glob
+import json
+import os
+import signal
+import unittest
+
+from harness import DEADLINE, LauncherTest, free_port, wait_until
+
+TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "ddp_train.py")
+TORCH_DEADLINE = max(DEADLINE, 240)
+ENV = {"GLOO_SOCKET_IFNAME": "lo"}
+
+
+class TorchJobs(LauncherTest):
+    def results(self):
+        out = {}
+        for path in glob.glob(self.path("rank*.json")):
+            with open(path) as f:
+                r = json.load(f)
+            out[r["rank"]] = r
+        return out
+
+    def assert_trained_identically(self, world):
+        results = self.results()
+        self.assertEqual(sorted(results), list(range(world)))
+        first = results[0]["weights"]
+        self.assertNotEqual(first, results[0]["initial"], "no training happened")
+        for rank, r in results.items():
+            self.assertEqual(r["world"], world)
+            self.assertEqual(r["weights"], first, f"rank {rank} ended with other weights")
+        return results
+
+    def multi_node(self, nnodes, node_rank, master_port, rdzv_port, extra, steps, train_args=()):
+        args = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", "--nproc-per-node=2", "--master-addr=127.0.0.1",
+                f"--master-port={master_port}", f"--rdzv-endpoint=127.0.0.1:{rdzv_port}", "--rdzv-id=ddp",
+                "--rdzv-conf=join_timeout=120,last_call_timeout=1", "--stop-timeout=5"] + extra
+        return self.launch(args + [TRAIN, self.tmp, str(steps)] + list(train_args), ENV)
+
+    def test_standalone_two_workers_train_to_identical_weights(self):
+        l = self.launch(["--standalone", "--nproc-per-node=2", "--rdzv-id=solo", TRAIN, self.tmp, "5"], ENV)
+        self.assertEqual(l.wait(TORCH_DEADLINE), 0, l.stderr())
+        results = self.assert_trained_identically(2)
+        self.assertEqual(results[1]["env"]["LOCAL_RANK"], "1")
+        self.assertEqual(results[1]["env"]["TORCHELASTIC_RUN_ID"], "solo")
+        self.assertEqual(results[1]["env"]["OMP_NUM_THREADS"], "1")
+
+    def test_two_launchers_of_two_workers_train_to_identical_weights(self):
+        mp, rp = free_port(), free_port()
+        nodes = [self.multi_node(2, n, mp, rp, [], 5) for n in (1, 0)]  # node 1 first: it retries until node 0 listens
+        for node in nodes:
+            self.assertEqual(node.wait(TORCH_DEADLINE), 0, node.stderr())
+        results = self.assert_trained_identically(4)
+        self.assertEqual([results[r]["env"]["GROUP_RANK"] for r in range(4)], ["0", "0", "1", "1"])
+        self.assertEqual({r["env"]["GROUP_WORLD_SIZE"] for r in results.values()}, {"2"})
+
+    def test_a_worker_crash_on_the_first_attempt_restarts_every_node(self):
+        mp, rp = free_port(), free_port()
+        nodes = [self.multi_node(2, n, mp, rp, ["--max-restarts=2"], 5, ["--crash-rank=3"]) for n in (0, 1)]
+        for node in nodes:
+            self.assertEqual(node.wait(TORCH_DEADLINE), 0, node.stderr())
+        results = self.assert_trained_identically(4)
+        self.assertEqual({r["restart"] for r in results.values()}, {1})
+        self.assertIn("worker failed: rank 3 (local rank 1", nodes[1].stderr())
+
+    def test_killing_one_launcher_of_an_elastic_job_reforms_the_rest(self):
+        mp, rp = free_port(), free_port()
+        nodes = [self.multi_node("1:2", n, mp, rp, ["--max-restarts=3"], 25, ["--step-sleep=0.2"]) for n in (0, 1)]
+
+        def progress():
+            try:
+                return [line.split() for line in self.read("progress").splitlines()]
+            except FileNotFoundError:
+                return []
+
+        wait_until(lambda: any(p[0] == "4" for p in progress()), TORCH_DEADLINE, "training with world size 4")
+        nodes[1].proc.send_signal(signal.SIGKILL)
+        nodes[1].proc.wait()
+        self.assertEqual(nodes[0].wait(TORCH_DEADLINE), 0, nodes[0].stderr())
+        results = self.assert_trained_identically(2)
+        self.assertGreaterEqual(min(r["restart"] for r in results.values()), 1)
+        self.assertEqual({r["env"]["GROUP_WORLD_SIZE"] for r in results.values()}, {"1"})
+
+
+if __name__ == "__main__":
+    unittest.main()

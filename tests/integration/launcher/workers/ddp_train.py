@@ -1,0 +1,61 @@
+"""A small DDP training job (gloo, CPU) for the launcher tests: trains a few steps and writes its final weights.
+
+usage: ddp_train.py OUT_DIR STEPS [--crash-rank R] [--step-sleep S]
+--crash-rank R: global rank R exits with code 13 at step 2 of the first attempt (TORCHELASTIC_RESTART_COUNT=0).
+Rank 0 writes OUT_DIR/progress (world size, restart count, step) as it goes; every rank writes OUT_DIR/rank<N>.json.
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+parser = argparse.ArgumentParser()
+parser.add_argument("out_dir")
+parser.add_argument("steps", type=int)
+parser.add_argument("--crash-rank", type=int, default=-1)
+parser.add_argument("--step-sleep", type=float, default=0.0)
+args = parser.parse_args()
+
+restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+initial = [p.detach().clone().flatten().tolist() for p in model.parameters()]
+ddp = DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+data = torch.Generator().manual_seed(1000 + rank)  # each rank sees different data; DDP keeps weights equal
+for step in range(args.steps):
+    if rank == args.crash_rank and restart == 0 and step == 2:
+        os._exit(13)
+    x = torch.randn(16, 8, generator=data)
+    loss = ((ddp(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if rank == 0:
+        with open(os.path.join(args.out_dir, "progress"), "a") as f:
+            f.write(f"{world} {restart} {step}\n")
+    if args.step_sleep:
+        time.sleep(args.step_sleep)
+
+result = {
+    "rank": rank,
+    "world": world,
+    "restart": restart,
+    "initial": initial,
+    "weights": [p.detach().flatten().tolist() for p in model.parameters()],
+    "env": {k: os.environ[k] for k in ("LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE",
+                                       "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS")},
+}
+with open(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), "w") as f:
+    json.dump(result, f)
+os.rename(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), os.path.join(args.out_dir, f"rank{rank}.json"))
+dist.barrier()
+dist.destroy_process_group()
