@@ -8,7 +8,7 @@ packages=(
   cmake make g++ pkg-config git curl openssl ca-certificates iproute2
   libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev googletest
-  python3-torch
+  python3-torch python3-yaml
 )
 
 missing=()

@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""The Helm chart, rendered and linted by the real helm, then installed into the real local control plane.
+
+Checks that the chart's CRD and dashboard are the very files in crd/ and deploy/ (no copy that can drift),
+that default and non-default values render what they promise, and that the ServiceAccount the chart
+creates is allowed exactly what the operator needs (asked of the API server's own RBAC evaluation).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import yaml
+
+SRC = os.environ["KUBEDIST_SOURCE_DIR"]
+CHART = os.path.join(SRC, "helm", "kubedist")
+failures = []
+
+
+def check(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def run(*args, ok=True):
+    p = subprocess.run(args, capture_output=True, text=True)
+    if ok and p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def render(*sets, include_crds=False):
+    args = ["helm", "template", "kd", CHART, "--namespace", "kubedist-system"]
+    if include_crds:
+        args.append("--include-crds")
+    for s in sets:
+        args += ["--set", s]
+    return [d for d in yaml.safe_load_all(run(*args).stdout) if d]
+
+
+def find(docs, kind, name=None):
+    return [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+
+
+def operator_args(docs):
+    dep = find(docs, "Deployment")[0]
+    return dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+# helm lint: no warnings, no errors.
+lint = run("helm", "lint", "--strict", CHART, ok=False)
+check(lint.returncode == 0 and "[WARNING]" not in lint.stdout and "[ERROR]" not in lint.stdout,
+      "helm lint --strict is clean" + ("" if lint.returncode == 0 else ": " + lint.stdout + lint.stderr))
+
+# The chart's CRD is crd/kubedist.io_trainingjobs.yaml itself.
+with open(os.path.join(SRC, "crd", "kubedist.io_trainingjobs.yaml")) as f:
+    crd_file = yaml.safe_load(f)
+docs = render(include_crds=True)
+crds = find(docs, "CustomResourceDefinition")
+check(len(crds) == 1 and crds[0] == crd_file, "the chart installs exactly crd/kubedist.io_trainingjobs.yaml")
+check(os.path.realpath(os.path.join(CHART, "crds", "kubedist.io_trainingjobs.yaml")) ==
+      os.path.realpath(os.path.join(SRC, "crd", "kubedist.io_trainingjobs.yaml")),
+      "helm/kubedist/crds links to crd/ rather than copying it")
+
+# Defaults: cluster-wide RBAC, leader election, metrics Service, dashboard; no Prometheus Operator objects.
+docs = render()
+check(len(find(docs, "ClusterRole")) == 1 and len(find(docs, "ClusterRoleBinding")) == 1,
+      "default values grant a ClusterRole")
+args = operator_args(docs)
+check("--leader-elect" in args and "--leader-election-namespace=kubedist-system" in args,
+      "leader election is on by default")
+check(not any(a.startswith("--namespace=") for a in args), "default values watch all namespaces")
+check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule"),
+      "default values: metrics Service, no ServiceMonitor or PrometheusRule")
+dep = find(docs, "Deployment")[0]["spec"]["template"]["spec"]
+sc = dep["containers"][0]["securityContext"]
+check(dep["securityContext"]["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True and
+      sc["allowPrivilegeEscalation"] is False, "the operator runs non-root with a read-only root filesystem")
+c = dep["containers"][0]
+check("livenessProbe" in c and "readinessProbe" in c and "resources" in c, "probes and resources are set")
+cm = find(docs, "ConfigMap")
+check(len(cm) == 1 and cm[0]["metadata"]["labels"].get("grafana_dashboard") == "1",
+      "the dashboard ConfigMap carries the Grafana sidecar label")
+with open(os.path.join(SRC, "deploy", "dashboards", "kubedist.json")) as f:
+    check(json.loads(cm[0]["data"]["kubedist.json"]) == json.load(f),
+          "the dashboard ConfigMap holds deploy/dashboards/kubedist.json")
+
+# Non-default values.
+docs = render("watchNamespace=team-a", "leaderElection.enabled=false", "metrics.serviceMonitor.enabled=true",
+              "metrics.prometheusRule.enabled=true", "grafanaDashboard.enabled=false", "replicaCount=2",
+              "image.tag=9.9.9")
+roles = find(docs, "Role")
+check(not find(docs, "ClusterRole") and len(roles) == 1 and roles[0]["metadata"]["namespace"] == "team-a",
+      "watchNamespace=team-a grants a Role in team-a and no ClusterRole")
+args = operator_args(docs)
+check("--namespace=team-a" in args and "--leader-elect" not in args,
+      "watchNamespace and leaderElection.enabled=false reach the operator's flags")
+check(len(find(docs, "ServiceMonitor")) == 1, "serviceMonitor.enabled renders a ServiceMonitor")
+rules = find(docs, "PrometheusRule")
+alerts = [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]] if rules else []
+check(alerts == ["TrainingJobFailed", "TrainingJobRestartStorm"], "prometheusRule.enabled renders both alerts")
+check(not find(docs, "ConfigMap"), "grafanaDashboard.enabled=false drops the dashboard")
+dep = find(docs, "Deployment")[0]
+check(dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":9.9.9"),
+      "replicaCount and image.tag are honoured")
+
+for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel")]:
+    bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
+    check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
+
+# The plain manifests are what the chart renders now, and the API server accepts them.
+import tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    fresh = os.path.join(tmp, "kubedist.yaml")
+    run(os.path.join(SRC, "deploy", "manifests", "generate.sh"), fresh)
+    with open(fresh) as a, open(os.path.join(SRC, "deploy", "manifests", "kubedist.yaml")) as b:
+        check(a.read() == b.read(), "deploy/manifests/kubedist.yaml is up to date (deploy/manifests/generate.sh)")
+applied = run("kubectl", "apply", "-k", os.path.join(SRC, "deploy", "manifests"), ok=False)
+check(applied.returncode == 0, "kubectl apply -k deploy/manifests is accepted by the API server" +
+      ("" if applied.returncode == 0 else ": " + applied.stderr))
+# Remove what it made, except the CRD that other tests share.
+run("kubectl", "delete", "namespace", "kubedist-system", "--wait=false", ok=False)
+run("kubectl", "delete", "clusterrole,clusterrolebinding", "kubedist", ok=False)
+
+# Installed into the real API server: the ServiceAccount may do what the operator does, and no more.
+ns = f"kubedist-helm-{int(time.time())}"
+release = "kd"
+try:
+    run("kubectl", "create", "namespace", ns)
+    inst = run("helm", "install", release, CHART, "--namespace", ns, "--wait=false", ok=False)
+    check(inst.returncode == 0, "helm install into the local control plane" + ("" if inst.returncode == 0 else ": " + inst.stderr))
+    sa = f"system:serviceaccount:{ns}:{release}-kubedist"
+
+    def can(verb, resource, namespace="default"):
+        resource, _, sub = resource.partition("/")
+        p = run("kubectl", "auth", "can-i", verb, resource, "--as", sa, "-n", namespace,
+                *(["--subresource", sub] if sub else []), ok=False)
+        return p.stdout.strip() == "yes"
+
+    needed = [("list", "trainingjobs.kubedist.io"), ("watch", "trainingjobs.kubedist.io"),
+              ("update", "trainingjobs.kubedist.io/status"), ("create", "pods"), ("delete", "pods"),
+              ("watch", "pods"), ("create", "services"), ("delete", "services"), ("create", "events"),
+              ("create", "events.events.k8s.io")]
+    missing = [f"{v} {r}" for v, r in needed if not can(v, r)]
+    check(not missing, "the chart's ServiceAccount may do all the operator needs" + (f" (missing: {missing})" if missing else ""))
+    check(can("update", "leases.coordination.k8s.io", ns), "it may hold its leader-election Lease in its namespace")
+    excess = [f"{v} {r}" for v, r in [("get", "secrets"), ("create", "deployments.apps"), ("update", "pods"),
+                                       ("delete", "nodes"), ("create", "trainingjobs.kubedist.io"),
+                                       ("update", "leases.coordination.k8s.io")] if can(v, r)]
+    check(not excess, "and nothing more (no secrets, no other workloads, no leases elsewhere)" + (f" (excess: {excess})" if excess else ""))
+    dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", ok=False)
+    check(dep.returncode == 0, "the operator Deployment exists in the cluster")
+finally:
+    run("helm", "uninstall", release, "--namespace", ns, ok=False)
+    run("kubectl", "delete", "namespace", ns, "--wait=false", ok=False)
+
+print(f"chart_test: {'all checks passed' if not failures else str(len(failures)) + ' failed'}")
+sys.exit(1 if failures else 0)
