@@ -1,0 +1,63 @@
+"""Rendezvous across launchers on 127.0.0.1 with shell workers: growing, waiting below MIN, refusing, failing."""
+import os
+import unittest
+
+from harness import LauncherTest, free_port, wait_until
+
+
+class MultiNode(LauncherTest):
+    def setUp(self):
+        super().setUp()
+        self.master_port, self.rdzv_port = free_port(), free_port()
+
+    def node(self, node_rank, nnodes, script, *flags, run_id="job"):
+        args = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", "--master-addr=127.0.0.1",
+                f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
+                f"--rdzv-id={run_id}", *flags, "--no-python", "--", "sh", "-c", script]
+        return self.launch(args)
+
+    def lines(self, name):
+        try:
+            return self.read(name).splitlines()
+        except FileNotFoundError:
+            return []
+
+    def test_a_joining_node_grows_the_running_group(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$WORLD_SIZE $RANK $GROUP_RANK $TORCHELASTIC_RESTART_COUNT" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--max-restarts=2", "--rdzv-conf=last_call_timeout=0.2,join_timeout=60", "--stop-timeout=5"]
+        n0 = self.node(0, "1:2", script, *flags)
+        wait_until(lambda: "1 0 0 0" in self.lines("log"), what="node 0 running alone")
+        n1 = self.node(1, "1:2", script, *flags)
+        wait_until(lambda: {"2 0 0 1", "2 1 1 1"} <= set(self.lines("log")), what="both nodes in round 2")
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertEqual(n1.wait(), 0, n1.stderr())
+
+    def test_a_worker_failure_with_no_restart_left_fails_every_node_with_its_code(self):
+        script = 'if [ "$RANK" = 3 ]; then exit 42; fi; exec sleep 300'
+        nodes = [self.node(n, 2, script, "--nproc-per-node=2", "--rdzv-conf=join_timeout=60") for n in (0, 1)]
+        for n in nodes:
+            self.assertEqual(n.wait(), 42, n.stderr())
+        self.assertIn("worker failed: rank 3 (local rank 1", nodes[1].stderr())
+        self.assertIn("giving up after 0 restart(s) (--max-restarts=0): node 1: rank 3", nodes[0].stderr())
+
+    def test_below_min_nodes_node_zero_waits_then_fails_clearly(self):
+        n0 = self.node(0, 2, "true", "--rdzv-conf=join_timeout=1")
+        self.assertEqual(n0.wait(), 1)
+        self.assertIn("only 1 of the minimum 2 nodes joined within join_timeout (1 s)", n0.stderr())
+
+    def test_a_node_gives_up_when_node_zero_never_answers(self):
+        n1 = self.node(1, 2, "true", "--rdzv-conf=join_timeout=1")
+        self.assertEqual(n1.wait(), 1)
+        self.assertIn(f"cannot reach the rendezvous on node 0 at 127.0.0.1:{self.rdzv_port}", n1.stderr())
+
+    def test_a_node_of_another_job_is_refused(self):
+        self.node(0, 2, "true", "--rdzv-conf=join_timeout=60", run_id="a")
+        n1 = self.node(1, 2, "true", "--rdzv-conf=join_timeout=60", run_id="b")
+        self.assertEqual(n1.wait(), 2)
+        self.assertIn("run id mismatch: this node has 'b', the rendezvous on node 0 has 'a'", n1.stderr())
+
+
+if __name__ == "__main__":
+    unittest.main()
