@@ -283,15 +283,13 @@ Result<TrainingJob> parse_training_job(const json& obj) {
 PodFacts parse_pod_facts(const json& pod) {
   PodFacts f;
   const json md = pod.value("metadata", json::object());
+  f.ns = string_at(md, "namespace");
   f.name = string_at(md, "name");
   f.uid = string_at(md, "uid");
   f.deleting = md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
-  if (auto refs = md.find("ownerReferences"); refs != md.end() && refs->is_array()) {
-    for (const auto& r : *refs) {
-      if (r.is_object() && r.value("controller", false)) f.owner_uid = string_at(r, "uid");
-    }
-  }
+  f.owner_uid = controller_uid(pod);
   if (auto labels = md.find("labels"); labels != md.end() && labels->is_object()) {
+    f.job_name = string_at(*labels, kJobNameLabel);
     const std::string rank = string_at(*labels, kNodeRankLabel);
     static const std::regex digits("0|[1-9][0-9]{0,5}");
     if (std::regex_match(rank, digits)) f.rank = std::stoi(rank);
@@ -328,6 +326,21 @@ PodFacts parse_pod_facts(const json& pod) {
     }
   }
   return f;
+}
+
+std::string controller_uid(const json& obj) {
+  const json md = obj.value("metadata", json::object());
+  if (auto refs = md.find("ownerReferences"); refs != md.end() && refs->is_array()) {
+    for (const auto& r : *refs) {
+      if (r.is_object() && r.value("controller", false)) return string_at(r, "uid");
+    }
+  }
+  return "";
+}
+
+ServiceFacts parse_service_facts(const json& svc) {
+  const json md = svc.value("metadata", json::object());
+  return {string_at(md, "namespace"), string_at(md, "name"), controller_uid(svc)};
 }
 
 }  // namespace kubedist::trainingjob

@@ -21,5 +21,9 @@ nlohmann::json status_to_json(const Status& status);
 // Extracts the facts the reconciler uses from a core/v1 Pod; trainer_name picks the container whose
 // exit code counts (the container named "trainer", else the first).
 PodFacts parse_pod_facts(const nlohmann::json& pod);
+ServiceFacts parse_service_facts(const nlohmann::json& service);
+
+// The uid of an object's controller owner reference, "" if none.
+std::string controller_uid(const nlohmann::json& obj);
 
 }  // namespace kubedist::trainingjob

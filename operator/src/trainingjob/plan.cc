@@ -244,7 +244,10 @@ class Decider {
 
     observe_pods(st, spec_, live_);
     const int running = st.ready_replicas;
-    const bool complete = running == target && surplus.empty() && retryable.empty();
+    // A node whose trainer already exited 0 is done, not missing: the others may still be finishing.
+    int finished = 0;
+    for (const auto& [rank, pod] : by_rank) finished += pod->phase == "Succeeded" ? 1 : 0;
+    const bool complete = running + finished == target && surplus.empty() && retryable.empty();
     if (!retryable.empty() || (job_.status.phase == "Restarting" && !complete)) {
       st.phase = "Restarting";
       if (!retryable.empty()) set_condition(st, "Restarting", true, "PodFailed", restart_message, now_);

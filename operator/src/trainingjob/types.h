@@ -78,11 +78,23 @@ struct TrainingJob {
   Spec spec;
   std::string spec_error;  // non-empty: the spec is invalid and this says why; spec holds defaults
   Status status;           // as last written
+  // Two observations are the same object version when uid and resourceVersion agree.
+  bool operator==(const TrainingJob& o) const { return uid == o.uid && resource_version == o.resource_version; }
+};
+
+// What the operator needs to know of a Service: that it exists and who controls it.
+struct ServiceFacts {
+  std::string ns;
+  std::string name;
+  std::string owner_uid;
+  bool operator==(const ServiceFacts&) const = default;
 };
 
 // What the operator needs to know about one of a job's pods, small so that thousands fit in the cache.
 struct PodFacts {
+  std::string ns;
   std::string name;
+  std::string job_name;   // the job-name label
   std::string uid;
   std::string owner_uid;  // uid of the controller owner reference, empty if none
   int rank = -1;          // from the node-rank label; -1 if absent or malformed

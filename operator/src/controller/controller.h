@@ -1,0 +1,46 @@
+// N worker threads that take keys from a WorkQueue and reconcile them, with retries and timing.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/reconcile_result.h"
+#include "controller/work_queue.h"
+
+namespace kubedist::controller {
+
+class Controller {
+ public:
+  using ReconcileFn = std::function<ReconcileResult(const std::string& key)>;
+
+  Controller(WorkQueue& queue, ReconcileFn reconcile, int workers)
+      : queue_(queue), reconcile_(std::move(reconcile)), workers_(workers) {}
+  ~Controller() { stop(); }
+
+  void start();
+  // Shuts the queue down and waits for in-flight reconciles to finish.
+  void stop();
+
+  uint64_t reconciles() const { return reconciles_; }
+  uint64_t errors() const { return errors_; }
+  // Median and 99th percentile reconcile duration in milliseconds over the run.
+  std::pair<double, double> latency_ms() const;
+
+ private:
+  void work();
+
+  WorkQueue& queue_;
+  const ReconcileFn reconcile_;
+  const int workers_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> reconciles_{0};
+  std::atomic<uint64_t> errors_{0};
+  mutable std::mutex mu_;
+  std::vector<float> durations_ms_;
+};
+
+}  // namespace kubedist::controller

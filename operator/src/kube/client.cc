@@ -1,0 +1,229 @@
+#include "kube/client.h"
+
+#include <sys/stat.h>
+
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/ssl.hpp>
+#include <cpprest/containerstream.h>
+#include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
+
+namespace kubedist::kube {
+namespace {
+
+using nlohmann::json;
+namespace http = web::http;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Loads the CA and client certificate into a TLS context; throws boost::system::system_error on bad PEM.
+void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg) {
+  if (!cfg.ca_pem.empty()) ctx.add_certificate_authority(boost::asio::buffer(cfg.ca_pem.data(), cfg.ca_pem.size()));
+  if (!cfg.client_cert_pem.empty()) {
+    ctx.use_certificate_chain(boost::asio::buffer(cfg.client_cert_pem.data(), cfg.client_cert_pem.size()));
+    ctx.use_private_key(boost::asio::buffer(cfg.client_key_pem.data(), cfg.client_key_pem.size()),
+                        boost::asio::ssl::context::pem);
+  }
+}
+
+}  // namespace
+
+Error error_from_response(int code, const json& body) {
+  std::string message = body.is_object() ? body.value("message", "") : "";
+  const std::string reason = body.is_object() ? body.value("reason", "") : "";
+  if (message.empty()) message = "HTTP " + std::to_string(code);
+  Error::Kind kind = Error::Kind::kOther;
+  if (code == 404) kind = Error::Kind::kNotFound;
+  else if (code == 409) kind = reason == "AlreadyExists" ? Error::Kind::kAlreadyExists : Error::Kind::kConflict;
+  else if (code == 410) kind = Error::Kind::kGone;
+  else if (code == 422) kind = Error::Kind::kUnprocessable;
+  else if (code == 429 || code >= 500) kind = Error::Kind::kRetryable;
+  else if (code == 401 || code == 403) kind = Error::Kind::kForbidden;
+  return {kind, message, code};
+}
+
+struct Client::Impl {
+  Config cfg;
+  RetryPolicy retry;
+  RequestCounts counts;
+  std::unique_ptr<http::client::http_client> http;
+
+  std::mutex token_mu;
+  std::string token;
+  struct timespec token_mtime {};
+
+  std::mutex cts_mu;
+  pplx::cancellation_token_source watch_cts;
+
+  http::client::http_client_config client_config(std::chrono::seconds timeout) const {
+    http::client::http_client_config cc;
+    cc.set_timeout(timeout);
+    cc.set_validate_certificates(!cfg.insecure_skip_verify);
+    Config tls = cfg;
+    cc.set_ssl_context_callback([tls](boost::asio::ssl::context& ctx) { configure_tls(ctx, tls); });
+    return cc;
+  }
+
+  // The bearer token; a token file is re-read when it changes, because service account tokens rotate.
+  std::string bearer() {
+    std::lock_guard<std::mutex> lock(token_mu);
+    if (!cfg.token_file.empty()) {
+      struct stat st {};
+      if (::stat(cfg.token_file.c_str(), &st) == 0 &&
+          (st.st_mtim.tv_sec != token_mtime.tv_sec || st.st_mtim.tv_nsec != token_mtime.tv_nsec)) {
+        if (auto t = read_file(cfg.token_file)) {
+          token = trim(*t);
+          token_mtime = st.st_mtim;
+        }
+      }
+    }
+    return token;
+  }
+
+  http::http_request make_request(const http::method& method, const std::string& path) {
+    http::http_request req(method);
+    req.set_request_uri(web::uri(path));
+    req.headers().add("Accept", "application/json");
+    req.headers().add("User-Agent", "kubedist-operator/0.1");
+    if (std::string t = bearer(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
+    return req;
+  }
+
+  Result<json> send_once(const http::method& method, const std::string& path, const json* body,
+                         const std::string& content_type, std::chrono::milliseconds* retry_after) {
+    try {
+      auto req = make_request(method, path);
+      if (body != nullptr) req.set_body(body->dump(), content_type);
+      http::http_response resp = http->request(req).get();
+      const std::string text = resp.extract_utf8string(true).get();
+      const int code = resp.status_code();
+      json parsed = text.empty() ? json(nullptr) : json::parse(text, nullptr, false);
+      if (code >= 200 && code < 300) {
+        if (parsed.is_discarded()) return Error{Error::Kind::kOther, "invalid JSON from the API server", code};
+        return parsed;
+      }
+      if (auto it = resp.headers().find("Retry-After"); it != resp.headers().end()) {
+        try {
+          *retry_after = std::chrono::seconds(std::stoi(it->second));
+        } catch (...) {
+        }
+      }
+      return error_from_response(code, parsed.is_discarded() ? json(nullptr) : parsed);
+    } catch (const std::exception& e) {
+      return Error{Error::Kind::kRetryable, std::string("API server unreachable: ") + e.what(), 0};
+    }
+  }
+
+  Result<json> send(const http::method& method, const std::string& path, const json* body = nullptr,
+                    const std::string& content_type = "application/json") {
+    (method == http::methods::GET ? counts.reads : counts.writes)++;
+    auto delay = retry.initial;
+    for (int attempt = 1;; ++attempt) {
+      std::chrono::milliseconds retry_after{0};
+      auto r = send_once(method, path, body, content_type, &retry_after);
+      if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
+      std::this_thread::sleep_for(std::min(std::max(delay, retry_after), retry.max));
+      delay = std::min(delay * 2, retry.max);
+    }
+  }
+};
+
+void Client::set_io_threads(size_t n) {
+  try {
+    crossplat::threadpool::initialize_with_threads(n);
+  } catch (const std::exception&) {  // already initialized: keep it
+  }
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::create(const Config& config, RetryPolicy retry) {
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return Error::invalid("API server address \"" + config.server + "\" must start with https:// or http://");
+  }
+  try {  // refuse bad certificates now, with a clear message, rather than on every request
+    boost::asio::ssl::context probe(boost::asio::ssl::context::tls_client);
+    configure_tls(probe, config);
+  } catch (const std::exception& e) {
+    return Error::invalid(std::string("TLS credentials in the kube config are unusable: ") + e.what());
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = config;
+  impl->retry = retry;
+  impl->token = trim(config.token);
+  try {
+    impl->http = std::make_unique<http::client::http_client>(web::uri(config.server),
+                                                            impl->client_config(std::chrono::seconds(30)));
+  } catch (const std::exception& e) {
+    return Error::invalid("bad API server address \"" + config.server + "\": " + e.what());
+  }
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Result<json> Client::get(const std::string& path) { return impl_->send(http::methods::GET, path); }
+
+Result<json> Client::create(const std::string& path, const json& body) {
+  return impl_->send(http::methods::POST, path, &body);
+}
+
+Result<json> Client::merge_patch(const std::string& path, const json& patch) {
+  return impl_->send(http::methods::PATCH, path, &patch, "application/merge-patch+json");
+}
+
+Result<void> Client::remove(const std::string& path, const json& options) {
+  auto r = options.is_null() ? impl_->send(http::methods::DEL, path) : impl_->send(http::methods::DEL, path, &options);
+  if (!r) return r.error();
+  return {};
+}
+
+Result<void> Client::watch(const std::string& path, const std::function<bool(const json&)>& on_event) {
+  impl_->counts.watches++;
+  pplx::cancellation_token token = pplx::cancellation_token::none();
+  {
+    std::lock_guard<std::mutex> lock(impl_->cts_mu);
+    token = impl_->watch_cts.get_token();
+  }
+  if (token.is_canceled()) return Error{Error::Kind::kOther, "watch cancelled", 0};
+  try {
+    // The server ends each watch after timeoutSeconds; this client timeout only catches a dead connection.
+    http::client::http_client client(web::uri(impl_->cfg.server), impl_->client_config(std::chrono::seconds(120)));
+    auto req = impl_->make_request(http::methods::GET, path);
+    http::http_response resp = client.request(req, token).get();
+    if (resp.status_code() != 200) {
+      const std::string text = resp.extract_utf8string(true).get();
+      json parsed = json::parse(text, nullptr, false);
+      return error_from_response(resp.status_code(), parsed.is_discarded() ? json(nullptr) : parsed);
+    }
+    auto body = resp.body();
+    while (!token.is_canceled()) {
+      concurrency::streams::container_buffer<std::string> line;
+      const size_t n = body.read_line(line).get();
+      if (n == 0 && line.collection().empty()) {
+        if (body.is_eof()) break;
+        continue;
+      }
+      json event = json::parse(line.collection(), nullptr, false);
+      if (event.is_discarded()) return Error{Error::Kind::kRetryable, "malformed watch event", 0};
+      if (!on_event(event)) break;
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return Error{Error::Kind::kRetryable, std::string("watch stream broke: ") + e.what(), 0};
+  }
+}
+
+void Client::cancel_watches() {
+  std::lock_guard<std::mutex> lock(impl_->cts_mu);
+  impl_->watch_cts.cancel();
+}
+
+const RequestCounts& Client::counts() const { return impl_->counts; }
+const std::string& Client::default_namespace() const { return impl_->cfg.namespace_; }
+
+}  // namespace kubedist::kube

@@ -1,0 +1,66 @@
+// A small Kubernetes REST client: JSON requests with typed errors and retries, and watch streams.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "kube/config.h"
+
+namespace kubedist::kube {
+
+// Maps an HTTP status (and the Status object's reason) to an Error kind: 404 NotFound, 409 Conflict or
+// AlreadyExists, 410 Gone, 422 Unprocessable, 429/5xx Retryable, 401/403 Forbidden.
+Error error_from_response(int http_status, const nlohmann::json& body);
+
+struct RetryPolicy {
+  int attempts = 5;                                  // total tries for Retryable errors
+  std::chrono::milliseconds initial{100};            // doubles each try
+  std::chrono::milliseconds max{3000};
+};
+
+// Counts of requests issued, for tests and benchmarks.
+struct RequestCounts {
+  std::atomic<uint64_t> reads{0};
+  std::atomic<uint64_t> writes{0};
+  std::atomic<uint64_t> watches{0};
+};
+
+class Client {
+ public:
+  static Result<std::unique_ptr<Client>> create(const Config& config, RetryPolicy retry = {});
+  // Sizes the shared I/O thread pool; call once, before the first client is created.
+  static void set_io_threads(size_t n);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // path: an API path with query, e.g. "/api/v1/namespaces/ns/pods?labelSelector=a".
+  Result<nlohmann::json> get(const std::string& path);
+  Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body);
+  // JSON merge patch. With metadata.resourceVersion in the patch the server refuses stale writes (Conflict).
+  Result<nlohmann::json> merge_patch(const std::string& path, const nlohmann::json& patch);
+  // DELETE with optional DeleteOptions (preconditions, propagationPolicy). NotFound is an error for the caller.
+  Result<void> remove(const std::string& path, const nlohmann::json& options = nullptr);
+
+  // Opens a watch (path must contain watch=1) and calls on_event for each event object until the server
+  // ends the stream, an error occurs, on_event returns false, or cancel() is called.
+  Result<void> watch(const std::string& path, const std::function<bool(const nlohmann::json&)>& on_event);
+  // Ends every watch in progress (used on shutdown).
+  void cancel_watches();
+
+  const RequestCounts& counts() const;
+  const std::string& default_namespace() const;
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kubedist::kube

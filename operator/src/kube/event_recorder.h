@@ -1,0 +1,29 @@
+// Records core/v1 Events on objects so that `kubectl describe` explains every decision.
+#pragma once
+
+#include <string>
+
+#include "kube/client.h"
+
+namespace kubedist::kube {
+
+struct ObjectRef {
+  std::string api_version;
+  std::string kind;
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+class EventRecorder {
+ public:
+  EventRecorder(Client& client, std::string component) : client_(client), component_(std::move(component)) {}
+  // Best effort: a failure to record is logged, never fatal. Every event is also logged.
+  void record(const ObjectRef& object, const std::string& type, const std::string& reason, const std::string& message);
+
+ private:
+  Client& client_;
+  const std::string component_;
+};
+
+}  // namespace kubedist::kube

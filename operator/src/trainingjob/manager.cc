@@ -1,0 +1,114 @@
+#include "trainingjob/manager.h"
+
+#include <sys/resource.h>
+
+#include <thread>
+
+#include "common/log.h"
+#include "controller/controller.h"
+#include "controller/health_server.h"
+#include "controller/work_queue.h"
+#include "kube/client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "trainingjob/parse.h"
+#include "trainingjob/reconciler.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+std::string scoped(const std::string& prefix, const std::string& ns, const std::string& plural) {
+  return ns.empty() ? prefix + "/" + plural : prefix + "/namespaces/" + ns + "/" + plural;
+}
+
+long peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+}  // namespace
+
+Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>& stop) {
+  auto config = kube::load_default_config(options.kubeconfig, options.context);
+  if (!config) return config.error();
+  kube::Client::set_io_threads(4);
+  auto client = kube::Client::create(*config);
+  if (!client) return client.error();
+  kube::Client& api = **client;
+
+  controller::WorkQueue queue;
+  const std::string tj_prefix = std::string("/apis/") + kGroup + "/" + kVersion;
+  JobInformer jobs(
+      api, {scoped(tj_prefix, options.ns, kPlural), ""},
+      [](const nlohmann::json& obj) {
+        auto job = parse_training_job(obj);
+        return job ? *job : TrainingJob{};
+      },
+      nullptr, [&](const std::string& key, const std::string&) { queue.add(key); });
+  // Pods and Services are watched by label, so the cache holds only what belongs to some TrainingJob.
+  PodInformer pods(
+      api, {scoped("/api/v1", options.ns, "pods"), kJobNameLabel}, parse_pod_facts, job_key_of,
+      [&](const std::string&, const std::string& job_key) { queue.add(job_key); });
+  ServiceInformer services(
+      api, {scoped("/api/v1", options.ns, "services"), kJobNameLabel}, parse_service_facts,
+      [](const ServiceFacts& s) { return s.ns + "/" + s.name; },
+      [&](const std::string& key, const std::string&) { queue.add(key); });
+
+  std::atomic<bool> ready{false};
+  controller::HealthServer probes;
+  probes.handle("/healthz", [] { return std::pair<int, std::string>{200, "ok\n"}; });
+  probes.handle("/readyz", [&] {
+    return ready ? std::pair<int, std::string>{200, "ok\n"} : std::pair<int, std::string>{503, "caches syncing\n"};
+  });
+  // /metrics (issue 6) will be registered here.
+  if (auto r = probes.start(options.probe_address); !r) return r.error();
+  log_info("manager", "probes listening on port " + std::to_string(probes.port()) + " (/healthz, /readyz)");
+
+  kube::EventRecorder recorder(api, "kubedist-operator");
+  Reconciler reconciler(api, jobs, pods, services, recorder, options.launcher_image);
+  controller::Controller workers(queue, [&](const std::string& key) { return reconciler.reconcile(key); },
+                                 options.workers);
+
+  jobs.start();
+  pods.start();
+  services.start();
+  while (!stop && !(jobs.synced() && pods.synced() && services.synced())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!stop) {
+    log_info("manager", "caches synced: " + std::to_string(jobs.keys().size()) + " TrainingJobs; starting " +
+                            std::to_string(options.workers) + " workers");
+    workers.start();
+    ready = true;
+  }
+  auto next_resync = std::chrono::steady_clock::now() + std::chrono::seconds(options.resync_seconds);
+  while (!stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (std::chrono::steady_clock::now() >= next_resync) {
+      for (const auto& key : jobs.keys()) queue.add(key);
+      next_resync = std::chrono::steady_clock::now() + std::chrono::seconds(options.resync_seconds);
+    }
+  }
+
+  log_info("manager", "shutting down: finishing in-flight reconciles");
+  ready = false;
+  workers.stop();
+  api.cancel_watches();
+  jobs.stop();
+  pods.stop();
+  services.stop();
+  probes.stop();
+  const auto [median, p99] = workers.latency_ms();
+  const auto& counts = api.counts();
+  log_info("manager", "summary reconciles=" + std::to_string(workers.reconciles()) +
+                          " errors=" + std::to_string(workers.errors()) + " reconcile_median_ms=" +
+                          std::to_string(median) + " reconcile_p99_ms=" + std::to_string(p99) +
+                          " api_reads=" + std::to_string(counts.reads.load()) +
+                          " api_writes=" + std::to_string(counts.writes.load()) +
+                          " api_watches=" + std::to_string(counts.watches.load()) +
+                          " peak_rss_kib=" + std::to_string(peak_rss_kib()));
+  return {};
+}
+
+}  // namespace kubedist::trainingjob

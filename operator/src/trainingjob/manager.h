@@ -1,0 +1,24 @@
+// Wires the operator together: client, informers, work queue, workers, probes; runs until told to stop.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "common/result.h"
+
+namespace kubedist::trainingjob {
+
+struct ManagerOptions {
+  std::string kubeconfig;      // "" = $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string context;         // kubeconfig context, "" = current
+  std::string ns;              // "" = all namespaces
+  int workers = 4;
+  std::string probe_address = ":8081";
+  std::string launcher_image;
+  int resync_seconds = 300;    // re-reconcile every job this often, in case an event was missed
+};
+
+// Runs until *stop becomes true; returns an error only for a setup failure (bad config, port in use).
+Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace kubedist::trainingjob

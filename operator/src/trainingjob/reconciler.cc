@@ -1,0 +1,146 @@
+#include "trainingjob/reconciler.h"
+
+#include "common/log.h"
+#include "trainingjob/parse.h"
+#include "trainingjob/render.h"
+#include "trainingjob/status.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr auto kExpectationTimeout = std::chrono::seconds(30);
+constexpr int kStatusAttempts = 4;
+
+std::string jobs_path(const std::string& ns) {
+  return std::string("/apis/") + kGroup + "/" + kVersion + "/namespaces/" + ns + "/" + kPlural;
+}
+
+}  // namespace
+
+std::string job_key_of(const PodFacts& pod) { return pod.ns + "/" + pod.job_name; }
+
+bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = expectations_.find(key);
+  if (it == expectations_.end()) return true;
+  auto& e = it->second;
+  for (auto c = e.creates.begin(); c != e.creates.end();) {
+    bool seen = false;
+    for (const auto& p : pods) seen = seen || p.name == *c;
+    c = seen ? e.creates.erase(c) : std::next(c);
+  }
+  for (auto d = e.deletes.begin(); d != e.deletes.end();) {
+    bool present = false;
+    for (const auto& p : pods) present = present || (p.uid == *d && !p.deleting);
+    d = present ? std::next(d) : e.deletes.erase(d);
+  }
+  if ((e.creates.empty() && e.deletes.empty()) || std::chrono::steady_clock::now() - e.since > kExpectationTimeout) {
+    expectations_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+Result<void> Reconciler::write_status(const TrainingJob& observed, const std::vector<PodFacts>& pods,
+                                      bool service_exists, Status status) {
+  TrainingJob job = observed;
+  for (int attempt = 1;; ++attempt) {
+    // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
+    const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
+    auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
+    if (r.ok()) return {};
+    if (r.error().kind != Error::Kind::kConflict || attempt >= kStatusAttempts) return r.error();
+    // Someone (or our own last write) changed the job: decide the status again from the fresh object.
+    auto fresh = client_.get(jobs_path(job.ns) + "/" + job.name);
+    if (!fresh) return fresh.error();
+    auto parsed = parse_training_job(*fresh);
+    if (!parsed) return parsed.error();
+    job = *parsed;
+    if (job.uid != observed.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
+    status = decide(job, pods, service_exists, now_unix()).status;
+    if (status == job.status) return {};
+  }
+}
+
+ReconcileResult Reconciler::reconcile(const std::string& key) {
+  auto job = jobs_.get(key);
+  if (!job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_.erase(key);
+    return ReconcileResult::done();
+  }
+  const std::vector<PodFacts> pods = pods_.by_index(key);
+  if (!caches_caught_up(key, pods)) {
+    // The watch event for our own write will bring us back; the timeout covers a lost event.
+    return ReconcileResult::requeue_after(std::chrono::seconds(2));
+  }
+  const auto svc = services_.get(key);
+  const bool service_exists = svc.has_value();
+  Plan plan = decide(*job, pods, service_exists, now_unix());
+  const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
+
+  const std::string ns_path = "/api/v1/namespaces/" + job->ns;
+  if (plan.create_service) {
+    auto r = client_.create(ns_path + "/services", render_service(*job));
+    if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
+      return ReconcileResult::failed("create service " + job->name + ": " + r.error().message);
+    }
+  }
+  Expectations expect;
+  std::string first_error;
+  for (int rank : plan.create_ranks) {
+    auto r = client_.create(ns_path + "/pods", render_pod(*job, rank, launcher_image_));
+    if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
+      expect.creates.insert(pod_name(job->name, rank));
+      continue;
+    }
+    if (r.error().kind == Error::Kind::kUnprocessable || r.error().kind == Error::Kind::kInvalid ||
+        r.error().http_status == 400) {
+      // The template passed our checks but not the API server's: a spec error only the server could see.
+      const std::string message = "the API server rejected pod " + pod_name(job->name, rank) + ": " + r.error().message;
+      plan.status.phase = "Failed";
+      set_condition(plan.status, "Failed", true, "InvalidSpec", message, now_unix());
+      if (plan.status.completion_time.empty()) plan.status.completion_time = format_rfc3339(now_unix());
+      plan.events.push_back({"Warning", "InvalidSpec", message});
+      break;
+    }
+    if (first_error.empty()) first_error = "create pod " + pod_name(job->name, rank) + ": " + r.error().message;
+  }
+  for (const auto& d : plan.delete_pods) {
+    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
+    auto r = client_.remove(ns_path + "/pods/" + d.name, options);
+    if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
+      expect.deletes.insert(d.uid);
+    } else if (first_error.empty()) {
+      first_error = "delete pod " + d.name + ": " + r.error().message;
+    }
+  }
+  if (!expect.creates.empty() || !expect.deletes.empty()) {
+    expect.since = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_[key] = std::move(expect);
+  }
+  for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
+
+  if (!(plan.status == job->status)) {
+    auto r = write_status(*job, pods, service_exists, plan.status);
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("update status of " + key + ": " + r.error().message);
+    }
+  }
+  if (plan.delete_job) {
+    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"},
+                          {"preconditions", {{"uid", job->uid}}}};
+    auto r = client_.remove(jobs_path(job->ns) + "/" + job->name, options);
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("delete job " + key + ": " + r.error().message);
+    }
+  }
+  if (!first_error.empty()) return ReconcileResult::failed(first_error);
+  if (plan.requeue_after_s) return ReconcileResult::requeue_after(std::chrono::seconds(*plan.requeue_after_s));
+  return ReconcileResult::done();
+}
+
+}  // namespace kubedist::trainingjob

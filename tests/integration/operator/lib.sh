@@ -1,0 +1,64 @@
+# Helpers for the operator's cluster tests (source after tests/lib/kube.sh). Needs OPERATOR (the binary).
+
+# start_operator [FLAGS...]: runs kubedist-operator on the test's namespace, logging to $OP_LOG; sets OP_PID
+# and OP_PORT (its probe port). stop_operator / the EXIT trap stop it.
+start_operator() {
+  OP_LOG=${OP_LOG:-$(mktemp /tmp/kubedist-operator-XXXXXX.log)}
+  "$OPERATOR" --namespace "$NS" --probe-address 127.0.0.1:0 "$@" >>"$OP_LOG" 2>&1 &
+  OP_PID=$!
+  eventually 30 "operator reports its probe port" grep -q 'probes listening on port' "$OP_LOG"
+  OP_PORT=$(grep -o 'probes listening on port [0-9]*' "$OP_LOG" | tail -n 1 | grep -o '[0-9]*$')
+}
+
+# stop_operator [SIGNAL]: stops it (default SIGTERM) and waits; returns its exit status.
+stop_operator() {
+  local sig=${1:-TERM} rc=0
+  [ -n "${OP_PID:-}" ] || return 0
+  kill "-$sig" "$OP_PID" 2>/dev/null || true
+  wait "$OP_PID" || rc=$?
+  OP_PID=
+  return $rc
+}
+
+# Cleanup for the EXIT trap: the operator (its log shown when the test failed) and the namespace.
+cleanup() {
+  local rc=$?
+  if [ -n "${OP_PID:-}" ]; then
+    kill -KILL "$OP_PID" 2>/dev/null || true
+    wait "$OP_PID" 2>/dev/null || true
+  fi
+  if [ $rc -ne 0 ] && [ -n "${OP_LOG:-}" ]; then
+    echo "--- operator log (last 40 lines) ---" >&2
+    tail -n 40 "$OP_LOG" >&2
+  fi
+  [ -n "${OP_LOG:-}" ] && rm -f "$OP_LOG"
+  [ -n "${NS:-}" ] && kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1
+  return $rc
+}
+
+jp() { kubectl -n "$NS" get "$1" -o jsonpath="$2"; }
+pod_count() { kubectl -n "$NS" get pods -l "kubedist.io/job-name=$1" --no-headers 2>/dev/null | wc -l; }
+phase_is() { [ "$(jp "tj/$1" '{.status.phase}')" = "$2" ]; }
+pods_are() { [ "$(pod_count "$1")" -eq "$2" ]; }
+all_running() {
+  local out
+  out=$(kubectl -n "$NS" get pods -l "kubedist.io/job-name=$1" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')
+  [ "$(grep -c '^Running$' <<<"$out")" -eq "$2" ] && [ "$(wc -l <<<"$out")" -eq "$2" ]
+}
+has_event() { kubectl -n "$NS" get events --field-selector "involvedObject.name=$1,reason=$2" --no-headers 2>/dev/null | grep -q .; }
+
+# finish_pod POD EXIT_CODE: makes a kwok pod end as the kubelet would report it, through the status subresource.
+finish_pod() {
+  local pod=$1 code=$2 phase=Succeeded reason=Completed
+  if [ "$code" -ne 0 ]; then phase=Failed; reason=Error; fi
+  kubectl -n "$NS" patch pod "$pod" --subresource=status --type=merge -p "{\"status\":{\"phase\":\"$phase\",
+    \"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}],
+    \"containerStatuses\":[{\"name\":\"trainer\",\"image\":\"x\",\"imageID\":\"\",\"ready\":false,\"restartCount\":0,
+    \"state\":{\"terminated\":{\"exitCode\":$code,\"reason\":\"$reason\"}}}]}}" >/dev/null
+}
+
+# job_yaml NAME REPLICAS [EXTRA-SPEC-LINES]: a job whose pods fit the fake nodes (no GPU limits).
+job_yaml() {
+  printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: %s}\nspec:\n  replicas: %s\n%s\n' "$1" "$2" "${3:-}"
+  printf '  template:\n    spec:\n      containers: [{name: trainer, image: busybox, command: [python, train.py], args: [--lr, "0.1"]}]\n'
+}

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# kubedist-operator against the real control plane (kwok nodes). Usage: operator_test.sh OPERATOR_BINARY SCENARIO
+set -euo pipefail
+OPERATOR=$1
+SCENARIO=$2
+. "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
+. "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
+
+apply_crd
+new_namespace "op-$SCENARIO"
+trap cleanup EXIT
+
+case "$SCENARIO" in
+
+example)
+  start_operator
+  kubectl -n "$NS" apply -f "$KUBEDIST_SOURCE_DIR/crd/examples/trainingjob.yaml" >/dev/null
+  eventually 30 "2 pods exist" pods_are resnet 2
+  uid=$(jp tj/resnet '{.metadata.uid}')
+  [ "$(jp svc/resnet '{.spec.clusterIP} {.spec.publishNotReadyAddresses} {.spec.selector.kubedist\.io/job-name}')" = "None true resnet" ] ||
+    fail "service: $(kubectl -n "$NS" get svc resnet -o yaml)"
+  [ "$(jp svc/resnet '{.metadata.ownerReferences[0].uid}')" = "$uid" ] || fail "service not owned by the job"
+  pass "headless Service resnet selects the job's pods and is owned by it"
+  for i in 0 1; do
+    p=resnet-node-$i
+    got=$(jp "pod/$p" '{.spec.hostname} {.spec.subdomain} {.spec.restartPolicy} {.metadata.labels.kubedist\.io/node-rank} {.metadata.labels.kubedist\.io/job-name}')
+    [ "$got" = "$p resnet Never $i resnet" ] || fail "$p DNS fields/labels: $got"
+    got=$(jp "pod/$p" '{.metadata.ownerReferences[0].uid} {.metadata.ownerReferences[0].controller} {.metadata.ownerReferences[0].blockOwnerDeletion}')
+    [ "$got" = "$uid true true" ] || fail "$p owner reference: $got"
+    env=$(jp "pod/$p" '{range .spec.containers[0].env[*]}{.name}={.value}{"\n"}{end}')
+    for want in "MASTER_ADDR=resnet-node-0.resnet.$NS.svc" MASTER_PORT=29500 "NODE_RANK=$i" NNODES=1:4 \
+      NPROC_PER_NODE=auto KUBEDIST_JOB=resnet "PET_MASTER_ADDR=resnet-node-0.resnet.$NS.svc" PET_MASTER_PORT=29500 \
+      "PET_NODE_RANK=$i" PET_NNODES=1:4 PET_NPROC_PER_NODE=auto PET_MAX_RESTARTS=3; do
+      grep -qxF "$want" <<<"$env" || fail "$p lacks env $want; has: $env"
+    done
+    cmd=$(jp "pod/$p" '{.spec.containers[0].command}')
+    [ "$cmd" = '["/kubedist/bin/kubedist-launcher","--no-python","--","python","train.py","--epochs","10"]' ] ||
+      fail "$p command: $cmd"
+    [ "$(jp "pod/$p" '{.spec.initContainers[0].image} {.spec.volumes[0].name}')" = "ghcr.io/kubedist/launcher:0.1.0 kubedist-bin" ] ||
+      fail "$p launcher init container/volume"
+  done
+  pass "pods resnet-node-0/1: hostname, subdomain, labels, owner refs, env, wrapped command, launcher init container"
+  eventually 30 "job Running" phase_is resnet Running
+  got=$(jp tj/resnet '{.status.replicas} {.status.readyReplicas} {.status.worldSize} {.status.selector} {.status.observedGeneration}')
+  [ "$got" = "2 2 16 kubedist.io/job-name=resnet 1" ] || fail "status: $got"
+  eventually 10 "Created event" has_event resnet Created
+  pass "status Running: replicas, readyReplicas, worldSize, selector, observedGeneration = $got; Created event"
+  curl -sf "http://127.0.0.1:$OP_PORT/healthz" >/dev/null || fail "/healthz"
+  curl -sf "http://127.0.0.1:$OP_PORT/readyz" >/dev/null || fail "/readyz"
+  pass "/healthz and /readyz answer 200"
+  start=$SECONDS
+  stop_operator TERM || fail "operator exited non-zero after SIGTERM"
+  [ $((SECONDS - start)) -le 10 ] || fail "SIGTERM took $((SECONDS - start))s"
+  grep -q 'shutting down' "$OP_LOG" || fail "no graceful shutdown logged"
+  pass "SIGTERM: graceful exit 0 in $((SECONDS - start))s"
+  ;;
+
+recreate)
+  start_operator
+  job_yaml j 3 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "3 pods running" all_running j 3
+  old=$(jp pod/j-node-1 '{.metadata.uid}')
+  kubectl -n "$NS" delete pod j-node-1 --wait=false >/dev/null
+  recreated() { [ "$(jp pod/j-node-1 '{.metadata.uid}')" != "$old" ] && all_running j 3; }
+  eventually 30 "j-node-1 recreated" recreated
+  pass "a deleted pod is recreated under the same name"
+  eventually 10 "CreatedPods event" has_event j CreatedPods
+  eventually 10 "job Running again" phase_is j Running
+  ;;
+
+succeed)
+  start_operator
+  job_yaml j 3 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "3 pods running" all_running j 3
+  finish_pod j-node-1 0
+  sleep_check() { phase_is j Running; }
+  eventually 10 "still Running while only some nodes finished" sleep_check
+  finish_pod j-node-0 0
+  finish_pod j-node-2 0
+  eventually 30 "job Succeeded" phase_is j Succeeded
+  [ -n "$(jp tj/j '{.status.completionTime}')" ] || fail "no completionTime"
+  [ "$(jp tj/j '{.status.conditions[?(@.type=="Succeeded")].status}')" = True ] || fail "no Succeeded condition"
+  eventually 10 "AllNodesSucceeded event" has_event j AllNodesSucceeded
+  pass "all trainer containers exiting 0 make the job Succeeded, with completionTime and an Event"
+  [ "$(pod_count j)" -eq 3 ] || fail "cleanPodPolicy Running must keep finished pods"
+  ;;
+
+fail)
+  start_operator
+  job_yaml j 2 "  backoffLimit: 1" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  old=$(jp pod/j-node-0 '{.metadata.uid}')
+  finish_pod j-node-0 137
+  restarted() { [ "$(jp tj/j '{.status.restarts}')" = 1 ] && [ "$(jp pod/j-node-0 '{.metadata.uid}')" != "$old" ]; }
+  eventually 30 "restart counted and node 0 recreated" restarted
+  eventually 10 "PodFailed event" has_event j PodFailed
+  eventually 30 "job Running again" phase_is j Running
+  pass "a failed pod is recreated and counted (restarts=1)"
+  finish_pod j-node-1 1
+  eventually 30 "job Failed" phase_is j Failed
+  [ "$(jp tj/j '{.status.conditions[?(@.type=="Failed")].reason}')" = BackoffLimitExceeded ] || fail "reason"
+  [ "$(jp tj/j '{.status.restarts}')" = 1 ] || fail "restarts changed after the limit"
+  eventually 10 "BackoffLimitExceeded event" has_event j BackoffLimitExceeded
+  eventually 30 "running pod cleaned up" pods_are j 1
+  pass "the second failure exceeds backoffLimit 1: Failed, BackoffLimitExceeded, running pods cleaned up"
+  ;;
+
+exitcode)
+  start_operator
+  job_yaml j 2 "  restartPolicy: ExitCode" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  finish_pod j-node-1 2
+  eventually 30 "job Failed" phase_is j Failed
+  [ "$(jp tj/j '{.status.conditions[?(@.type=="Failed")].reason}')" = PodFailed ] || fail "reason"
+  [ "$(jp tj/j '{.status.restarts}')" = 0 ] || fail "a permanent failure was retried"
+  pass "restartPolicy ExitCode: exit code 2 is permanent"
+  ;;
+
+scale)
+  start_operator
+  job_yaml j 2 "  minReplicas: 1
+  maxReplicas: 4" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  kubectl -n "$NS" scale tj/j --replicas=4 >/dev/null
+  eventually 30 "4 pods running" all_running j 4
+  eventually 30 "status.replicas 4 and Running" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.replicas} {.status.phase}')\" = '4 Running' ]"
+  eventually 10 "ScaledUp event" has_event j ScaledUp
+  pass "scale up to 4"
+  kubectl -n "$NS" scale tj/j --replicas=1 >/dev/null
+  eventually 30 "1 pod left" pods_are j 1
+  [ "$(jp pod/j-node-0 '{.metadata.name}')" = j-node-0 ] || fail "node 0 must stay"
+  eventually 30 "status.replicas 1" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.replicas} {.status.phase}')\" = '1 Running' ]"
+  eventually 10 "ScaledDown event" has_event j ScaledDown
+  pass "scale down to 1 keeps node 0"
+  ;;
+
+suspend)
+  start_operator
+  job_yaml j 3 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "3 pods running" all_running j 3
+  kubectl -n "$NS" patch tj j --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+  eventually 30 "pods deleted" pods_are j 0
+  eventually 30 "Suspended" phase_is j Suspended
+  pass "suspend deletes the pods"
+  kubectl -n "$NS" patch tj j --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
+  eventually 30 "3 pods running again" all_running j 3
+  eventually 30 "Running again" phase_is j Running
+  [ "$(jp tj/j '{.status.conditions[?(@.type=="Suspended")].status}')" = False ] || fail "Suspended condition"
+  [ "$(jp tj/j '{.status.restarts}')" = 0 ] || fail "resume counted restarts"
+  eventually 10 "Resumed event" has_event j Resumed
+  pass "resume recreates them cleanly"
+  ;;
+
+gc)
+  start_operator
+  job_yaml j 3 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "3 pods running" all_running j 3
+  kubectl -n "$NS" delete tj j --wait=false >/dev/null
+  gone() { [ "$(pod_count j)" -eq 0 ] && ! kubectl -n "$NS" get svc j >/dev/null 2>&1; }
+  eventually 60 "pods and service garbage-collected" gone
+  pass "deleting the TrainingJob garbage-collects its pods and Service"
+  ;;
+
+restart)
+  # Six 8-node jobs with one worker: killing the operator as soon as the first pod appears lands mid-way.
+  for j in a b c d e f; do job_yaml "$j" 8 | kubectl -n "$NS" apply -f - >/dev/null; done
+  start_operator --workers 1
+  eventually 30 "first pod created" bash -c "[ \$(kubectl -n $NS get pods --no-headers 2>/dev/null | wc -l) -ge 1 ]"
+  stop_operator KILL || true
+  pass "operator killed with $(kubectl -n "$NS" get pods --no-headers | wc -l) of 48 pods created"
+  start_operator
+  for j in a b c d e f; do
+    eventually 60 "$j: 8 pods running" all_running "$j" 8
+    eventually 30 "$j: Running" phase_is "$j" Running
+    names=$(kubectl -n "$NS" get pods -l "kubedist.io/job-name=$j" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+    [ "$names" = "$(printf "$j-node-%s\n" 0 1 2 3 4 5 6 7 | sort)" ] || fail "$j pods: $names"
+    [ "$(jp "tj/$j" '{.status.replicas} {.status.readyReplicas} {.status.restarts}')" = "8 8 0" ] || fail "$j status"
+  done
+  [ "$(kubectl -n "$NS" get pods --no-headers | wc -l)" -eq 48 ] || fail "not exactly 48 pods"
+  pass "after a kill and restart: exactly 8 pods per job, status replicas=8 ready=8 restarts=0"
+  ;;
+
+apiserver)
+  start_operator
+  job_yaml j 2 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  cluster=$(basename "$(dirname "$KUBECONFIG")")
+  "$KUBEDIST_SOURCE_DIR/deploy/local/cluster.sh" restart-apiserver "$cluster" >/dev/null 2>&1
+  eventually 60 "API server back" kubectl get --raw /readyz
+  kill -0 "$OP_PID" || fail "operator died with the API server"
+  # Only the operator's own work is checked: whether kube-scheduler survives the restart is not ours to test.
+  old=$(jp pod/j-node-1 '{.metadata.uid}')
+  kubectl -n "$NS" delete pod j-node-1 --wait=false >/dev/null
+  recreated() { uid=$(jp pod/j-node-1 '{.metadata.uid}') && [ -n "$uid" ] && [ "$uid" != "$old" ]; }
+  eventually 60 "j-node-1 recreated after the API server restart" recreated
+  job_yaml k 3 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "a new job's pods are created" pods_are k 3
+  eventually 30 "a new job's status is written" bash -c "[ \"\$(kubectl -n $NS get tj/k -o jsonpath='{.status.replicas}')\" = 3 ]"
+  grep -q 'watch error 410\|dropped' "$OP_LOG" || fail "the operator never noticed the restart"
+  pass "the operator recovered from an API server restart by itself (watches resumed or relisted)"
+  ;;
+
+badspec)
+  start_operator
+  # The schema cannot require a command; the operator must refuse to run the image's entrypoint.
+  kubectl -n "$NS" apply -f - >/dev/null <<'YAML'
+apiVersion: kubedist.io/v1alpha1
+kind: TrainingJob
+metadata: {name: nocmd}
+spec:
+  replicas: 2
+  template: {spec: {containers: [{name: trainer, image: busybox}]}}
+YAML
+  eventually 30 "nocmd Failed" phase_is nocmd Failed
+  got=$(jp tj/nocmd '{.status.conditions[?(@.type=="Failed")].reason}: {.status.conditions[?(@.type=="Failed")].message}')
+  [[ $got == "InvalidSpec: spec.template.spec.containers[0] (trainer): command is required"* ]] || fail "condition: $got"
+  eventually 10 "InvalidSpec event" has_event nocmd InvalidSpec
+  [ "$(pod_count nocmd)" -eq 0 ] || fail "pods were created for an invalid job"
+  pass "no command: Failed condition '$got' and an Event, no pods"
+  # A template the API server itself rejects when creating a pod.
+  job_yaml badpod 1 | sed 's/image: busybox/image: busybox, resources: {limits: {cpu: "1"}, requests: {cpu: "2"}}/' |
+    kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "badpod Failed" phase_is badpod Failed
+  got=$(jp tj/badpod '{.status.conditions[?(@.type=="Failed")].message}')
+  [[ $got == *"the API server rejected pod badpod-node-0"* ]] || fail "condition: $got"
+  pass "a pod the API server rejects: Failed condition '$got'"
+  before=$(grep -c 'nocmd\|badpod' "$OP_LOG" || true)
+  sleep 3  # measuring that nothing happens needs a quiet interval, not a condition
+  after=$(grep -c 'nocmd\|badpod' "$OP_LOG" || true)
+  [ "$after" -eq "$before" ] || fail "invalid jobs keep being worked on: $before -> $after log lines"
+  [ "$(kubectl -n "$NS" get events --field-selector involvedObject.name=nocmd,reason=InvalidSpec -o jsonpath='{.items[*].count}')" = 1 ] ||
+    fail "InvalidSpec reported more than once"
+  kill -0 "$OP_PID" || fail "operator crashed"
+  pass "no hot loop: invalid jobs are reported once and left alone"
+  ;;
+
+*)
+  fail "unknown scenario $SCENARIO"
+  ;;
+esac
