@@ -247,6 +247,7 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
     auto v = parse_int_in(*r, 0, 1000000, "a non-negative integer");
     if (!v) return make_error(v.error());
     c.node_rank = *v;
+    c.node_rank_given = true;
   }
   if (const RawValue* r = get("master-addr")) {
     if (r->value.find_first_of(" \t/") != std::string::npos) return bad(*r, "a host name or IPv4 address");
@@ -331,6 +332,7 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
     // torchrun --standalone: one node, everything on this host, a free port for the workers' store.
     c.min_nodes = c.max_nodes = 1;
     c.node_rank = 0;
+    c.node_rank_given = true;
     c.master_addr = "127.0.0.1";
     c.master_port = 0;
   }

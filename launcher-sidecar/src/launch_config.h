@@ -27,6 +27,9 @@ struct LaunchConfig {
   int max_nodes = 1;
   std::string nproc_per_node = "1";  // N | auto | gpu | cpu; resolved by local_world_size()
   int node_rank = 0;
+  // False when no flag or env named the node rank (torchrun's c10d style: the same command on every node). Then
+  // the node whose address the rendezvous endpoint names hosts the rendezvous; the others join it.
+  bool node_rank_given = false;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   // Where node rank 0 hosts the rendezvous service: --rdzv-endpoint, else master_addr:master_port+1.

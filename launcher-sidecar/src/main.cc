@@ -24,10 +24,12 @@ using namespace kubedist::launcher;
 
 namespace {
 
-int fail_usage(const std::string& message) {
+int fail(const std::string& message, int code) {
   write_all(2, "kubedist-launcher: " + message + "\n");
-  return 2;
+  return code;
 }
+
+int fail_usage(const std::string& message) { return fail(message, 2); }
 
 Env current_env() {
   Env env;
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
   if (!nproc) return fail_usage(nproc.error());
   if (config.master_port == 0) {  // --standalone
     auto port = pick_free_port("127.0.0.1");
-    if (!port) return fail_usage(port.error());
+    if (!port) return fail(port.error(), 1);
     config.master_port = *port;
   }
   if (!env.count("OMP_NUM_THREADS") && *nproc > 1)
@@ -93,10 +95,38 @@ int main(int argc, char** argv) {
   const int signal_fd = setup_signals();
   EventLoop loop;
   LauncherMetrics metrics;
+
+  // Who hosts the rendezvous: node rank 0. Without a node rank (torchrun's c10d style, the same command on every
+  // node), the node that the endpoint's address belongs to, and of several launchers on that host the first to
+  // bind the port; the others join it.
+  const ResolverConfig resolver = system_resolver_config();
+  bool try_host = config.node_rank == 0;
+  if (config.multi_node() && !config.node_rank_given) {
+    auto addr = resolve_ipv4(config.rdzv_host, resolver);
+    try_host = addr && is_local_address(*addr);
+  }
+  std::unique_ptr<RendezvousHost> host;
+  if (try_host) {
+    CoordinatorSettings settings{config.run_id, config.min_nodes, config.max_nodes, config.max_restarts,
+                                 std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
+                                 std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000))};
+    host = std::make_unique<RendezvousHost>(loop, settings);
+    if (config.multi_node()) {
+      // Listen on the endpoint's own address when it is a loopback one (tests); else on every address.
+      auto ip = parse_ipv4(config.rdzv_host);
+      std::string bind = ip && (ntohl(ip->s_addr) >> 24) == 127 ? config.rdzv_host : "";
+      auto ok = host->listen(bind, config.rdzv_port);
+      if (!ok && config.node_rank_given) return fail(ok.error(), 1);
+      if (!ok) host.reset();
+    }
+  }
+  if (!host) config.node_rank = config.node_rank_given ? config.node_rank : 1;  // the round assigns GROUP_RANK
+
   bool temporary_run_dir = false;
   const std::string run_dir = make_run_dir(config, temporary_run_dir);
+  if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
+    write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
   Agent agent(loop, config, env, *nproc, run_dir, metrics);
-
   loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
     signalfd_siginfo info;
     while (read(signal_fd, &info, sizeof info) == sizeof info) {
@@ -112,30 +142,18 @@ int main(int argc, char** argv) {
   if (config.metrics_port >= 0) {
     metrics_server = std::make_unique<MetricsServer>(loop, metrics);
     auto ok = metrics_server->listen(config.metrics_addr == "0.0.0.0" ? "" : config.metrics_addr, config.metrics_port);
-    if (!ok) return fail_usage(ok.error());
+    if (!ok) return fail(ok.error(), 1);
     write_all(2, "kubedist-launcher: metrics on " + config.metrics_addr + ":" + std::to_string(metrics_server->port()) +
                      "/metrics\n");
   }
 
-  std::unique_ptr<RendezvousHost> host;
   std::unique_ptr<RendezvousMember> member;
-  if (config.node_rank == 0) {
-    CoordinatorSettings settings{config.run_id, config.min_nodes, config.max_nodes, config.max_restarts,
-                                 std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
-                                 std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000))};
-    host = std::make_unique<RendezvousHost>(loop, settings);
-    if (config.multi_node()) {
-      // Listen on the endpoint's own address when it is a loopback one (tests); else on every address.
-      auto ip = parse_ipv4(config.rdzv_host);
-      std::string bind = ip && (ntohl(ip->s_addr) >> 24) == 127 ? config.rdzv_host : "";
-      auto ok = host->listen(bind, config.rdzv_port);
-      if (!ok) return fail_usage(ok.error());
-    }
+  if (host) {
     member = host->local_member(agent.member_events());
   } else {
     member = std::make_unique<TcpMember>(loop, config.rdzv_host, config.rdzv_port,
                                          std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
-                                         system_resolver_config(), agent.member_events());
+                                         resolver, agent.member_events());
   }
   agent.start(*member);
   loop.run();

@@ -72,6 +72,17 @@ int connect_error(int fd) {
   return err;
 }
 
+bool is_local_address(in_addr addr) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = addr;
+  bool local = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  close(fd);
+  return local;
+}
+
 Result<int> pick_free_port(const std::string& addr) {
   auto fd = listen_tcp(addr, 0);
   if (!fd) return make_error(fd.error());

@@ -17,6 +17,8 @@ int bound_port(int fd);
 // Starts a non-blocking connect; the fd becomes writable when it completes (check connect_error()).
 Result<int> start_connect(in_addr addr, int port);
 int connect_error(int fd);
+// True when addr belongs to this host (binding to it succeeds).
+bool is_local_address(in_addr addr);
 // A port that was free on addr a moment ago (bind to port 0 and read it back).
 Result<int> pick_free_port(const std::string& addr);
 

@@ -11,7 +11,8 @@ class MultiNode(LauncherTest):
         self.master_port, self.rdzv_port = free_port(), free_port()
 
     def node(self, node_rank, nnodes, script, *flags, run_id="job"):
-        args = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", "--master-addr=127.0.0.1",
+        rank_flag = [] if node_rank is None else [f"--node-rank={node_rank}"]
+        args = [f"--nnodes={nnodes}", *rank_flag, "--master-addr=127.0.0.1",
                 f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
                 f"--rdzv-id={run_id}", *flags, "--no-python", "--", "sh", "-c", script]
         return self.launch(args)
@@ -41,6 +42,15 @@ class MultiNode(LauncherTest):
             self.assertEqual(n.wait(), 42, n.stderr())
         self.assertIn("worker failed: rank 3 (local rank 1", nodes[1].stderr())
         self.assertIn("giving up after 0 restart(s) (--max-restarts=0): node 1: rank 3", nodes[0].stderr())
+
+    def test_without_node_ranks_the_first_launcher_on_the_endpoints_host_hosts(self):
+        # torchrun's c10d style: the same command on every node, no --node-rank.
+        log = self.path("log")
+        script = f'echo "$WORLD_SIZE $RANK $GROUP_RANK" >> {log}'
+        nodes = [self.node(None, 2, script, "--rdzv-conf=join_timeout=60") for _ in range(2)]
+        for n in nodes:
+            self.assertEqual(n.wait(), 0, n.stderr())
+        self.assertEqual(sorted(self.lines("log")), ["2 0 0", "2 1 1"])
 
     def test_below_min_nodes_node_zero_waits_then_fails_clearly(self):
         n0 = self.node(0, 2, "true", "--rdzv-conf=join_timeout=1")

@@ -96,6 +96,13 @@ TEST(LaunchConfig, RendezvousDefaultsToMasterPortPlusOneOnTheMaster) {
   EXPECT_EQ(parse_ok({"--rdzv_endpoint=other", "t.py"}).rdzv_port, 29400);
 }
 
+TEST(LaunchConfig, KnowsWhetherANodeRankWasGiven) {
+  EXPECT_FALSE(parse_ok({"--nnodes=2", "t.py"}).node_rank_given);
+  EXPECT_TRUE(parse_ok({"--nnodes=2", "--node-rank=0", "t.py"}).node_rank_given);
+  EXPECT_TRUE(parse_ok({"--nnodes=2", "t.py"}, {{"NODE_RANK", "1"}}).node_rank_given);
+  EXPECT_TRUE(parse_ok({"--nnodes=2", "t.py"}, {{"PET_NODE_RANK", "1"}}).node_rank_given);
+}
+
 TEST(LaunchConfig, RunIdDefaultsToTheOperatorsJobName) {
   EXPECT_EQ(parse_ok({"t.py"}).run_id, "none");
   EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_JOB", "resnet"}}).run_id, "resnet");
