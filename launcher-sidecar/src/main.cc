@@ -56,16 +56,19 @@ int setup_signals() {
   return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+// The directory for error files and logs: LOG_DIR/RUN_ID, else a fresh temporary one (temporary=true: ours to
+// remove). Without a writable temporary directory (an image without /tmp) workers run without error files.
 std::string make_run_dir(const LaunchConfig& config, bool& temporary) {
-  temporary = config.log_dir.empty();
-  if (!temporary) {
+  temporary = false;
+  if (!config.log_dir.empty()) {
     std::string dir = config.log_dir + "/" + config.run_id;
-    make_dirs(dir);
+    if (!make_dirs(dir)) write_all(2, "kubedist-launcher: cannot create the log directory " + dir + "\n");
     return dir;
   }
   const char* tmp = getenv("TMPDIR");
   std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kubedist-launcher-XXXXXX";
-  if (!mkdtemp(tmpl.data())) return "/tmp";
+  if (!mkdtemp(tmpl.data())) return "/nonexistent/kubedist-launcher";
+  temporary = true;
   return tmpl;
 }
 

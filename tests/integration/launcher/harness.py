@@ -1,5 +1,6 @@
 """Helpers for the launcher's integration tests: run the real launcher binary, pick free ports, wait with deadlines."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,8 +47,8 @@ def worker_env(extra=None):
 class Launcher:
     """One launcher process; output goes to files so that a test can read it while it runs."""
 
-    def __init__(self, args, env=None, cwd=None, prefix=None):
-        self.dir = tempfile.mkdtemp(prefix="kubedist-launcher-test-")
+    def __init__(self, args, env=None, cwd=None, prefix=None, tmp=None):
+        self.dir = tempfile.mkdtemp(prefix="launcher-", dir=tmp)
         self.out_path = os.path.join(self.dir, "stdout")
         self.err_path = os.path.join(self.dir, "stderr")
         cmd = (prefix or []) + [LAUNCHER] + list(args)
@@ -85,9 +86,11 @@ class LauncherTest(unittest.TestCase):
     def tearDown(self):
         for launcher in self.launchers:
             launcher.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def launch(self, args, env=None, **kw):
-        launcher = Launcher(args, env, **kw)
+        # The launcher's own temporary directories (kept when it tees without --log-dir) go under self.tmp too.
+        launcher = Launcher(args, dict(env or {}, TMPDIR=self.tmp), tmp=self.tmp, **kw)
         self.launchers.append(launcher)
         return launcher
 

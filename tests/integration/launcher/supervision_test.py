@@ -19,6 +19,16 @@ class Supervision(LauncherTest):
         for pid in map(int, self.read("pids").split()):
             self.assertFalse(pid_alive(pid), f"worker {pid} survived the launcher")
 
+    def test_keeps_no_temporary_directory_unless_it_holds_logs(self):
+        quiet = self.launch(["--no-python", "--", "sh", "-c", 'test -n "$TORCHELASTIC_ERROR_FILE"'])
+        self.assertEqual(quiet.wait(), 0)
+        self.assertEqual([d for d in os.listdir(self.tmp) if d.startswith("kubedist-launcher-")], [])
+        teed = self.launch(["--tee=1", "--no-python", "--", "sh", "-c", "echo kept"])
+        self.assertEqual(teed.wait(), 0)
+        kept = re.search(r"worker logs in (\S+) ", teed.stderr()).group(1)
+        with open(os.path.join(kept, "attempt_0", "0", "stdout.log")) as f:
+            self.assertEqual(f.read(), "kept\n")
+
     def test_restarts_the_whole_group_up_to_max_restarts(self):
         attempts = self.path("attempts")
         script = f'echo "$RANK $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS" >> {attempts}; exit 3'
