@@ -139,6 +139,19 @@ class Supervision(LauncherTest):
         self.assertEqual(f.wait(), 0)
         self.assertEqual(f.stdout(), "[rank 1]: shown-1\n")
 
+    def test_runs_scripts_and_modules_with_python3_from_path_like_torchrun(self):
+        with open(self.path("show.py"), "w") as f:
+            f.write("import sys\nprint(sys.executable, *sys.argv[1:])\n")
+        script = self.launch([self.path("show.py"), "--lr", "1"])
+        self.assertEqual(script.wait(), 0, script.stderr())
+        self.assertEqual(script.stdout(), "/usr/bin/python3 --lr 1\n")
+        module = self.launch(["--nproc-per-node=2", "-m", "show", "x"], env={"PYTHONPATH": self.tmp})
+        self.assertEqual(module.wait(), 0, module.stderr())
+        self.assertEqual(module.stdout(), "/usr/bin/python3 x\n" * 2)
+        legacy = self.launch(["--legacy-launch", "--nproc-per-node=2", "--tee=1", self.path("show.py"), "y"])
+        self.assertEqual(legacy.wait(), 0, legacy.stderr())
+        self.assertIn("[rank 1]: /usr/bin/python3 --local-rank=1 y\n", legacy.stdout())
+
     def test_bad_flags_and_missing_program_are_clear_errors(self):
         l = self.launch(["--nnodes=x", "t.py"])
         self.assertEqual(l.wait(), 2)
