@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -102,7 +103,10 @@ int main(int argc, char** argv) {
   // Who hosts the rendezvous: node rank 0. Without a node rank (torchrun's c10d style, the same command on every
   // node), the node that the endpoint's address belongs to, and of several launchers on that host the first to
   // bind the port; the others join it.
-  const ResolverConfig resolver = system_resolver_config();
+  // The joining member retries on its own, so one lookup asks each server once, briefly: the loop stays responsive.
+  ResolverConfig resolver = system_resolver_config();
+  resolver.attempts = 1;
+  resolver.timeout_ms = std::min(resolver.timeout_ms, 1000);
   bool try_host = config.node_rank == 0;
   if (config.multi_node() && !config.node_rank_given) {
     auto addr = resolve_ipv4(config.rdzv_host, resolver);
