@@ -2,7 +2,7 @@
 import os
 import unittest
 
-from harness import LauncherTest, free_port, wait_until
+from harness import LauncherTest, free_port, pid_alive, wait_until
 
 
 class MultiNode(LauncherTest):
@@ -51,6 +51,30 @@ class MultiNode(LauncherTest):
         for n in nodes:
             self.assertEqual(n.wait(), 0, n.stderr())
         self.assertEqual(sorted(self.lines("log")), ["2 0 0", "2 1 1"])
+
+    def test_losing_a_node_below_min_makes_the_rest_wait_then_fail_clearly(self):
+        pids = self.path("pids")
+        script = f'echo $$ >> {pids}; exec sleep 300'
+        flags = ["--max-restarts=3", "--rdzv-conf=join_timeout=2"]
+        n0, n1 = (self.node(n, 2, script, *flags) for n in (0, 1))
+        wait_until(lambda: len(self.lines("pids")) == 2, what="both workers running")
+        n1.proc.kill()
+        self.assertEqual(n0.wait(), 1)
+        self.assertIn("only 1 of the minimum 2 nodes joined within join_timeout (2 s); last event: node 1 left the job",
+                      n0.stderr())
+        for pid in map(int, self.lines("pids")):
+            self.assertFalse(pid_alive(pid))
+
+    def test_losing_node_zero_stops_the_other_nodes_workers_then_fails_clearly(self):
+        pids = self.path("pids")
+        script = f'echo "$GROUP_RANK $$" >> {pids}; exec sleep 300'
+        n0, n1 = (self.node(n, 2, script, "--max-restarts=3", "--rdzv-conf=join_timeout=2") for n in (0, 1))
+        wait_until(lambda: len(self.lines("pids")) == 2, what="both workers running")
+        n0.proc.kill()
+        node1_worker = int(next(line.split()[1] for line in self.lines("pids") if line.startswith("1 ")))
+        wait_until(lambda: not pid_alive(node1_worker), what="node 1 to stop its worker")
+        self.assertEqual(n1.wait(), 1)
+        self.assertIn(f"cannot reach the rendezvous on node 0 at 127.0.0.1:{self.rdzv_port}", n1.stderr())
 
     def test_below_min_nodes_node_zero_waits_then_fails_clearly(self):
         n0 = self.node(0, 2, "true", "--rdzv-conf=join_timeout=1")
