@@ -182,6 +182,15 @@ Result<std::map<std::string, RawValue>> collect(const std::vector<std::string>& 
       inline_value = arg.substr(eq + 1);
     }
     const FlagSpec* spec = name.rfind("--", 0) == 0 ? find_flag(name.substr(2)) : find_short(name);
+    if (!spec && !inline_value && name.rfind("--", 0) != 0 && name.size() > 2) {  // "-r3", as argparse allows
+      spec = find_short(name.substr(0, 2));
+      if (spec && !spec->boolean) {
+        inline_value = name.substr(2);
+        name = name.substr(0, 2);
+      } else {
+        spec = nullptr;
+      }
+    }
     if (!spec) return make_error("unknown flag '" + name + "' (see --help)");
     const std::string source = name.rfind("--", 0) == 0 ? "--" + std::string(spec->name) : name;
     if (spec->boolean) {

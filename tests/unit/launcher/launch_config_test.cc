@@ -131,6 +131,15 @@ TEST(LaunchConfig, ScriptArgumentsAreNotParsedAsFlags) {
   EXPECT_FALSE(cfg.module);
 }
 
+TEST(LaunchConfig, ShortFlagsTakeAttachedOrSeparateValues) {
+  for (const auto& args : std::vector<Args>{{"-r3", "-t1", "t.py"}, {"-r", "3", "-t", "1", "t.py"}, {"-r=3", "-t=1", "t.py"}}) {
+    auto cfg = parse_ok(args);
+    EXPECT_EQ(cfg.redirects.all, 3);
+    EXPECT_EQ(cfg.tee.all, 1);
+  }
+  EXPECT_FALSE(parse_launch_config({"-mx", "t.py"}, {}).ok());
+}
+
 TEST(LaunchConfig, ModuleAndLegacyLaunchFlags) {
   auto cfg = parse_ok({"-m", "pkg.train", "x"});
   EXPECT_TRUE(cfg.module);
