@@ -21,10 +21,12 @@ bool make_dirs(const std::string& path) {
 }
 
 void remove_tree(const std::string& path) {
-  nftw(
-      path.c_str(),
-      [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p) == 0 ? 0 : 0; }, 16,
-      FTW_DEPTH | FTW_PHYS);
+  // Depth first, not following links; a file that cannot be removed is left and the walk goes on.
+  auto remove_one = [](const char* p, const struct stat*, int, struct FTW*) {
+    std::remove(p);
+    return 0;
+  };
+  nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::string read_file_prefix(const std::string& path, size_t max_bytes) {

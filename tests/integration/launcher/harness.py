@@ -19,6 +19,20 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_pair():
+    """A port P such that P and P+1 were both free (MASTER_PORT and the default rendezvous port)."""
+    for _ in range(100):
+        port = free_port()
+        with socket.socket() as a, socket.socket() as b:
+            try:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+                return port
+            except OSError:
+                continue
+    raise AssertionError("no two adjacent free ports")
+
+
 def wait_until(condition, timeout=DEADLINE, what="condition"):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

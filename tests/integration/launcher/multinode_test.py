@@ -2,7 +2,7 @@
 import os
 import unittest
 
-from harness import LauncherTest, free_port, pid_alive, wait_until
+from harness import LauncherTest, free_port, free_port_pair, pid_alive, wait_until
 
 
 class MultiNode(LauncherTest):
@@ -22,6 +22,21 @@ class MultiNode(LauncherTest):
             return self.read(name).splitlines()
         except FileNotFoundError:
             return []
+
+    def test_the_operators_env_alone_runs_a_job_with_rendezvous_on_master_port_plus_one(self):
+        # Exactly what a pod gets: env from the operator, and `kubedist-launcher --no-python -- <command>`.
+        log, port = self.path("log"), free_port_pair()
+        script = f'echo "$RANK $WORLD_SIZE $LOCAL_RANK $GROUP_RANK $MASTER_ADDR $MASTER_PORT $TORCHELASTIC_RUN_ID" >> {log}'
+        for node_rank in (1, 0):
+            env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "NODE_RANK": str(node_rank), "NNODES": "2",
+                   "NPROC_PER_NODE": "2", "KUBEDIST_JOB": "resnet", "PET_MASTER_ADDR": "127.0.0.1",
+                   "PET_MASTER_PORT": str(port), "PET_NODE_RANK": str(node_rank), "PET_NNODES": "2",
+                   "PET_NPROC_PER_NODE": "2", "PET_MAX_RESTARTS": "1"}
+            self.launch(["--no-python", "--", "sh", "-c", script], env)
+        for launcher in self.launchers:
+            self.assertEqual(launcher.wait(), 0, launcher.stderr())
+        self.assertEqual(sorted(self.lines("log")),
+                         [f"{r} 4 {r % 2} {r // 2} 127.0.0.1 {port} resnet" for r in range(4)])
 
     def test_a_joining_node_grows_the_running_group(self):
         log, go = self.path("log"), self.path("go")
