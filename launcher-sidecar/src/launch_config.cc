@@ -36,6 +36,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"role", false, nullptr, {}},
       {"no-python", true, nullptr, {}},
       {"module", true, "-m", {}},
+      {"run-path", true, nullptr, {}},  // accepted: there is no Python agent to run the script in; it runs as usual
       {"redirects", false, "-r", {}},
       {"tee", false, "-t", {}},
       {"log-dir", false, nullptr, {}},

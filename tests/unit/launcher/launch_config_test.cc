@@ -144,6 +144,7 @@ TEST(LaunchConfig, ModuleAndLegacyLaunchFlags) {
   auto cfg = parse_ok({"-m", "pkg.train", "x"});
   EXPECT_TRUE(cfg.module);
   EXPECT_EQ(cfg.command, (Args{"pkg.train", "x"}));
+  EXPECT_EQ(parse_ok({"--run_path", "--start-method=spawn", "t.py"}).command, Args{"t.py"});
   auto legacy = parse_ok({"--legacy-launch", "--use_env", "t.py"});
   EXPECT_TRUE(legacy.legacy_launch);
   EXPECT_TRUE(legacy.use_env);
