@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -19,10 +20,23 @@ constexpr const char* kUsage = R"(usage: kubedist-operator [flags]
   --context NAME           kubeconfig context (default: current-context)
   --namespace NS           watch only NS (default: all namespaces)
   --workers N              concurrent reconciles (default 4)
-  --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any)
+  --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);
+                           also spelled --metrics-address (/metrics will be served there too)
   --launcher-image IMAGE   launcher init container image (default ghcr.io/kubedist/launcher:0.1.0)
   --log-level LEVEL        debug | info | warn | error (default info)
+  --leader-elect[=BOOL]    take a Lease before reconciling, for several replicas (default false)
+  --leader-election-namespace NS      namespace of the Lease (default: the kubeconfig's or pod's namespace)
+  --leader-election-id NAME           name of the Lease (default kubedist-operator)
+  --leader-election-lease-seconds N   a silent leader is replaced after N seconds (default 15)
 )";
+
+bool parse_int(const std::string& value, long min, long max, long* out) {
+  char* end = nullptr;
+  long n = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || n < min || n > max) return false;
+  *out = n;
+  return true;
+}
 
 bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o, std::string* error) {
   o->launcher_image = kubedist::trainingjob::kDefaultLauncherImage;
@@ -44,30 +58,45 @@ bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o
       value = argv[++i];
       return true;
     };
+    // Flags that take any string.
+    const std::map<std::string, std::string*> strings = {
+        {"--kubeconfig", &o->kubeconfig},
+        {"--context", &o->context},
+        {"--namespace", &o->ns},
+        {"--probe-address", &o->probe_address},
+        {"--metrics-address", &o->probe_address},
+        {"--health-address", &o->probe_address},
+        {"--leader-election-namespace", &o->leader_election_namespace},
+        {"--leader-election-id", &o->leader_election_id},
+    };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (arg == "--kubeconfig") {
+    } else if (auto it = strings.find(arg); it != strings.end()) {
       if (!next()) return false;
-      o->kubeconfig = value;
-    } else if (arg == "--context") {
+      *it->second = value;
+    } else if (arg == "--leader-elect") {
+      if (has_value && value != "true" && value != "false") {
+        *error = "--leader-elect must be true or false, got \"" + value + "\"";
+        return false;
+      }
+      o->leader_elect = !has_value || value == "true";
+    } else if (arg == "--leader-election-lease-seconds") {
       if (!next()) return false;
-      o->context = value;
-    } else if (arg == "--namespace") {
-      if (!next()) return false;
-      o->ns = value;
+      long n = 0;
+      if (!parse_int(value, 3, 3600, &n)) {
+        *error = "--leader-election-lease-seconds must be an integer from 3 to 3600, got \"" + value + "\"";
+        return false;
+      }
+      o->leader_election_lease_seconds = static_cast<int>(n);
     } else if (arg == "--workers") {
       if (!next()) return false;
-      char* end = nullptr;
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 1 || n > 64) {
+      long n = 0;
+      if (!parse_int(value, 1, 64, &n)) {
         *error = "--workers must be an integer from 1 to 64, got \"" + value + "\"";
         return false;
       }
       o->workers = static_cast<int>(n);
-    } else if (arg == "--probe-address" || arg == "--metrics-address" || arg == "--health-address") {
-      if (!next()) return false;
-      o->probe_address = value;
     } else if (arg == "--launcher-image") {
       if (!next()) return false;
       if (value.empty()) {

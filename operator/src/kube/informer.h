@@ -250,7 +250,10 @@ class Informer {
           need_relist = true;
           continue;
         }
-        log_warn("informer", "watch " + options_.list_path + " dropped: " + r.error().message);
+        // Servers end watches at timeoutSeconds in ways cpprest reports as a broken stream; only early drops matter.
+        const bool early = std::chrono::steady_clock::now() - started < std::chrono::seconds(options_.watch_timeout_s / 2);
+        log(early ? LogLevel::kWarn : LogLevel::kDebug, "informer",
+            "watch " + options_.list_path + " dropped: " + r.error().message);
         sleep_interruptibly(backoff.next());
         continue;
       }

@@ -1,12 +1,14 @@
 #include "trainingjob/manager.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "common/log.h"
 #include "controller/controller.h"
 #include "controller/health_server.h"
+#include "controller/leader_election.h"
 #include "controller/work_queue.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
@@ -19,6 +21,12 @@ namespace {
 
 std::string scoped(const std::string& prefix, const std::string& ns, const std::string& plural) {
   return ns.empty() ? prefix + "/" + plural : prefix + "/namespaces/" + ns + "/" + plural;
+}
+
+std::string identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "_" + std::to_string(::getpid());
 }
 
 long peak_rss_kib() {
@@ -56,14 +64,41 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
       [&](const std::string& key, const std::string&) { queue.add(key); });
 
   std::atomic<bool> ready{false};
+  // A standby replica is healthy and ready: it is doing its job, which is to wait.
+  std::atomic<bool> standby{false};
   controller::HealthServer probes;
   probes.handle("/healthz", [] { return std::pair<int, std::string>{200, "ok\n"}; });
   probes.handle("/readyz", [&] {
+    if (standby) return std::pair<int, std::string>{200, "standby: waiting for the leader lease\n"};
     return ready ? std::pair<int, std::string>{200, "ok\n"} : std::pair<int, std::string>{503, "caches syncing\n"};
   });
   // /metrics (issue 6) will be registered here.
   if (auto r = probes.start(options.probe_address); !r) return r.error();
   log_info("manager", "probes listening on port " + std::to_string(probes.port()) + " (/healthz, /readyz)");
+
+  std::unique_ptr<controller::LeaderElector> elector;
+  if (options.leader_elect) {
+    const std::string ns =
+        options.leader_election_namespace.empty() ? api.default_namespace() : options.leader_election_namespace;
+    elector = std::make_unique<controller::LeaderElector>(
+        api, controller::LeaderElectionOptions{ns, options.leader_election_id, identity(),
+                                               options.leader_election_lease_seconds});
+    standby = true;
+    const bool leading = elector->acquire(stop);
+    standby = false;
+    if (!leading) {
+      probes.stop();
+      return {};
+    }
+  }
+  std::atomic<bool> lost{false};
+  std::atomic<bool> stop_holding{false};
+  std::thread holder;
+  if (elector) {
+    holder = std::thread([&] {
+      if (!elector->hold(stop_holding)) lost = true;
+    });
+  }
 
   kube::EventRecorder recorder(api, "kubedist-operator");
   Reconciler reconciler(api, jobs, pods, services, recorder, options.launcher_image);
@@ -73,17 +108,17 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   jobs.start();
   pods.start();
   services.start();
-  while (!stop && !(jobs.synced() && pods.synced() && services.synced())) {
+  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (!stop) {
+  if (!stop && !lost) {
     log_info("manager", "caches synced: " + std::to_string(jobs.keys().size()) + " TrainingJobs; starting " +
                             std::to_string(options.workers) + " workers");
     workers.start();
     ready = true;
   }
   auto next_resync = std::chrono::steady_clock::now() + std::chrono::seconds(options.resync_seconds);
-  while (!stop) {
+  while (!stop && !lost) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (std::chrono::steady_clock::now() >= next_resync) {
       for (const auto& key : jobs.keys()) queue.add(key);
@@ -99,6 +134,11 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   pods.stop();
   services.stop();
   probes.stop();
+  if (elector) {
+    stop_holding = true;
+    holder.join();
+    if (!lost) elector->release();
+  }
   const auto [median, p99] = workers.latency_ms();
   const auto& counts = api.counts();
   log_info("manager", "summary reconciles=" + std::to_string(workers.reconciles()) +
@@ -108,6 +148,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
                           " api_writes=" + std::to_string(counts.writes.load()) +
                           " api_watches=" + std::to_string(counts.watches.load()) +
                           " peak_rss_kib=" + std::to_string(peak_rss_kib()));
+  if (lost) return Error{Error::Kind::kOther, "lost the leader lease; exiting so that a single leader acts", 0};
   return {};
 }
 

@@ -16,9 +16,14 @@ struct ManagerOptions {
   std::string probe_address = ":8081";
   std::string launcher_image;
   int resync_seconds = 300;    // re-reconcile every job this often, in case an event was missed
+  bool leader_elect = false;   // take a Lease first, so that only one replica reconciles
+  std::string leader_election_namespace;  // "" = the kubeconfig's / pod's namespace
+  std::string leader_election_id = "kubedist-operator";
+  int leader_election_lease_seconds = 15;
 };
 
-// Runs until *stop becomes true; returns an error only for a setup failure (bad config, port in use).
+// Runs until *stop becomes true; returns an error for a setup failure (bad config, port in use) or when
+// leadership is lost (the process must exit so that it cannot act beside the new leader).
 Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>& stop);
 
 }  // namespace kubedist::trainingjob

@@ -42,6 +42,8 @@ class Reconciler {
     std::set<std::string> deletes;  // pod uids
     std::chrono::steady_clock::time_point since;
   };
+  // Whether to hold this status write back for a while (returns how long), or write it now (zero).
+  std::chrono::milliseconds coalesce_pending(const std::string& key, const Status& before, const Status& after);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
   Result<void> write_status(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists,
                             Status status);
@@ -54,6 +56,9 @@ class Reconciler {
   const std::string launcher_image_;
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
+  // Jobs whose Pending-to-Pending status changes (pods appearing, getting scheduled) are being coalesced,
+  // and since when: each write costs the API server, and a job's pods start within moments of each other.
+  std::map<std::string, std::chrono::steady_clock::time_point> pending_since_;
 };
 
 }  // namespace kubedist::trainingjob

@@ -23,10 +23,12 @@ stop_operator() {
 # Cleanup for the EXIT trap: the operator (its log shown when the test failed) and the namespace.
 cleanup() {
   local rc=$?
-  if [ -n "${OP_PID:-}" ]; then
-    kill -KILL "$OP_PID" 2>/dev/null || true
-    wait "$OP_PID" 2>/dev/null || true
-  fi
+  local p
+  for p in ${OP_PID:-} ${OP2_PID:-}; do
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  [ -n "${OP2_LOG:-}" ] && rm -f "$OP2_LOG"
   if [ $rc -ne 0 ] && [ -n "${OP_LOG:-}" ]; then
     echo "--- operator log (last 40 lines) ---" >&2
     tail -n 40 "$OP_LOG" >&2
@@ -57,8 +59,9 @@ finish_pod() {
     \"state\":{\"terminated\":{\"exitCode\":$code,\"reason\":\"$reason\"}}}]}}" >/dev/null
 }
 
-# job_yaml NAME REPLICAS [EXTRA-SPEC-LINES]: a job whose pods fit the fake nodes (no GPU limits).
+# job_yaml NAME REPLICAS [EXTRA-SPEC-LINES] [EXTRA-POD-SPEC-LINES]: a job whose pods fit the fake nodes (no GPU
+# limits).
 job_yaml() {
   printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: %s}\nspec:\n  replicas: %s\n%s\n' "$1" "$2" "${3:-}"
-  printf '  template:\n    spec:\n      containers: [{name: trainer, image: busybox, command: [python, train.py], args: [--lr, "0.1"]}]\n'
+  printf '  template:\n    spec:\n%s\n      containers: [{name: trainer, image: busybox, command: [python, train.py], args: [--lr, "0.1"]}]\n' "${4:-}"
 }

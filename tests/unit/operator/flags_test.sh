@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# kubedist-operator refuses bad flags and unusable configuration with one clear line and a non-zero exit,
+# before touching any network. Usage: flags_test.sh OPERATOR_BINARY
+set -uo pipefail
+op=$1
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+# expect RC PATTERN ARGS...: running the operator with ARGS exits RC and says PATTERN.
+expect() {
+  local rc=$1 pattern=$2 out got
+  shift 2
+  out=$(KUBECONFIG= HOME=/nonexistent KUBERNETES_SERVICE_HOST= timeout 10 "$op" "$@" 2>&1)
+  got=$?
+  [ "$got" -eq "$rc" ] || fail "$*: exit $got, want $rc ($out)"
+  grep -qF -- "$pattern" <<<"$out" || fail "$*: output lacks '$pattern': $out"
+  printf 'ok: %s -> exit %s, "%s"\n' "$*" "$rc" "$pattern"
+}
+
+expect 0 "usage: kubedist-operator" --help
+expect 2 "unknown flag --bogus" --bogus
+expect 2 "--workers must be an integer from 1 to 64, got \"0\"" --workers 0
+expect 2 "--workers must be an integer from 1 to 64, got \"many\"" --workers=many
+expect 2 "--workers needs a value" --workers
+expect 2 "--log-level must be debug, info, warn or error, got \"loud\"" --log-level loud
+expect 2 "--leader-elect must be true or false, got \"maybe\"" --leader-elect=maybe
+expect 2 "--leader-election-lease-seconds must be an integer from 3 to 3600" --leader-election-lease-seconds 1
+expect 2 "--launcher-image must not be empty" --launcher-image=
+expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
+expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+printf 'current-context: x\n' >"$tmp"
+expect 1 "kubeconfig has no context \"x\"" --kubeconfig "$tmp"
