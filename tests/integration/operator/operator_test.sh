@@ -266,6 +266,72 @@ leader)
   pass "a clean shutdown releases the lease"
   ;;
 
+deadline)
+  start_operator
+  job_yaml j 2 "  activeDeadlineSeconds: 3
+  cleanPodPolicy: All" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  eventually 30 "job Failed after its deadline" phase_is j Failed
+  [ "$(jp tj/j '{.status.conditions[?(@.type=="Failed")].reason}')" = DeadlineExceeded ] || fail "reason"
+  eventually 30 "cleanPodPolicy All removes every pod" pods_are j 0
+  eventually 10 "DeadlineExceeded event" has_event j DeadlineExceeded
+  pass "activeDeadlineSeconds=3 fails the job (DeadlineExceeded) and cleanPodPolicy All deletes its pods"
+  ;;
+
+ttl)
+  start_operator
+  job_yaml j 2 "  ttlSecondsAfterFinished: 2
+  cleanPodPolicy: None" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  finish_pod j-node-0 0
+  finish_pod j-node-1 0
+  eventually 30 "job Succeeded" phase_is j Succeeded
+  [ "$(pod_count j)" -eq 2 ] || fail "cleanPodPolicy None must keep the pods"
+  job_gone() { ! kubectl -n "$NS" get tj j >/dev/null 2>&1; }
+  eventually 30 "job deleted after ttlSecondsAfterFinished" job_gone
+  eventually 60 "its pods garbage-collected" pods_are j 0
+  pass "ttlSecondsAfterFinished=2 deletes the finished job, and its pods with it"
+  ;;
+
+token)
+  # Bearer tokens from a kubeconfig tokenFile, re-read when the file changes (service account tokens rotate).
+  for sa in sa1 sa2; do
+    kubectl -n "$NS" create serviceaccount "$sa" >/dev/null
+    kubectl -n "$NS" create rolebinding "$sa" --clusterrole=cluster-admin --serviceaccount="$NS:$sa" >/dev/null
+  done
+  dir=$(mktemp -d /tmp/kubedist-token-XXXXXX)
+  trap 'rm -rf "$dir"; cleanup' EXIT
+  server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$dir/ca.crt"
+  kubectl -n "$NS" create token sa1 --duration=1h >"$dir/token"
+  cat >"$dir/kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+current-context: sa
+clusters: [{name: c, cluster: {server: "$server", certificate-authority: ca.crt}}]
+users: [{name: u, user: {tokenFile: token}}]
+contexts: [{name: sa, context: {cluster: c, user: u, namespace: $NS}}]
+YAML
+  start_operator --kubeconfig "$dir/kubeconfig"
+  job_yaml j 1 | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "pod running" all_running j 1
+  pass "token from a tokenFile and a CA file: the operator works as service account sa1"
+  token1=$(cat "$dir/token")
+  kubectl -n "$NS" create token sa2 --duration=1h >"$dir/token.new"
+  mv "$dir/token.new" "$dir/token"
+  old_token_dead() { ! kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$dir/ca.crt" \
+    --token="$token1" -n "$NS" get pods; }
+  kubectl --kubeconfig=/dev/null --server="$server" --certificate-authority="$dir/ca.crt" --token="$token1" \
+    -n "$NS" get pods >/dev/null || fail "sa1's token should still work before the account is deleted"
+  kubectl -n "$NS" delete serviceaccount sa1 >/dev/null
+  eventually 30 "sa1's tokens are refused" old_token_dead
+  old=$(jp pod/j-node-0 '{.metadata.uid}')
+  kubectl -n "$NS" delete pod j-node-0 --wait=false >/dev/null
+  recreated() { [ "$(jp pod/j-node-0 '{.metadata.uid}')" != "$old" ] && all_running j 1; }
+  eventually 30 "pod recreated with the rotated token" recreated
+  pass "after the token file rotates (and the old account is gone) the operator keeps working"
+  ;;
+
 *)
   fail "unknown scenario $SCENARIO"
   ;;
