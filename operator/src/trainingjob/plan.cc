@@ -258,8 +258,12 @@ class Decider {
       if (condition_true(st, "Restarting")) {
         set_condition(st, "Restarting", false, "AllNodesRunning", "all nodes are running again", now_);
       }
-    } else if (job_.status.phase == "Running" || job_.status.phase == "Scaling") {
-      st.phase = "Scaling";
+    } else if (!surplus.empty() || job_.status.phase == "Scaling" ||
+               (condition_true(job_.status, "Created") && job_.generation != job_.status.observed_generation &&
+                target != job_.status.replicas)) {
+      st.phase = "Scaling";  // spec.replicas changed (kubectl scale): pods are being added or removed
+    } else if (job_.status.phase == "Running") {
+      st.phase = "Restarting";  // a node's pod vanished (deleted, evicted) and is being recreated
     } else {
       st.phase = "Pending";
     }

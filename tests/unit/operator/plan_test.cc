@@ -117,6 +117,7 @@ TEST(Decide, RecreatesAnExternallyDeletedPod) {
   EXPECT_EQ(p.create_ranks, (std::vector<int>{2}));
   EXPECT_TRUE(has_event(p, "CreatedPods"));
   EXPECT_EQ(p.status.restarts, 0);
+  EXPECT_EQ(p.status.phase, "Restarting");
 }
 
 TEST(Decide, ScaleDownDeletesTheHighestRanks) {
@@ -159,7 +160,7 @@ TEST(Decide, AllNodesSucceededIsSucceeded) {
 TEST(Decide, SomeNodesSucceededKeepsWaiting) {
   auto ps = pods(4, "Running");
   ps[1] = pod(1, "Succeeded", 0);
-  auto p = decide(job_with({}, "Running"), ps, true, kNow);
+  auto p = decide(job_with(json::object(), "Running"), ps, true, kNow);
   EXPECT_EQ(p.status.phase, "Running");
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_TRUE(p.delete_pods.empty());
