@@ -111,6 +111,16 @@ class Informer {
     return out;
   }
 
+  // An object whose fields have unexpected types is skipped (and logged), never allowed to end the thread.
+  std::optional<T> safe_project(const nlohmann::json& obj) const {
+    try {
+      return project_(obj);
+    } catch (const std::exception& e) {
+      log_warn("informer", "skipping malformed object " + object_key(obj) + ": " + e.what());
+      return std::nullopt;
+    }
+  }
+
   void sleep_interruptibly(std::chrono::milliseconds d) {
     const auto until = std::chrono::steady_clock::now() + d;
     while (!stopping_ && std::chrono::steady_clock::now() < until) {
@@ -135,7 +145,9 @@ class Informer {
       cont = md.value("continue", "");
       rv = md.value("resourceVersion", "");
       if (r->contains("items") && (*r)["items"].is_array()) {
-        for (const auto& item : (*r)["items"]) fresh.emplace(object_key(item), project_(item));
+        for (const auto& item : (*r)["items"]) {
+          if (auto projected = safe_project(item)) fresh.emplace(object_key(item), std::move(*projected));
+        }
       }
     } while (!cont.empty() && !stopping_);
     std::vector<std::pair<std::string, std::string>> changed;
@@ -206,7 +218,9 @@ class Informer {
         if (it != items_.end() && index_of_) index = index_of_(it->second);
         erase_locked(key);
       } else {
-        T projected = project_(obj);
+        auto maybe = safe_project(obj);
+        if (!maybe) return true;
+        T projected = std::move(*maybe);
         auto it = items_.find(key);
         if (it != items_.end() && it->second == projected) {  // nothing we look at changed
           resource_version_ = rv;
@@ -223,6 +237,17 @@ class Informer {
   }
 
   void run() {
+    while (!stopping_) {
+      try {
+        run_loop();
+      } catch (const std::exception& e) {  // no exception may end the informer: relist after a pause
+        log_error("informer", options_.list_path + ": " + e.what());
+        sleep_interruptibly(std::chrono::seconds(1));
+      }
+    }
+  }
+
+  void run_loop() {
     Backoff backoff;
     bool need_relist = true;
     while (!stopping_) {

@@ -212,7 +212,17 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   return s;
 }
 
+static Status parse_status_fields(const json& st);
+
 Status parse_status(const json& st) {
+  try {
+    return parse_status_fields(st);
+  } catch (const json::exception&) {  // a status someone else wrote with wrong types: start afresh
+    return Status{};
+  }
+}
+
+static Status parse_status_fields(const json& st) {
   Status s;
   if (!st.is_object()) return s;
   s.phase = string_at(st, "phase");
@@ -268,7 +278,7 @@ Result<TrainingJob> parse_training_job(const json& obj) {
   if (job.name.empty() || job.ns.empty()) return Error::invalid("TrainingJob without name or namespace");
   job.uid = string_at(md, "uid");
   job.resource_version = string_at(md, "resourceVersion");
-  job.generation = md.value("generation", int64_t{0});
+  job.generation = md.contains("generation") && md["generation"].is_number_integer() ? md["generation"].get<int64_t>() : 0;
   job.deleting = md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
   job.status = parse_status(obj.value("status", json::object()));
   auto spec = parse_spec(obj.value("spec", json()), job.name);

@@ -200,6 +200,16 @@ TEST(ParseTrainingJob, ReadsMetadataAndStatus) {
   EXPECT_EQ(parse_status(status_to_json(job.status)), job.status);
 }
 
+TEST(ParseTrainingJob, SurvivesWronglyTypedMetadataAndStatus) {
+  json j = example_job_json();
+  j["metadata"]["generation"] = "three";
+  j["status"] = {{"replicas", "many"}, {"phase", "Running"}};
+  auto job = testing::job_from(j);
+  EXPECT_EQ(job.generation, 0);
+  EXPECT_EQ(job.status, Status{});
+  EXPECT_TRUE(job.spec_error.empty());
+}
+
 TEST(ParsePodFacts, ReadsRankPhaseOwnerAndTrainerExitCode) {
   json pod = json::parse(R"({
     "metadata": {"name": "resnet-node-2", "uid": "p2",
