@@ -295,9 +295,20 @@ ttl)
 
 token)
   # Bearer tokens from a kubeconfig tokenFile, re-read when the file changes (service account tokens rotate).
+  # Only what the operator needs (the Helm chart's rules): proves it asks for nothing more.
+  kubectl -n "$NS" apply -f - >/dev/null <<'YAML'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: operator}
+rules:
+- {apiGroups: [kubedist.io], resources: [trainingjobs], verbs: [get, list, watch, delete]}
+- {apiGroups: [kubedist.io], resources: [trainingjobs/status], verbs: [get, update, patch]}
+- {apiGroups: [""], resources: [pods, services], verbs: [get, list, watch, create, delete]}
+- {apiGroups: [""], resources: [events], verbs: [create, patch]}
+YAML
   for sa in sa1 sa2; do
     kubectl -n "$NS" create serviceaccount "$sa" >/dev/null
-    kubectl -n "$NS" create rolebinding "$sa" --clusterrole=cluster-admin --serviceaccount="$NS:$sa" >/dev/null
+    kubectl -n "$NS" create rolebinding "$sa" --role=operator --serviceaccount="$NS:$sa" >/dev/null
   done
   dir=$(mktemp -d /tmp/kubedist-token-XXXXXX)
   trap 'rm -rf "$dir"; cleanup' EXIT
@@ -315,7 +326,10 @@ YAML
   start_operator --kubeconfig "$dir/kubeconfig"
   job_yaml j 1 | kubectl -n "$NS" apply -f - >/dev/null
   eventually 30 "pod running" all_running j 1
-  pass "token from a tokenFile and a CA file: the operator works as service account sa1"
+  eventually 30 "job Running" phase_is j Running
+  eventually 10 "Created event" has_event j Created
+  ! grep -q 'Forbidden\|forbidden' "$OP_LOG" || fail "the operator needed a permission the Role lacks"
+  pass "token from a tokenFile and a CA file: the operator works as service account sa1 with least privilege"
   token1=$(cat "$dir/token")
   kubectl -n "$NS" create token sa2 --duration=1h >"$dir/token.new"
   mv "$dir/token.new" "$dir/token"
