@@ -10,13 +10,16 @@ new_namespace crd
 pass "CRD established"
 
 # The OpenAPI document that kubectl explain reads is published a moment after the CRD is established.
-explains() { kubectl explain trainingjob.spec 2>/dev/null | grep -q "$1"; }
+# Output is captured before grep reads it: `producer | grep -q` under pipefail fails when grep's early
+# exit kills the producer with SIGPIPE.
+explains() { grep -q "$1" <<<"$(kubectl explain trainingjob.spec 2>/dev/null)"; }
 eventually 60 "kubectl explain trainingjob.spec describes minReplicas" explains 'Elastic lower bound'
-kubectl explain trainingjob.spec.restartPolicy | grep -q 'ExitCode' || fail "kubectl explain lacks restartPolicy's description"
+grep -q 'ExitCode' <<<"$(kubectl explain trainingjob.spec.restartPolicy)" || fail "kubectl explain lacks restartPolicy's description"
 pass "kubectl explain describes the spec"
 
 kubectl -n "$NS" apply -f "$KUBEDIST_SOURCE_DIR/crd/examples/trainingjob.yaml" >/dev/null || fail "example refused"
-cols=$(kubectl -n "$NS" get tj resnet | head -n 1)
+table=$(kubectl -n "$NS" get tj resnet 2>&1) || fail "kubectl get tj resnet: $table"
+cols=${table%%$'\n'*}
 for c in NAME PHASE NODES WORLD RESTARTS AGE; do
   [[ $cols == *"$c"* ]] || fail "kubectl get tj header '$cols' lacks $c"
 done

@@ -47,7 +47,7 @@ all_running() {
   out=$(kubectl -n "$NS" get pods -l "kubedist.io/job-name=$1" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')
   [ "$(grep -c '^Running$' <<<"$out")" -eq "$2" ] && [ "$(wc -l <<<"$out")" -eq "$2" ]
 }
-has_event() { kubectl -n "$NS" get events --field-selector "involvedObject.name=$1,reason=$2" --no-headers 2>/dev/null | grep -q .; }
+has_event() { [ -n "$(kubectl -n "$NS" get events --field-selector "involvedObject.name=$1,reason=$2" --no-headers 2>/dev/null)" ]; }
 
 # finish_pod POD EXIT_CODE: makes a kwok pod end as the kubelet would report it, through the status subresource.
 finish_pod() {

@@ -246,7 +246,7 @@ leader)
   OP2_PID=$!
   eventually 30 "second replica waits" grep -q 'waiting to lead' "$OP2_LOG"
   port2=$(grep -o 'probes listening on port [0-9]*' "$OP2_LOG" | grep -o '[0-9]*$')
-  curl -sf "http://127.0.0.1:$port2/readyz" | grep -q standby || fail "standby replica not ready"
+  grep -q standby <<<"$(curl -sf "http://127.0.0.1:$port2/readyz")" || fail "standby replica not ready"
   job_yaml j 2 | kubectl -n "$NS" apply -f - >/dev/null
   eventually 30 "2 pods running" all_running j 2
   ! grep -q 'leading as' "$OP2_LOG" || fail "two leaders"
