@@ -203,6 +203,14 @@ start_apiserver() {
   wait_for kube-apiserver 120 kctl get --raw /readyz
 }
 
+start_scheduler() {
+  start kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
+    --authorization-kubeconfig="$kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false
+  wait_for kube-scheduler 60 curl -skf "https://127.0.0.1:$scheduler_port/healthz"
+}
+
 up() {
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
     [ -x "$bin/$b" ] || die "$bin/$b is missing: run deploy/local/tools.sh (or setup.sh) first"
@@ -243,13 +251,9 @@ up() {
     --use-service-account-credentials=false \
     --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route,-bootstrapsigner,-tokencleaner' \
     --node-monitor-grace-period=60s
-  start kube-scheduler "$bin/kube-scheduler" \
-    --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
-    --authorization-kubeconfig="$kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false
+  start_scheduler
   start kwok "$bin/kwok" --kubeconfig="$kubeconfig" --config="$dir/kwok.yaml"
   wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:$kcm_port/healthz"
-  wait_for kube-scheduler 60 curl -skf "https://127.0.0.1:$scheduler_port/healthz"
   wait_for kwok 60 curl -sf "http://127.0.0.1:$kwok_port/healthz"
 
   add_nodes "${KUBEDIST_NODES:-4}"
@@ -322,6 +326,10 @@ restart_apiserver() {
   stop kube-apiserver
   log "kube-apiserver stopped; starting it again"
   start_apiserver
+  # kube-scheduler can exit on an API server restart ("Scheduler cache is corrupted"); in a real cluster
+  # the kubelet restarts its static pod, here we start a fresh one so the cluster schedules again.
+  stop kube-scheduler
+  start_scheduler
   log "kube-apiserver back"
 }
 
