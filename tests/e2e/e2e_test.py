@@ -1,0 +1,314 @@
+"""End to end: kubedist-operator against the real local control plane, and the pods it creates made real by
+PodRunner (tests/e2e/podrunner.py): each pod's trainer command, i.e. our launcher wrapping a real PyTorch gloo
+DDP script (tests/integration/launcher/workers/ddp_train.py), runs as local processes on the pod's kwok IP.
+
+usage: e2e_test.py OPERATOR LAUNCHER SCENARIO     (KUBECONFIG and KUBEDIST_SOURCE_DIR set, as ctest does)
+scenarios:
+  success    3 nodes x 2 processes train to identical weights; the job ends Succeeded, no restart
+  crash      a worker crashes on the first attempt: one in-place group restart, no pod recreated, Succeeded
+  shrink     node 2 is lost and no node can take its pod: the elastic job (2:3) goes on with 2 nodes, the
+             operator gives the unschedulable pod up after its grace period, and the job ends Succeeded
+  growback   node 2 is lost while the cluster is full, then capacity returns: the group shrinks to 2 nodes
+             and grows back to 3 with the recreated pod; nodes 0 and 1 keep their pods throughout
+  permanent  every worker exits 3 under restartPolicy ExitCode: the job ends Failed naming exit code 3, and
+             no pod is recreated
+"""
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
+
+SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
+TRAIN = os.path.join(SOURCE, "tests/integration/launcher/workers/ddp_train.py")
+OPERATOR_FLAGS: list[str] = []
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def eventually(seconds, what, fn, interval=0.2):
+    deadline = time.monotonic() + seconds
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except (RuntimeError, ValueError, KeyError, OSError) as e:
+            last = e
+        time.sleep(interval)
+    raise Failure(f"not within {seconds}s: {what} (last: {last!r})")
+
+
+class Env:
+    """One scenario's namespace, operator process, pod runner and output folder; all torn down on exit."""
+
+    def __init__(self, operator, launcher, scenario):
+        self.operator_bin, self.launcher, self.scenario = operator, launcher, scenario
+        self.ns = f"e2e-{scenario}-{int(time.time())}-{random.randrange(10000)}"
+        self.tmp = tempfile.mkdtemp(prefix=f"kubedist-e2e-{scenario}-")
+        self.out = os.path.join(self.tmp, "out")
+        os.makedirs(self.out)
+        self.operator = None
+        self.runner = None
+        self.cordoned = []
+
+    def __enter__(self):
+        kubectl("apply", "--server-side", "--force-conflicts", "-f",
+                os.path.join(SOURCE, "crd/kubedist.io_trainingjobs.yaml"))
+        kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.kubedist.io")
+        kubectl("create", "namespace", self.ns)
+        self.op_log_path = os.path.join(self.tmp, "operator.log")
+        self.op_log = open(self.op_log_path, "wb")
+        self.operator = subprocess.Popen(
+            [self.operator_bin, "--namespace", self.ns, "--probe-address", "127.0.0.1:0", *OPERATOR_FLAGS],
+            stdout=self.op_log, stderr=subprocess.STDOUT)
+        self.runner = PodRunner(self.ns, self.launcher, os.path.join(self.tmp, "pods"),
+                                extra_env={"PYTHONDONTWRITEBYTECODE": "1"})
+        self.runner.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for node in self.cordoned:
+            kubectl("uncordon", node, check=False)
+        if self.runner:
+            self.runner.stop()
+        if self.operator and self.operator.poll() is None:
+            self.operator.send_signal(signal.SIGTERM)
+            try:
+                self.operator.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.operator.kill()
+                self.operator.wait()
+        self.op_log.close()
+        if exc_type is not None:
+            self.dump()
+        kubectl("delete", "namespace", self.ns, "--wait=false", check=False)
+        return False
+
+    def dump(self):
+        print("--- operator log (last 40 lines) ---")
+        with open(self.op_log_path, errors="replace") as f:
+            print("".join(f.readlines()[-40:]))
+        for path in sorted(glob.glob(os.path.join(self.tmp, "pods", "*.log"))):
+            print(f"--- {os.path.basename(path)} (last 25 lines) ---")
+            with open(path, errors="replace") as f:
+                print("".join(f.readlines()[-25:]))
+        print("--- kubectl get tj,pods ---")
+        print(kubectl("-n", self.ns, "get", "tj,pods", "-o", "wide", check=False).stdout)
+        print(kubectl("-n", self.ns, "get", "events", "--sort-by=.lastTimestamp", check=False).stdout[-3000:])
+
+    # ---- the job ---------------------------------------------------------------------------------------
+    def create_job(self, name, replicas, command, min_replicas=None, max_replicas=None, max_restarts=3,
+                   restart_policy="OnFailure", backoff_limit=6):
+        spec = {"replicas": replicas, "nprocPerNode": 2, "masterPort": random.randrange(30000, 40000, 2),
+                "maxRestarts": max_restarts, "restartPolicy": restart_policy, "backoffLimit": backoff_limit,
+                "template": {"spec": {"containers": [{"name": "trainer", "image": "kubedist-e2e",
+                                                      "command": command}]}}}
+        if min_replicas is not None:
+            spec["minReplicas"] = min_replicas
+        if max_replicas is not None:
+            spec["maxReplicas"] = max_replicas
+        job = {"apiVersion": "kubedist.io/v1alpha1", "kind": "TrainingJob",
+               "metadata": {"name": name, "namespace": self.ns}, "spec": spec}
+        kubectl("apply", "-f", "-", input=json.dumps(job))
+
+    def train_command(self, steps, *extra):
+        return [PYTHON, TRAIN, self.out, str(steps), *extra]
+
+    def job(self, name):
+        return json.loads(kubectl("-n", self.ns, "get", "tj", name, "-o", "json").stdout)
+
+    def wait_phase(self, name, phase, seconds):
+        def reached():
+            st = self.job(name).get("status", {})
+            if st.get("phase") in ("Succeeded", "Failed") and st.get("phase") != phase:
+                raise Failure(f"job {name} ended {st.get('phase')}, expected {phase}: {st.get('conditions')}")
+            return st if st.get("phase") == phase else None
+        return eventually(seconds, f"tj/{name} phase {phase}", reached, interval=0.5)
+
+    def pods(self, name):
+        items = json.loads(kubectl("-n", self.ns, "get", "pods", "-l", f"kubedist.io/job-name={name}",
+                                   "-o", "json").stdout)["items"]
+        return {p["metadata"]["name"]: p for p in items}
+
+    def pod_uids(self, name):
+        return {n: p["metadata"]["uid"] for n, p in self.pods(name).items()}
+
+    def progress(self):
+        """Rank 0's (world size, restart count, step) lines, in order."""
+        path = os.path.join(self.out, "progress")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 3]
+
+    def wait_training(self, seconds, what, pred):
+        return eventually(seconds, what, lambda: any(pred(w, r, s) for (w, r, s) in self.progress()), 0.3)
+
+    def rank_results(self):
+        out = {}
+        for path in glob.glob(os.path.join(self.out, "rank*.json")):
+            with open(path) as f:
+                r = json.load(f)
+            out[r["rank"]] = r
+        return out
+
+    def cordon_all(self):
+        nodes = kubectl("get", "nodes", "-o", "name").stdout.split()
+        for node in nodes:
+            kubectl("cordon", node)
+            self.cordoned.append(node)
+
+    def uncordon_all(self):
+        for node in self.cordoned:
+            kubectl("uncordon", node)
+        self.cordoned = []
+
+    def lose_pod(self, pod):
+        """A node failure as the pod sees it: its processes die at once, then the pod object goes."""
+        if not self.runner.kill_pod_process(pod):
+            raise Failure(f"{pod} has no running process to lose")
+        kubectl("-n", self.ns, "delete", "pod", pod, "--grace-period=0", "--force")
+
+    def events(self, name):
+        items = json.loads(kubectl("-n", self.ns, "get", "events", "--field-selector",
+                                   f"involvedObject.name={name}", "-o", "json").stdout)["items"]
+        return [(e.get("reason"), e.get("message", "")) for e in items]
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+    log(f"ok: {msg}")
+
+
+def assert_identical_weights(env, world):
+    results = env.rank_results()
+    check(sorted(results) == list(range(world)), f"every rank 0..{world - 1} wrote its result ({sorted(results)})")
+    weights = {json.dumps(r["weights"]) for r in results.values()}
+    check(len(weights) == 1, f"all {world} ranks ended with identical weights")
+    check(results[0]["weights"] != results[0]["initial"], "the weights moved from their initial values")
+    return results
+
+
+# ---- scenarios -----------------------------------------------------------------------------------------
+def scenario_success(env):
+    env.create_job("ddp", 3, env.train_command(8))
+    env.wait_phase("ddp", "Running", 60)
+    uids = eventually(60, "3 pods", lambda: (lambda u: u if len(u) == 3 else None)(env.pod_uids("ddp")))
+    st = env.wait_phase("ddp", "Succeeded", 240)
+    results = assert_identical_weights(env, 6)
+    check(all(r["world"] == 6 and r["restart"] == 0 for r in results.values()), "world size 6, no restart")
+    groups = sorted((int(r["env"]["GROUP_RANK"]), int(r["env"]["LOCAL_RANK"])) for r in results.values())
+    check(groups == [(g, l) for g in range(3) for l in range(2)], f"group/local ranks {groups}")
+    check(all(r["env"]["GROUP_WORLD_SIZE"] == "3" and r["env"]["LOCAL_WORLD_SIZE"] == "2"
+              for r in results.values()), "GROUP_WORLD_SIZE 3, LOCAL_WORLD_SIZE 2")
+    check(st.get("restarts", 0) == 0, f"status.restarts 0 (got {st.get('restarts')})")
+    check(env.pod_uids("ddp") == uids, "the same 3 pods from start to end")
+    check(sorted(env.runner.exits()) == [(f"ddp-node-{i}", 0) for i in range(3)],
+          f"every pod's launcher exited 0 ({env.runner.exits()})")
+
+
+def scenario_crash(env):
+    env.create_job("crash", 3, env.train_command(8, "--crash-rank", "3"), max_restarts=3)
+    uids = eventually(60, "3 pods", lambda: (lambda u: u if len(u) == 3 else None)(env.pod_uids("crash")))
+    st = env.wait_phase("crash", "Succeeded", 300)
+    results = assert_identical_weights(env, 6)
+    check(all(r["restart"] == 1 for r in results.values()),
+          "every rank finished on TORCHELASTIC_RESTART_COUNT=1: one in-place group restart")
+    check(env.pod_uids("crash") == uids, "no pod was recreated")
+    check(sorted(env.runner.exits()) == [(f"crash-node-{i}", 0) for i in range(3)],
+          "each pod's launcher ran once and exited 0")
+    check(st.get("phase") == "Succeeded", "the job ended Succeeded")
+
+
+def lose_node_two(env, name):
+    env.wait_training(180, "training on 3 nodes (world 6)", lambda w, r, s: w == 6 and s >= 2)
+    before = env.pod_uids(name)
+    env.cordon_all()
+    log(f"cordoned every node; losing {name}-node-2")
+    env.lose_pod(f"{name}-node-2")
+    env.wait_training(120, "training goes on with 2 nodes (world 4)", lambda w, r, s: w == 4 and s >= 2)
+    now = env.pod_uids(name)
+    check(all(now.get(f"{name}-node-{i}") == before[f"{name}-node-{i}"] for i in (0, 1)),
+          "nodes 0 and 1 kept their pods")
+    return before
+
+
+def scenario_shrink(env):
+    env.create_job("shrink", 3, env.train_command(40, "--step-sleep", "0.1"), min_replicas=2, max_replicas=3,
+                   max_restarts=5)
+    lose_node_two(env, "shrink")
+    st = env.wait_phase("shrink", "Succeeded", 240)
+    results = assert_identical_weights(env, 4)
+    check(all(r["world"] == 4 for r in results.values()), "the job finished with 2 nodes x 2 processes")
+    check("shrink-node-2" not in env.pods("shrink"), "the unschedulable pod of node 2 was given up")
+    reasons = [r for r, _ in env.events("shrink")]
+    check("ScaledDown" in reasons, f"an Event tells of the shrink ({reasons})")
+    check(st.get("restarts", 0) >= 1, f"status.restarts counts the re-formed group (got {st.get('restarts')})")
+
+
+def scenario_growback(env):
+    env.create_job("grow", 3, env.train_command(60, "--step-sleep", "0.1"), min_replicas=2, max_replicas=3,
+                   max_restarts=6)
+    before = lose_node_two(env, "grow")
+    shrunk_at = max(r for (w, r, s) in env.progress() if w == 4)
+    env.uncordon_all()
+    log("capacity is back")
+    env.wait_training(180, "training back on 3 nodes", lambda w, r, s: w == 6 and r > shrunk_at)
+    st = env.wait_phase("grow", "Succeeded", 240)
+    results = assert_identical_weights(env, 6)
+    now = env.pod_uids("grow")
+    check(now["grow-node-0"] == before["grow-node-0"] and now["grow-node-1"] == before["grow-node-1"],
+          "nodes 0 and 1 kept their pods to the end")
+    check(now["grow-node-2"] != before["grow-node-2"], "node 2 runs in a new pod")
+    check(all(r["restart"] >= 2 for r in results.values()), "the group re-formed twice: shrink, then grow")
+    check(st.get("restarts", 0) >= 2, f"status.restarts counts both re-formations (got {st.get('restarts')})")
+
+
+def scenario_permanent(env):
+    env.create_job("perm", 3, ["/bin/sh", "-c", "exit 3"], restart_policy="ExitCode", max_restarts=1)
+    uids = eventually(60, "3 pods", lambda: (lambda u: u if len(u) == 3 else None)(env.pod_uids("perm")))
+    st = env.wait_phase("perm", "Failed", 120)
+    failed = [c for c in st.get("conditions", []) if c["type"] == "Failed" and c["status"] == "True"]
+    check(failed and "3" in failed[0].get("message", ""), f"the Failed condition names exit code 3 ({failed})")
+    check(env.pod_uids("perm").keys() <= uids.keys() and
+          all(env.pod_uids("perm")[n] == uids[n] for n in env.pod_uids("perm")), "no pod was recreated")
+    check(any(code == 3 for _, code in env.runner.exits()), f"a launcher exited 3 ({env.runner.exits()})")
+
+
+SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in SCENARIOS:
+        print(f"usage: {sys.argv[0]} OPERATOR LAUNCHER {'|'.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    operator, launcher, scenario = sys.argv[1:]
+    start = time.monotonic()
+    try:
+        with Env(operator, launcher, scenario) as env:
+            SCENARIOS[scenario](env)
+    except Failure as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        return 1
+    log(f"{scenario} passed in {time.monotonic() - start:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
