@@ -230,6 +230,11 @@ static Status parse_status_fields(const json& st) {
   s.ready_replicas = st.value("readyReplicas", 0);
   s.world_size = st.value("worldSize", 0);
   s.restarts = st.value("restarts", 0);
+  if (auto it = st.find("restartsByReason"); it != st.end() && it->is_object()) {
+    for (const auto& [reason, n] : it->items()) {
+      if (n.is_number_integer()) s.restarts_by_reason[reason] = n.get<int>();
+    }
+  }
   s.observed_generation = st.value("observedGeneration", int64_t{0});
   s.start_time = string_at(st, "startTime");
   s.completion_time = string_at(st, "completionTime");
@@ -260,6 +265,7 @@ json status_to_json(const Status& s) {
   j["readyReplicas"] = s.ready_replicas;
   j["worldSize"] = s.world_size;
   j["restarts"] = s.restarts;
+  j["restartsByReason"] = s.restarts_by_reason;
   j["observedGeneration"] = s.observed_generation;
   j["startTime"] = s.start_time.empty() ? json(nullptr) : json(s.start_time);
   j["completionTime"] = s.completion_time.empty() ? json(nullptr) : json(s.completion_time);

@@ -200,17 +200,20 @@ class Decider {
       }
       retryable.push_back(pod);
     }
-    if (!retryable.empty() && st.restarts + static_cast<int>(retryable.size()) > spec_.backoff_limit) {
+    // backoffLimit bounds pod failures only; in-place restarts are bounded by the launchers' maxRestarts.
+    int& pod_failures = st.restarts_by_reason[kRestartPodFailure];
+    if (!retryable.empty() && pod_failures + static_cast<int>(retryable.size()) > spec_.backoff_limit) {
       return finish(false, "BackoffLimitExceeded",
                     describe_failure(*retryable.front()) + "; backoffLimit " +
-                        std::to_string(spec_.backoff_limit) + " reached after " + std::to_string(st.restarts) +
-                        " restarts");
+                        std::to_string(spec_.backoff_limit) + " reached after " + std::to_string(pod_failures) +
+                        " pod failures");
     }
     std::string restart_message;
     for (const PodFacts* pod : retryable) {
+      ++pod_failures;
       ++st.restarts;
       delete_pod(*pod);
-      restart_message = describe_failure(*pod) + "; recreating it (restart " + std::to_string(st.restarts) +
+      restart_message = describe_failure(*pod) + "; recreating it (pod failure " + std::to_string(pod_failures) +
                         ", backoffLimit " + std::to_string(spec_.backoff_limit) + ")";
       emit("Warning", "PodFailed", restart_message);
     }

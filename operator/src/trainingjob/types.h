@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,12 @@ inline constexpr const char* kKind = "TrainingJob";
 inline constexpr const char* kPlural = "trainingjobs";
 inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
+
+// Why a restart happened: the keys of status.restartsByReason and the reason label of kubedist_restarts_total.
+inline constexpr const char* kRestartWorkerCrash = "worker_crash";  // launchers restarted the group in place
+inline constexpr const char* kRestartPodFailure = "pod_failure";    // a pod failed retryably and was recreated
+inline constexpr const char* kRestartNodeLost = "node_lost";        // a pod vanished (node gone, evicted, deleted)
+inline constexpr const char* kRestartScale = "scale";               // the group re-formed for a new size
 
 enum class RestartPolicy { kOnFailure, kNever, kExitCode };
 enum class CleanPodPolicy { kRunning, kAll, kNone };
@@ -60,7 +67,8 @@ struct Status {
   int replicas = 0;
   int ready_replicas = 0;
   int world_size = 0;
-  int restarts = 0;
+  int restarts = 0;                                // the sum of restarts_by_reason
+  std::map<std::string, int> restarts_by_reason;  // keys kRestart*
   int64_t observed_generation = 0;
   std::string start_time;       // RFC 3339, empty when unset
   std::string completion_time;  // RFC 3339, empty when unset

@@ -185,6 +185,7 @@ TEST(ParseTrainingJob, ReadsMetadataAndStatus) {
   json j = example_job_json();
   j["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
   j["status"] = json::parse(R"({"phase": "Running", "restarts": 2, "replicas": 4, "readyReplicas": 3,
+    "restartsByReason": {"worker_crash": 1, "pod_failure": 1, "bogus": "x"},
     "worldSize": 24, "observedGeneration": 1, "startTime": "2026-01-01T00:00:00Z", "selector": "s",
     "conditions": [{"type": "Running", "status": "True", "reason": "R", "message": "m",
                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]})");
@@ -194,6 +195,8 @@ TEST(ParseTrainingJob, ReadsMetadataAndStatus) {
   EXPECT_EQ(job.resource_version, "10");
   EXPECT_EQ(job.status.phase, "Running");
   EXPECT_EQ(job.status.restarts, 2);
+  EXPECT_EQ(job.status.restarts_by_reason,
+            (std::map<std::string, int>{{"worker_crash", 1}, {"pod_failure", 1}}));  // "bogus" is no count
   EXPECT_EQ(job.status.ready_replicas, 3);
   ASSERT_EQ(job.status.conditions.size(), 1u);
   EXPECT_EQ(job.status.conditions[0].reason, "R");

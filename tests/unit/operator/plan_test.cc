@@ -173,6 +173,7 @@ TEST(Decide, RetryableFailureRecreatesThePodAndCountsARestart) {
   EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-0"}));
   EXPECT_TRUE(p.create_ranks.empty());  // after the old pod is gone
   EXPECT_EQ(p.status.restarts, 1);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
   EXPECT_EQ(p.status.phase, "Restarting");
   EXPECT_TRUE(condition_true(p.status, "Restarting"));
   ASSERT_TRUE(has_event(p, "PodFailed"));
@@ -196,6 +197,7 @@ TEST(Decide, RestartingLastsUntilAllNodesRunAgain) {
 TEST(Decide, BackoffLimitEndsTheJobAsFailed) {
   auto job = job_with({{"backoffLimit", 2}});
   job.status.restarts = 2;
+  job.status.restarts_by_reason[kRestartPodFailure] = 2;
   auto ps = pods(4, "Running");
   ps[3] = pod(3, "Failed", 137);
   auto p = decide(job, ps, true, kNow);
@@ -203,10 +205,24 @@ TEST(Decide, BackoffLimitEndsTheJobAsFailed) {
   const Condition* c = find_condition(p.status, "Failed");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->reason, "BackoffLimitExceeded");
-  EXPECT_NE(c->message.find("backoffLimit 2 reached after 2 restarts"), std::string::npos);
+  EXPECT_NE(c->message.find("backoffLimit 2 reached after 2 pod failures"), std::string::npos);
   EXPECT_EQ(p.status.restarts, 2);
   // cleanPodPolicy Running: the running pods go, the failed one stays for its logs.
   EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-0", "resnet-node-1", "resnet-node-2"}));
+}
+
+TEST(Decide, InPlaceRestartsDoNotSpendTheBackoffLimit) {
+  auto job = job_with({{"backoffLimit", 1}});
+  job.status.restarts = 5;
+  job.status.restarts_by_reason[kRestartWorkerCrash] = 5;
+  auto ps = pods(4, "Running");
+  ps[2] = pod(2, "Failed", 137);
+  auto p = decide(job, ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-2"}));
+  EXPECT_EQ(p.status.restarts, 6);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartWorkerCrash), 5);
 }
 
 TEST(Decide, BackoffLimitZeroFailsOnTheFirstFailure) {
