@@ -12,7 +12,6 @@ using nlohmann::json;
 
 constexpr auto kExpectationTimeout = std::chrono::seconds(30);
 constexpr int kStatusAttempts = 4;
-constexpr auto kPendingCoalesce = std::chrono::seconds(5);
 
 std::string jobs_path(const std::string& ns) {
   return std::string("/apis/") + kGroup + "/" + kVersion + "/namespaces/" + ns + "/" + kPlural;
@@ -44,21 +43,10 @@ bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodF
   return false;
 }
 
-std::chrono::milliseconds Reconciler::coalesce_pending(const std::string& key, const Status& before,
-                                                      const Status& after) {
+std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const Status& before,
+                                                  const Status& after) {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool progress_only = after.phase == "Pending" && (before.phase.empty() || before.phase == "Pending") &&
-                             after.restarts == before.restarts;
-  if (!progress_only) {
-    pending_since_.erase(key);
-    return std::chrono::milliseconds(0);
-  }
-  const auto now = std::chrono::steady_clock::now();
-  auto [it, inserted] = pending_since_.try_emplace(key, now);
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(it->second + kPendingCoalesce - now);
-  if (left.count() > 0) return left;
-  pending_since_.erase(it);
-  return std::chrono::milliseconds(0);
+  return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now());
 }
 
 Result<void> Reconciler::write_status(const TrainingJob& observed, const std::vector<PodFacts>& pods,
@@ -87,7 +75,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   if (!job) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
-    pending_since_.erase(key);
+    pending_writes_.forget(key);
     return ReconcileResult::done();
   }
   const std::vector<PodFacts> pods = pods_.by_index(key);
@@ -145,7 +133,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
 
   std::chrono::milliseconds held_back{0};
   if (!(plan.status == job->status) &&
-      (held_back = coalesce_pending(key, job->status, plan.status)).count() == 0) {
+      (held_back = hold_pending(key, job->status, plan.status)).count() == 0) {
     auto r = write_status(*job, pods, service_exists, plan.status);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
       return ReconcileResult::failed("update status of " + key + ": " + r.error().message);

@@ -12,6 +12,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "trainingjob/plan.h"
+#include "trainingjob/pending_writes.h"
 #include "trainingjob/types.h"
 
 namespace kubedist::trainingjob {
@@ -43,7 +44,7 @@ class Reconciler {
     std::chrono::steady_clock::time_point since;
   };
   // Whether to hold this status write back for a while (returns how long), or write it now (zero).
-  std::chrono::milliseconds coalesce_pending(const std::string& key, const Status& before, const Status& after);
+  std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
   Result<void> write_status(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists,
                             Status status);
@@ -56,9 +57,7 @@ class Reconciler {
   const std::string launcher_image_;
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
-  // Jobs whose Pending-to-Pending status changes (pods appearing, getting scheduled) are being coalesced,
-  // and since when: each write costs the API server, and a job's pods start within moments of each other.
-  std::map<std::string, std::chrono::steady_clock::time_point> pending_since_;
+  PendingWrites pending_writes_;
 };
 
 }  // namespace kubedist::trainingjob

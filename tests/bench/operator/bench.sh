@@ -59,6 +59,8 @@ while [ "$(running)" -lt "$jobs" ]; do
 done
 t_running=$(now)
 sleep 2  # let the last status writes land before reading the counters
+n_events=$(kubectl -n "$ns" get events --field-selector involvedObject.kind=TrainingJob --no-headers 2>/dev/null | wc -l)
+n_objects=$(( $(kubectl -n "$ns" get pods --no-headers | wc -l) + $(kubectl -n "$ns" get services --no-headers | wc -l) ))
 rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$op_pid/status")
 kill -TERM "$op_pid"
 wait "$op_pid" || true
@@ -73,7 +75,8 @@ awk -v a="$t_created" -v b="$t_pods" 'BEGIN {printf "  last create -> all pods e
 awk -v a="$t_created" -v b="$t_running" 'BEGIN {printf "  last create -> all jobs Running:    %.1f s\n", b - a}'
 printf '  reconcile latency median / p99:     %s ms / %s ms over %s reconciles\n' "$(field reconcile_median_ms)" \
   "$(field reconcile_p99_ms)" "$(field reconciles)"
-awk -v w="$writes" -v r="$reads" -v j="$jobs" -v n="$nodes" 'BEGIN {
+awk -v w="$writes" -v r="$reads" -v j="$jobs" -v n="$nodes" -v o="$n_objects" -v e="$n_events" 'BEGIN {
   printf "  API writes per job:                 %.2f   (target <= nodes + 3 = %d; includes Events)\n", w / j, n + 3
+  printf "    of which pods and Services created %.2f, Events %.2f, status and other writes %.2f\n", o / j, e / j, (w - o - e) / j
   printf "  API requests per job (all verbs):   %.2f   (%d reads, %d writes in all, plus 3 watches)\n", (w + r) / j, r, w }'
 awk -v k="$rss_kib" 'BEGIN {printf "  operator peak RSS:                  %.1f MiB   (target < 30 MiB)\n", k / 1024}'

@@ -1,0 +1,79 @@
+#include "trainingjob/pending_writes.h"
+
+#include <gtest/gtest.h>
+
+namespace kubedist::trainingjob {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+Status pending(int replicas, int ready) {
+  Status s;
+  s.phase = "Pending";
+  s.replicas = replicas;
+  s.ready_replicas = ready;
+  return s;
+}
+
+const PendingWrites::Clock::time_point t0{};
+
+TEST(PendingWrites, HoldsThePendingWriteOfAJobWhosePodsAreStarting) {
+  PendingWrites w(seconds(5), seconds(30));
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 0), t0), milliseconds(5000));
+}
+
+TEST(PendingWrites, KeepsHoldingWhileThePodCountsMove) {
+  PendingWrites w(seconds(5), seconds(30));
+  w.hold("ns/j", Status{}, pending(8, 0), t0);
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 3), t0 + seconds(4)), milliseconds(5000));
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 6), t0 + seconds(8)), milliseconds(5000));
+}
+
+TEST(PendingWrites, WritesWhenTheJobStalls) {
+  PendingWrites w(seconds(5), seconds(30));
+  w.hold("ns/j", Status{}, pending(8, 2), t0);
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 2), t0 + seconds(3)), milliseconds(2000));
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 2), t0 + seconds(5)), milliseconds(0));
+  // Written: the next change starts a new hold.
+  EXPECT_EQ(w.hold("ns/j", pending(8, 2), pending(8, 3), t0 + seconds(6)), milliseconds(5000));
+}
+
+TEST(PendingWrites, NeverHoldsLongerThanTheCap) {
+  PendingWrites w(seconds(5), seconds(30));
+  for (int s = 0; s < 30; s += 4) {
+    EXPECT_GT(w.hold("ns/j", Status{}, pending(8, s / 4), t0 + seconds(s)).count(), 0) << s;
+  }
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 8), t0 + seconds(29)), milliseconds(1000));
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 8), t0 + seconds(30)), milliseconds(0));
+}
+
+TEST(PendingWrites, WritesEveryOtherChangeAtOnce) {
+  PendingWrites w(seconds(5), seconds(30));
+  Status running = pending(8, 8);
+  running.phase = "Running";
+  EXPECT_EQ(w.hold("ns/j", Status{}, running, t0), milliseconds(0));
+  Status restarted = pending(8, 0);
+  restarted.restarts = 1;
+  EXPECT_EQ(w.hold("ns/j", pending(8, 0), restarted, t0), milliseconds(0));
+  Status failed = pending(8, 0);
+  failed.phase = "Failed";
+  EXPECT_EQ(w.hold("ns/j", Status{}, failed, t0), milliseconds(0));
+}
+
+TEST(PendingWrites, ForgetsADeletedJob) {
+  PendingWrites w(seconds(5), seconds(30));
+  w.hold("ns/j", Status{}, pending(8, 0), t0);
+  w.forget("ns/j");
+  EXPECT_EQ(w.hold("ns/j", Status{}, pending(8, 0), t0 + seconds(40)), milliseconds(5000));
+}
+
+TEST(PendingWrites, KeepsJobsApart) {
+  PendingWrites w(seconds(5), seconds(30));
+  w.hold("ns/a", Status{}, pending(2, 0), t0);
+  EXPECT_EQ(w.hold("ns/b", Status{}, pending(2, 0), t0 + seconds(4)), milliseconds(5000));
+  EXPECT_EQ(w.hold("ns/a", Status{}, pending(2, 0), t0 + seconds(5)), milliseconds(0));
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
