@@ -23,6 +23,8 @@ constexpr const char* kUsage = R"(usage: kubedist-operator [flags]
   --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);
                            also spelled --metrics-address (/metrics will be served there too)
   --launcher-image IMAGE   launcher init container image (default ghcr.io/kubedist/launcher:0.1.0)
+  --launcher-metrics-port P   each pod's launcher serves /metrics on the pod's IP at P, port name kd-metrics
+                           (default 9402; 0: off)
   --log-level LEVEL        debug | info | warn | error (default info)
   --leader-elect[=BOOL]    take a Lease before reconciling, for several replicas (default false)
   --leader-election-namespace NS      namespace of the Lease (default: the kubeconfig's or pod's namespace)
@@ -39,7 +41,6 @@ bool parse_int(const std::string& value, long min, long max, long* out) {
 }
 
 bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o, std::string* error) {
-  o->launcher_image = kubedist::trainingjob::kDefaultLauncherImage;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -103,7 +104,15 @@ bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o
         *error = "--launcher-image must not be empty";
         return false;
       }
-      o->launcher_image = value;
+      o->pods.launcher_image = value;
+    } else if (arg == "--launcher-metrics-port") {
+      if (!next()) return false;
+      long n = 0;
+      if (!parse_int(value, 0, 65535, &n)) {
+        *error = "--launcher-metrics-port must be a port number from 0 (off) to 65535, got \"" + value + "\"";
+        return false;
+      }
+      o->pods.launcher_metrics_port = static_cast<int>(n);
     } else if (arg == "--log-level") {
       if (!next()) return false;
       kubedist::LogLevel level;

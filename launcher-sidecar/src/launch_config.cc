@@ -45,7 +45,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"legacy-launch", true, nullptr, {}},
       {"stop-timeout", false, nullptr, {}},
       {"metrics-port", false, nullptr, {"KUBEDIST_METRICS_PORT"}},
-      {"metrics-addr", false, nullptr, {}},
+      {"metrics-addr", false, nullptr, {"KUBEDIST_METRICS_ADDR"}},
       {"help", true, "-h", {}},
   };
   return table;
@@ -384,7 +384,8 @@ A torchrun-compatible launcher. Every flag may be spelled with '-' or '_' and se
   --monitor-interval S        accepted; never polls       --role NAME
   --no-python  -m/--module    --redirects/-r  --tee/-t  0-3 or RANK:0-3,...   --log-dir DIR
   --local-ranks-filter 0,1    --use-env  --legacy-launch  (torch.distributed.launch: pass --local-rank=N)
-  --stop-timeout S            SIGTERM->SIGKILL grace      --metrics-port P [--metrics-addr A]  Prometheus /metrics
+  --stop-timeout S            SIGTERM->SIGKILL grace
+  --metrics-port P (env KUBEDIST_METRICS_PORT)  --metrics-addr A (env KUBEDIST_METRICS_ADDR)  Prometheus /metrics
 )";
 }
 

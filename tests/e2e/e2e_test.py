@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
@@ -184,6 +185,17 @@ class Env:
             raise Failure(f"{pod} has no running process to lose")
         kubectl("-n", self.ns, "delete", "pod", pod, "--grace-period=0", "--force")
 
+    def launcher_metrics(self, name):
+        """Each pod's launcher /metrics text, scraped at the pod's IP and its kd-metrics port as Prometheus would."""
+        out = {}
+        for pod_name, pod in self.pods(name).items():
+            ports = [p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])
+                     if p.get("name") == "kd-metrics"]
+            url = f"http://{pod['status']['podIP']}:{ports[0]}/metrics"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                out[pod_name] = r.read().decode()
+        return out
+
     def events(self, name):
         items = json.loads(kubectl("-n", self.ns, "get", "events", "--field-selector",
                                    f"involvedObject.name={name}", "-o", "json").stdout)["items"]
@@ -207,9 +219,14 @@ def assert_identical_weights(env, world):
 
 # ---- scenarios -----------------------------------------------------------------------------------------
 def scenario_success(env):
-    env.create_job("ddp", 3, env.train_command(8))
+    env.create_job("ddp", 3, env.train_command(8, "--step-sleep", "0.5"))
     env.wait_phase("ddp", "Running", 60)
     uids = eventually(60, "3 pods", lambda: (lambda u: u if len(u) == 3 else None)(env.pod_uids("ddp")))
+    scraped = eventually(60, "every pod's launcher serves /metrics with 2 workers running", lambda: (
+        lambda m: m if len(m) == 3 and all("kubedist_launcher_workers_running 2\n" in t for t in m.values()) else None)(
+        env.launcher_metrics("ddp")))
+    check(sorted(scraped) == [f"ddp-node-{i}" for i in range(3)],
+          "the 3 launchers serve /metrics on their pods' IPs (kd-metrics port), 2 workers running each")
     st = env.wait_phase("ddp", "Succeeded", 240)
     results = assert_identical_weights(env, 6)
     check(all(r["world"] == 6 and r["restart"] == 0 for r in results.values()), "world size 6, no restart")

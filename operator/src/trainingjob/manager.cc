@@ -101,7 +101,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   }
 
   kube::EventRecorder recorder(api, "kubedist-operator");
-  Reconciler reconciler(api, jobs, pods, services, recorder, options.launcher_image);
+  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods);
   controller::Controller workers(queue, [&](const std::string& key) { return reconciler.reconcile(key); },
                                  options.workers);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "trainingjob/render.h"
 
 namespace kubedist::trainingjob {
 
@@ -14,7 +15,7 @@ struct ManagerOptions {
   std::string ns;              // "" = all namespaces
   int workers = 4;
   std::string probe_address = ":8081";
-  std::string launcher_image;
+  PodOptions pods;            // launcher image and metrics port
   int resync_seconds = 300;    // re-reconcile every job this often, in case an event was missed
   bool leader_elect = false;   // take a Lease first, so that only one replica reconciles
   std::string leader_election_namespace;  // "" = the kubeconfig's / pod's namespace

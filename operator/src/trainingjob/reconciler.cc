@@ -98,7 +98,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   Expectations expect;
   std::string first_error;
   for (int rank : plan.create_ranks) {
-    auto r = client_.create(ns_path + "/pods", render_pod(*job, rank, launcher_image_));
+    auto r = client_.create(ns_path + "/pods", render_pod(*job, rank, pod_options_));
     if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
       expect.creates.insert(pod_name(job->name, rank));
       continue;

@@ -11,8 +11,9 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
-#include "trainingjob/plan.h"
 #include "trainingjob/pending_writes.h"
+#include "trainingjob/plan.h"
+#include "trainingjob/render.h"
 #include "trainingjob/types.h"
 
 namespace kubedist::trainingjob {
@@ -29,9 +30,9 @@ std::string job_key_of(const PodFacts& pod);
 class Reconciler {
  public:
   Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
-             kube::EventRecorder& events, std::string launcher_image)
+             kube::EventRecorder& events, PodOptions pod_options)
       : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
-        launcher_image_(std::move(launcher_image)) {}
+        pod_options_(std::move(pod_options)) {}
 
   // Level-triggered and idempotent: reads only the caches, never the event that woke it.
   ReconcileResult reconcile(const std::string& key);
@@ -54,7 +55,7 @@ class Reconciler {
   const PodInformer& pods_;
   const ServiceInformer& services_;
   kube::EventRecorder& events_;
-  const std::string launcher_image_;
+  const PodOptions pod_options_;
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
   PendingWrites pending_writes_;

@@ -20,18 +20,25 @@ void add_bin_mount(json& container) {
 }
 
 // Our variables win over user entries of the same name: the launcher's contract depends on them.
-void set_env(json& container, const TrainingJob& job, int rank) {
-  const auto ours = node_env(job, rank);
+void set_env(json& container, const TrainingJob& job, int rank, const PodOptions& options) {
+  json ours = json::array();
+  for (const auto& [k, v] : node_env(job, rank)) ours.push_back({{"name", k}, {"value", v}});
+  if (options.launcher_metrics_port > 0) {
+    ours.push_back({{"name", "KUBEDIST_METRICS_PORT"}, {"value", std::to_string(options.launcher_metrics_port)}});
+    // The pod's own address: in a pod it is where Prometheus scrapes, and it is the pod's alone.
+    ours.push_back({{"name", "KUBEDIST_METRICS_ADDR"},
+                    {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "status.podIP"}}}}}});
+  }
   json env = json::array();
   if (container.contains("env") && container["env"].is_array()) {
     for (const auto& e : container["env"]) {
       const std::string name = e.is_object() ? e.value("name", "") : "";
       bool overridden = false;
-      for (const auto& [k, v] : ours) overridden = overridden || k == name;
+      for (const auto& o : ours) overridden = overridden || o["name"] == name;
       if (!overridden) env.push_back(e);
     }
   }
-  for (const auto& [k, v] : ours) env.push_back({{"name", k}, {"value", v}});
+  for (auto& o : ours) env.push_back(std::move(o));
   container["env"] = env;
 }
 
@@ -70,7 +77,7 @@ json render_service(const TrainingJob& job) {
                           {{"name", "rendezvous"}, {"port", job.spec.master_port + 1}, {"protocol", "TCP"}}})}}}};
 }
 
-json render_pod(const TrainingJob& job, int rank, const std::string& launcher_image) {
+json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   const std::string name = pod_name(job.name, rank);
   json tmpl_md = job.spec.template_.value("metadata", json::object());
   json spec = job.spec.template_.value("spec", json::object());
@@ -96,7 +103,7 @@ json render_pod(const TrainingJob& job, int rank, const std::string& launcher_im
   spec["volumes"].push_back({{"name", kBinVolume}, {"emptyDir", json::object()}});
 
   json init = {{"name", "kubedist-launcher"},
-               {"image", launcher_image},
+               {"image", options.launcher_image},
                {"command", json::array({"cp", "/kubedist-launcher", kLauncherPath})}};
   add_bin_mount(init);
   json inits = json::array({init});
@@ -114,9 +121,10 @@ json render_pod(const TrainingJob& job, int rank, const std::string& launcher_im
   trainer["command"] = command;
   trainer.erase("args");
   add_bin_mount(trainer);
-  set_env(trainer, job, rank);
+  set_env(trainer, job, rank, options);
   declare_port(trainer, "master", job.spec.master_port);
   declare_port(trainer, "rendezvous", job.spec.master_port + 1);
+  if (options.launcher_metrics_port > 0) declare_port(trainer, "kd-metrics", options.launcher_metrics_port);
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
 }

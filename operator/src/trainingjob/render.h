@@ -11,6 +11,13 @@ namespace kubedist::trainingjob {
 
 inline constexpr const char* kDefaultLauncherImage = "ghcr.io/kubedist/launcher:0.1.0";
 inline constexpr const char* kLauncherPath = "/kubedist/bin/kubedist-launcher";
+inline constexpr int kDefaultLauncherMetricsPort = 9402;
+
+// What every pod gets from the operator's configuration rather than from the job.
+struct PodOptions {
+  std::string launcher_image = kDefaultLauncherImage;
+  int launcher_metrics_port = kDefaultLauncherMetricsPort;  // 0: the launchers serve no /metrics
+};
 
 std::string pod_name(const std::string& job, int rank);
 
@@ -19,8 +26,9 @@ nlohmann::json render_service(const TrainingJob& job);
 
 // Pod J-node-<rank>: the user's template plus the launcher init container, the wrapped trainer command,
 // the node env, hostname/subdomain for DNS, labels, the controller owner reference and restartPolicy Never.
+// With a launcher metrics port the launcher serves /metrics on the pod's IP there (port "kd-metrics").
 // Requires a job without spec_error.
-nlohmann::json render_pod(const TrainingJob& job, int rank, const std::string& launcher_image);
+nlohmann::json render_pod(const TrainingJob& job, int rank, const PodOptions& options);
 
 // The owner reference every object of the job carries (controller, blockOwnerDeletion).
 nlohmann::json owner_reference(const TrainingJob& job);

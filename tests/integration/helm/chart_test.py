@@ -72,8 +72,9 @@ args = operator_args(docs)
 check("--leader-elect" in args and "--leader-election-namespace=kubedist-system" in args,
       "leader election is on by default")
 check(not any(a.startswith("--namespace=") for a in args), "default values watch all namespaces")
-check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule"),
-      "default values: metrics Service, no ServiceMonitor or PrometheusRule")
+check("--launcher-metrics-port=9402" in args, "the launchers serve metrics at port 9402 by default")
+check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule")
+      and not find(docs, "PodMonitor"), "default values: metrics Service, no ServiceMonitor, PodMonitor or PrometheusRule")
 dep = find(docs, "Deployment")[0]["spec"]["template"]["spec"]
 sc = dep["containers"][0]["securityContext"]
 check(dep["securityContext"]["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True and
@@ -89,7 +90,8 @@ with open(os.path.join(SRC, "deploy", "dashboards", "kubedist.json")) as f:
 
 # Non-default values.
 docs = render("watchNamespace=team-a", "leaderElection.enabled=false", "metrics.serviceMonitor.enabled=true",
-              "metrics.prometheusRule.enabled=true", "grafanaDashboard.enabled=false", "replicaCount=2",
+              "metrics.prometheusRule.enabled=true", "metrics.launcherPodMonitor.enabled=true",
+              "metrics.launcherPort=9500", "grafanaDashboard.enabled=false", "replicaCount=2",
               "image.tag=9.9.9")
 roles = find(docs, "Role")
 check(not find(docs, "ClusterRole") and len(roles) == 1 and roles[0]["metadata"]["namespace"] == "team-a",
@@ -98,6 +100,14 @@ args = operator_args(docs)
 check("--namespace=team-a" in args and "--leader-elect" not in args,
       "watchNamespace and leaderElection.enabled=false reach the operator's flags")
 check(len(find(docs, "ServiceMonitor")) == 1, "serviceMonitor.enabled renders a ServiceMonitor")
+pm = find(docs, "PodMonitor")
+check(len(pm) == 1 and pm[0]["spec"]["podMetricsEndpoints"][0]["port"] == "kd-metrics"
+      and pm[0]["spec"]["namespaceSelector"] == {"matchNames": ["team-a"]}
+      and pm[0]["spec"]["selector"]["matchExpressions"][0]["key"] == "kubedist.io/job-name",
+      "launcherPodMonitor.enabled renders a PodMonitor of the job pods' kd-metrics port in the watched namespace")
+check("--launcher-metrics-port=9500" in operator_args(docs), "metrics.launcherPort reaches the operator's flags")
+check(not find(render("metrics.launcherPodMonitor.enabled=true", "metrics.launcherPort=0"), "PodMonitor"),
+      "launcherPort=0 turns the launchers' metrics and their PodMonitor off")
 rules = find(docs, "PrometheusRule")
 alerts = [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]] if rules else []
 check(alerts == ["TrainingJobFailed", "TrainingJobRestartStorm"], "prometheusRule.enabled renders both alerts")
@@ -106,7 +116,8 @@ dep = find(docs, "Deployment")[0]
 check(dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":9.9.9"),
       "replicaCount and image.tag are honoured")
 
-for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel")]:
+for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel"),
+                         ("metrics.launcherPort=70000", "launcherPort")]:
     bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 

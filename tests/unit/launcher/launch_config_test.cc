@@ -109,6 +109,15 @@ TEST(LaunchConfig, RunIdDefaultsToTheOperatorsJobName) {
   EXPECT_EQ(parse_ok({"--rdzv-id=x", "t.py"}, {{"KUBEDIST_JOB", "resnet"}}).run_id, "x");
 }
 
+TEST(LaunchConfig, MetricsEndpointComesFromTheOperatorsEnv) {
+  EXPECT_EQ(parse_ok({"t.py"}).metrics_port, -1);
+  const auto c = parse_ok({"t.py"}, {{"KUBEDIST_METRICS_PORT", "9402"}, {"KUBEDIST_METRICS_ADDR", "10.1.2.3"}});
+  EXPECT_EQ(c.metrics_port, 9402);
+  EXPECT_EQ(c.metrics_addr, "10.1.2.3");
+  EXPECT_EQ(parse_ok({"--metrics-addr=127.0.0.1", "t.py"}, {{"KUBEDIST_METRICS_ADDR", "10.1.2.3"}}).metrics_addr,
+            "127.0.0.1");
+}
+
 TEST(LaunchConfig, StandaloneIsOneLocalNodeWithAFreePort) {
   auto cfg = parse_ok({"--standalone", "--nproc_per_node=2", "t.py"}, {{"NNODES", "4"}, {"MASTER_ADDR", "far"}});
   EXPECT_EQ(cfg.max_nodes, 1);
@@ -179,6 +188,7 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--nnodes=2"}, {}, "missing the training script"},
       {{"-m", "--no-python", "mod"}, {}, "cannot be combined"},
       {{"t.py"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE"},
+      {{"t.py"}, {{"KUBEDIST_METRICS_PORT", "x"}}, "KUBEDIST_METRICS_PORT"},
   };
   for (const auto& c : cases) {
     auto r = parse_launch_config(c.args, c.env);

@@ -25,6 +25,7 @@ expect 2 "--log-level must be debug, info, warn or error, got \"loud\"" --log-le
 expect 2 "--leader-elect must be true or false, got \"maybe\"" --leader-elect=maybe
 expect 2 "--leader-election-lease-seconds must be an integer from 3 to 3600" --leader-election-lease-seconds 1
 expect 2 "--launcher-image must not be empty" --launcher-image=
+expect 2 "--launcher-metrics-port must be a port number from 0 (off) to 65535, got \"70000\"" --launcher-metrics-port 70000
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

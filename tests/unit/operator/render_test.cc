@@ -39,7 +39,7 @@ TEST(RenderService, IsHeadlessPublishesNotReadyAndSelectsTheJobsPods) {
 }
 
 TEST(RenderPod, SetsNameDnsLabelsOwnerAndNeverRestart) {
-  const auto pod = render_pod(testing::example_job(), 2, kDefaultLauncherImage);
+  const auto pod = render_pod(testing::example_job(), 2, PodOptions{});
   EXPECT_EQ(pod["metadata"]["name"], "resnet-node-2");
   EXPECT_EQ(pod["metadata"]["namespace"], "team-a");
   EXPECT_EQ(pod["metadata"]["labels"]["kubedist.io/job-name"], "resnet");
@@ -54,7 +54,7 @@ TEST(RenderPod, SetsNameDnsLabelsOwnerAndNeverRestart) {
 }
 
 TEST(RenderPod, WrapsTheTrainerCommandAndArgsInTheLauncher) {
-  const auto pod = render_pod(testing::example_job(), 0, kDefaultLauncherImage);
+  const auto pod = render_pod(testing::example_job(), 0, PodOptions{});
   const auto& trainer = pod["spec"]["containers"][0];
   EXPECT_EQ(trainer["command"], json::parse(R"(["/kubedist/bin/kubedist-launcher", "--no-python", "--",
                                                 "python", "train.py", "--epochs", "10"])"));
@@ -63,7 +63,7 @@ TEST(RenderPod, WrapsTheTrainerCommandAndArgsInTheLauncher) {
 }
 
 TEST(RenderPod, AddsTheLauncherInitContainerAndSharedVolume) {
-  const auto pod = render_pod(testing::example_job(), 0, "registry.local/launcher:dev");
+  const auto pod = render_pod(testing::example_job(), 0, PodOptions{"registry.local/launcher:dev"});
   const auto& init = pod["spec"]["initContainers"][0];
   EXPECT_EQ(init["name"], "kubedist-launcher");
   EXPECT_EQ(init["image"], "registry.local/launcher:dev");
@@ -75,13 +75,13 @@ TEST(RenderPod, AddsTheLauncherInitContainerAndSharedVolume) {
 TEST(RenderPod, KeepsUserInitContainersAfterTheLauncher) {
   json j = testing::example_job_json();
   j["spec"]["template"]["spec"]["initContainers"] = json::array({{{"name", "fetch"}, {"image", "x"}}});
-  const auto pod = render_pod(testing::job_from(j), 0, kDefaultLauncherImage);
+  const auto pod = render_pod(testing::job_from(j), 0, PodOptions{});
   ASSERT_EQ(pod["spec"]["initContainers"].size(), 2u);
   EXPECT_EQ(pod["spec"]["initContainers"][1]["name"], "fetch");
 }
 
 TEST(RenderPod, InjectsTheNodeEnvAndOverridesUserEntriesOfTheSameName) {
-  const auto pod = render_pod(testing::example_job(), 3, kDefaultLauncherImage);
+  const auto pod = render_pod(testing::example_job(), 3, PodOptions{});
   const auto& trainer = pod["spec"]["containers"][0];
   auto env = env_of(trainer);
   EXPECT_EQ(env["FOO"], "bar");
@@ -103,18 +103,42 @@ TEST(RenderPod, InjectsTheNodeEnvAndOverridesUserEntriesOfTheSameName) {
 TEST(RenderPod, DeclaresTheStoreAndRendezvousPorts) {
   json j = testing::example_job_json();
   j["spec"]["masterPort"] = 4000;
-  const auto pod = render_pod(testing::job_from(j), 0, kDefaultLauncherImage);
+  const auto pod = render_pod(testing::job_from(j), 0, PodOptions{"img", 0});
   const auto& ports = pod["spec"]["containers"][0]["ports"];
   ASSERT_EQ(ports.size(), 2u);
   EXPECT_EQ(ports[0]["containerPort"], 4000);
   EXPECT_EQ(ports[1]["containerPort"], 4001);
 }
 
+TEST(RenderPod, LetsTheLauncherServeMetricsOnThePodsAddress) {
+  json j = testing::example_job_json();
+  j["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "KUBEDIST_METRICS_ADDR"}, {"value", "0.0.0.0"}});
+  const auto pod = render_pod(testing::job_from(j), 1, PodOptions{});
+  const auto& trainer = pod["spec"]["containers"][0];
+  EXPECT_EQ(env_of(trainer)["KUBEDIST_METRICS_PORT"], "9402");
+  EXPECT_EQ(count_env(trainer, "KUBEDIST_METRICS_ADDR"), 1u);  // ours replaces the user's
+  for (const auto& e : trainer["env"]) {
+    if (e["name"] == "KUBEDIST_METRICS_ADDR") {
+      EXPECT_EQ(e["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+    }
+  }
+  ASSERT_EQ(trainer["ports"].size(), 3u);
+  EXPECT_EQ(trainer["ports"][2], json::parse(R"({"name": "kd-metrics", "containerPort": 9402, "protocol": "TCP"})"));
+}
+
+TEST(RenderPod, LauncherMetricsPortZeroServesNone) {
+  const auto pod = render_pod(testing::example_job(), 0, PodOptions{"img", 0});
+  const auto& trainer = pod["spec"]["containers"][0];
+  EXPECT_EQ(count_env(trainer, "KUBEDIST_METRICS_PORT"), 0u);
+  EXPECT_EQ(count_env(trainer, "KUBEDIST_METRICS_ADDR"), 0u);
+  EXPECT_EQ(trainer["ports"].size(), 2u);
+}
+
 TEST(RenderPod, WrapsOnlyTheTrainerContainer) {
   json j = testing::example_job_json();
   auto& cs = j["spec"]["template"]["spec"]["containers"];
   cs.insert(cs.begin(), json{{"name", "proxy"}, {"image", "envoy"}, {"command", {"envoy"}}});
-  const auto pod = render_pod(testing::job_from(j), 1, kDefaultLauncherImage);
+  const auto pod = render_pod(testing::job_from(j), 1, PodOptions{});
   EXPECT_EQ(pod["spec"]["containers"][0]["command"], json::array({"envoy"}));
   EXPECT_FALSE(pod["spec"]["containers"][0].contains("env"));
   EXPECT_EQ(pod["spec"]["containers"][1]["command"][0], kLauncherPath);
