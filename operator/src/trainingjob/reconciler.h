@@ -11,6 +11,7 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
+#include "trainingjob/job_metrics.h"
 #include "trainingjob/plan.h"
 #include "trainingjob/types.h"
 
@@ -28,9 +29,9 @@ std::string job_key_of(const PodFacts& pod);
 class Reconciler {
  public:
   Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
-             kube::EventRecorder& events, std::string launcher_image)
+             kube::EventRecorder& events, std::string launcher_image, JobMetrics* metrics = nullptr)
       : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
-        launcher_image_(std::move(launcher_image)) {}
+        launcher_image_(std::move(launcher_image)), metrics_(metrics) {}
 
   // Level-triggered and idempotent: reads only the caches, never the event that woke it.
   ReconcileResult reconcile(const std::string& key);
@@ -54,6 +55,7 @@ class Reconciler {
   const ServiceInformer& services_;
   kube::EventRecorder& events_;
   const std::string launcher_image_;
+  JobMetrics* const metrics_;  // may be null
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
   // Jobs whose Pending-to-Pending status changes (pods appearing, getting scheduled) are being coalesced,
