@@ -72,8 +72,8 @@ args = operator_args(docs)
 check("--leader-elect" in args and "--leader-election-namespace=kubedist-system" in args,
       "leader election is on by default")
 check(not any(a.startswith("--namespace=") for a in args), "default values watch all namespaces")
-check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule"),
-      "default values: metrics Service, no ServiceMonitor or PrometheusRule")
+check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule") and
+      not find(docs, "PodMonitor"), "default values: metrics Service, no ServiceMonitor, PodMonitor or PrometheusRule")
 dep = find(docs, "Deployment")[0]["spec"]["template"]["spec"]
 sc = dep["containers"][0]["securityContext"]
 check(dep["securityContext"]["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True and
@@ -89,6 +89,7 @@ with open(os.path.join(SRC, "deploy", "dashboards", "kubedist.json")) as f:
 
 # Non-default values.
 docs = render("watchNamespace=team-a", "leaderElection.enabled=false", "metrics.serviceMonitor.enabled=true",
+              "metrics.podMonitor.enabled=true",
               "metrics.prometheusRule.enabled=true", "grafanaDashboard.enabled=false", "replicaCount=2",
               "image.tag=9.9.9")
 roles = find(docs, "Role")
@@ -98,6 +99,11 @@ args = operator_args(docs)
 check("--namespace=team-a" in args and "--leader-elect" not in args,
       "watchNamespace and leaderElection.enabled=false reach the operator's flags")
 check(len(find(docs, "ServiceMonitor")) == 1, "serviceMonitor.enabled renders a ServiceMonitor")
+pm = find(docs, "PodMonitor")
+check(len(pm) == 1 and pm[0]["spec"]["namespaceSelector"] == {"matchNames": ["team-a"]} and
+      pm[0]["spec"]["selector"]["matchExpressions"][0]["key"] == "kubedist.io/job-name" and
+      pm[0]["spec"]["podMetricsEndpoints"][0]["port"] == "kd-metrics",
+      "podMonitor.enabled renders a PodMonitor for the training pods' launchers in the watched namespace")
 rules = find(docs, "PrometheusRule")
 alerts = [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]] if rules else []
 check(alerts == ["TrainingJobFailed", "TrainingJobRestartStorm"], "prometheusRule.enabled renders both alerts")
@@ -106,7 +112,8 @@ dep = find(docs, "Deployment")[0]
 check(dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":9.9.9"),
       "replicaCount and image.tag are honoured")
 
-for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel")]:
+for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel"),
+                         ("metrics.podMonitor.portName=a-port-name-too-long", "portName")]:
     bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
