@@ -6,8 +6,9 @@ Usage: dashboard_test.py prometheus OPERATOR LAUNCHER   (needs the local control
 
 prometheus: runs kubedist-operator against the local control plane and a kubedist-launcher supervising a small
 /usr/bin/python3 worker, both on 127.0.0.1, and a Prometheus scraping them every second. A TrainingJob goes
-through a pod failure and the launcher's worker crashes once; then every query of every panel in
-deploy/dashboards/kubedist.json must return data, and the restart panel must show the pod failure.
+through a pod failure, a second one fails for good, and the launcher's worker crashes once; then every query of
+every panel in deploy/dashboards/kubedist.json must return data, the panels must show the restart and the failure,
+and the chart's alerts, loaded into the same Prometheus, must fire (or be pending) for them.
 
 rules: the chart's PrometheusRule passes `promtool check rules`.
 """
@@ -71,20 +72,26 @@ def free_port():
         return s.getsockname()[1]
 
 
-def rules_test():
-    docs = yaml.safe_load_all(run("helm", "template", "kd", os.path.join(SRC, "helm", "kubedist"),
-                                  "--set", "metrics.prometheusRule.enabled=true").stdout)
-    rules = [d for d in docs if d and d["kind"] == "PrometheusRule"]
+def write_rules(path, *sets):
+    """Writes the chart's PrometheusRule groups as a Prometheus rules file; returns the alert names."""
+    args = ["helm", "template", "kd", os.path.join(SRC, "helm", "kubedist"), "--set", "metrics.prometheusRule.enabled=true"]
+    for s in sets:
+        args += ["--set", s]
+    rules = [d for d in yaml.safe_load_all(run(*args).stdout) if d and d["kind"] == "PrometheusRule"]
     if len(rules) != 1:
         fail("the chart rendered no PrometheusRule")
+    with open(path, "w") as f:
+        yaml.safe_dump({"groups": rules[0]["spec"]["groups"]}, f)
+    return [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]]
+
+
+def rules_test():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rules.yaml")
-        with open(path, "w") as f:
-            yaml.safe_dump({"groups": rules[0]["spec"]["groups"]}, f)
+        names = write_rules(path)
         p = run("promtool", "check", "rules", path, check=False)
         if p.returncode != 0:
             fail("promtool check rules: " + p.stdout + p.stderr)
-    names = [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]]
     ok(f"promtool check rules accepts the chart's alerts {names}")
 
 
@@ -159,8 +166,11 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
         # Prometheus, scraping both every second.
         prom_port = free_port()
         config = os.path.join(tmp, "prometheus.yml")
+        # The chart's alerts too, with a storm threshold of 0 restarts an hour so that one restart trips it.
+        write_rules(os.path.join(tmp, "rules.yaml"), "metrics.prometheusRule.restartStorm.restartsPerHour=0")
         with open(config, "w") as f:
             yaml.safe_dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                            "rule_files": [os.path.join(tmp, "rules.yaml")],
                             "scrape_configs": [
                                 {"job_name": "kubedist-operator", "static_configs": [{"targets": [f"127.0.0.1:{op}"]}]},
                                 {"job_name": "kubedist-launcher", "static_configs": [{"targets": [f"127.0.0.1:{lp}"]}]},
@@ -189,6 +199,9 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
             return run("kubectl", "-n", ns, "get", "tj/j", "-o", "jsonpath={.status.phase}", check=False).stdout
 
         eventually(60, "job Running", lambda: phase() == "Running")
+        # A second job whose pod fails permanently: the failed counter and its alert.
+        run("kubectl", "-n", ns, "apply", "-f", "-",
+            input=job.replace("{name: j}", "{name: doomed}").replace("replicas: 2", "replicas: 1\n  restartPolicy: Never"))
         sel = f'job_namespace="{ns}",job_name="j"'
 
         def scraped(expr):
@@ -198,13 +211,22 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
         eventually(30, "Prometheus has the launcher at 0 restarts",
                    scraped("kubedist_launcher_worker_restarts_total == 0"))
 
-        # A pod failure (through the status subresource, as the kubelet reports it) and a worker crash.
+        eventually(30, "Prometheus has the namespace's failed jobs at 0",
+                   scraped(f'kubedist_jobs_failed_total{{job_namespace="{ns}"}} == 0'))
+        eventually(30, "doomed's pod exists", lambda: run("kubectl", "-n", ns, "get", "pod/doomed-node-0",
+                                                          check=False).returncode == 0)
+
+        def fail_pod(pod):  # through the status subresource, as the kubelet reports it
+            run("kubectl", "-n", ns, "patch", "pod", pod, "--subresource=status", "--type=merge", "-p", json.dumps(
+                {"status": {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}],
+                            "containerStatuses": [{"name": "trainer", "image": "x", "imageID": "", "ready": False,
+                                                   "restartCount": 0,
+                                                   "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}}))
+
+        # A pod failure, a permanent one, and a worker crash.
         old = run("kubectl", "-n", ns, "get", "pod/j-node-1", "-o", "jsonpath={.metadata.uid}").stdout
-        run("kubectl", "-n", ns, "patch", "pod", "j-node-1", "--subresource=status", "--type=merge", "-p", json.dumps(
-            {"status": {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}],
-                        "containerStatuses": [{"name": "trainer", "image": "x", "imageID": "", "ready": False,
-                                               "restartCount": 0,
-                                               "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}}))
+        fail_pod("j-node-1")
+        fail_pod("doomed-node-0")
         open(os.path.join(tmp, "crash"), "w").close()
 
         def recovered():
@@ -248,16 +270,32 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
             result, err = prom.query(expr, start=str(started), end=str(time.time()), step="1")
             if err:
                 fail(err)
-            return max((float(v) for s in result if s["metric"].get(label) == value for _, v in s["values"]),
+            return max((float(v) for s in result if value is None or s["metric"].get(label) == value
+                        for _, v in s["values"]),
                        default=0.0)
         eventually(30, "the restart panel shows a pod_failure restart",
                    lambda: peak("Restarts by reason", "A", "reason", "pod_failure") > 0)
         eventually(30, "the launcher panel shows the in-place restart",
                    lambda: peak("Launchers: workers running and in-place restarts", "B", "instance", f"127.0.0.1:{lp}") > 0)
         phases, _ = prom.query(next(e for t, r, e in queries if t == "Jobs by phase"))
-        if [s["metric"].get("phase") for s in phases] != ["Running"]:
+        if sorted(s["metric"].get("phase") for s in phases) != ["Failed", "Running"]:
             fail(f"jobs by phase: {phases}")
-        ok("the restart panel shows reason pod_failure, the launcher panel the worker restart, jobs by phase: Running")
+        eventually(30, "the jobs panel shows the failed job",
+                   lambda: peak("Jobs created, succeeded, failed", "C", "job_namespace", None) > 0)
+        ok("the restart panel shows reason pod_failure, the launcher panel the worker restart, the jobs panel the "
+           "failure; jobs by phase: Failed and Running")
+
+        # The chart's alerts, evaluated by this Prometheus on these metrics.
+        def alert(name, state, **labels):
+            code, body = http_get(f"{prom.base}/api/v1/alerts")
+            alerts = json.loads(body)["data"]["alerts"] if code == 200 else []
+            return any(a["labels"].get("alertname") == name and a["state"] == state and
+                       all(a["labels"].get(k) == v for k, v in labels.items()) for a in alerts)
+        eventually(30, "TrainingJobFailed fires for the namespace", lambda: alert("TrainingJobFailed", "firing",
+                                                                                job_namespace=ns))
+        eventually(30, "TrainingJobRestartStorm is pending for job j (threshold 0, for: 5m)",
+                   lambda: alert("TrainingJobRestartStorm", "pending", job_namespace=ns, job_name="j"))
+        ok("the chart's alerts: TrainingJobFailed fires, TrainingJobRestartStorm is pending for j")
         passed = True
     finally:
         open(os.path.join(tmp, "stop"), "w").close()
