@@ -27,11 +27,13 @@ StatusTransition status_transition(const Status& before, const Status& after) {
 }
 
 void JobMetrics::seen(const TrainingJob& job) {
+  if (job.name.empty()) return;  // an object the informer could not parse: nothing to label series with
   const Status& s = job.status;
   metrics_.job_state(job.ns, job.name, s.ready_replicas, s.world_size, s.phase);
 }
 
 void JobMetrics::written(const TrainingJob& before, const Status& after) {
+  if (before.name.empty()) return;
   const StatusTransition t = status_transition(before.status, after);
   if (t.created) metrics_.job_created(before.ns);
   if (t.succeeded) metrics_.job_succeeded(before.ns);

@@ -159,6 +159,15 @@ TEST(JobMetrics, ForgetRemovesEveryPerJobSeriesAndKeepsTheOthers) {
   jm.forget("ns1", "never-seen");  // harmless
 }
 
+TEST(JobMetrics, MakesNoSeriesForAnObjectThatCouldNotBeParsed) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  jm.seen(TrainingJob{});
+  jm.written(TrainingJob{}, running(1));
+  const std::string text = m.render();
+  EXPECT_EQ(text.find("job_namespace="), std::string::npos) << text;
+}
+
 TEST(OperatorMetrics, ExposesControllerAndApiMetrics) {
   OperatorMetrics m;
   m.api_request("list", 200);
