@@ -43,10 +43,10 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   auto config = kube::load_default_config(options.kubeconfig, options.context);
   if (!config) return config.error();
   kube::Client::set_io_threads(4);
+  metrics::OperatorMetrics metrics;  // before the client: the client reports to it until the client is gone
   auto client = kube::Client::create(*config);
   if (!client) return client.error();
   kube::Client& api = **client;
-  metrics::OperatorMetrics metrics;
   api.set_request_observer([&metrics](const std::string& verb, int code) { metrics.api_request(verb, code); });
   if (!options.ns.empty()) metrics.namespace_seen(options.ns);
 
