@@ -21,7 +21,7 @@ constexpr const char* kUsage = R"(usage: kubedist-operator [flags]
   --namespace NS           watch only NS (default: all namespaces)
   --workers N              concurrent reconciles (default 4)
   --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);
-                           also spelled --metrics-address (/metrics will be served there too)
+                           also spelled --metrics-address (/metrics is served there too)
   --launcher-image IMAGE   launcher init container image (default ghcr.io/kubedist/launcher:0.1.0)
   --launcher-metrics-port P   each pod's launcher serves /metrics on the pod's IP at P, port name kd-metrics
                            (default 9402; 0: off)

@@ -9,6 +9,7 @@ packages=(
   libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev googletest
   python3-torch python3-yaml
+  prometheus
 )
 
 missing=()

@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/ssl.hpp>
 #include <cpprest/containerstream.h>
@@ -47,10 +48,45 @@ Error error_from_response(int code, const json& body) {
   return {kind, message, code};
 }
 
+std::string request_verb(const std::string& method, const std::string& path) {
+  if (method == "POST") return "create";
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return "delete";
+  if (method != "GET") return "other";
+  const auto q = path.find('?');
+  if (q != std::string::npos) {
+    const std::string query = "&" + path.substr(q + 1) + "&";
+    if (query.find("&watch=1&") != std::string::npos || query.find("&watch=true&") != std::string::npos) {
+      return "watch";
+    }
+  }
+  // /api/v1/... or /apis/GROUP/VERSION/..., then optionally namespaces/NS/, then RESOURCE[/NAME[/SUB]].
+  std::vector<std::string> segs;
+  std::string seg;
+  for (char c : path.substr(0, q)) {
+    if (c != '/') {
+      seg += c;
+    } else if (!seg.empty()) {
+      segs.push_back(std::move(seg));
+      seg.clear();
+    }
+  }
+  if (!seg.empty()) segs.push_back(std::move(seg));
+  size_t i = !segs.empty() && segs[0] == "apis" ? 3 : 2;
+  if (segs.size() > i + 2 && segs[i] == "namespaces") i += 2;
+  return segs.size() == i + 1 ? "list" : "get";
+}
+
 struct Client::Impl {
   Config cfg;
   RetryPolicy retry;
   RequestCounts counts;
+  RequestObserver observer;
+
+  void observe(const http::method& method, const std::string& path, int code) {
+    if (observer) observer(request_verb(method, path), code);
+  }
   std::unique_ptr<http::client::http_client> http;
 
   std::mutex token_mu;
@@ -102,6 +138,7 @@ struct Client::Impl {
       http::http_response resp = http->request(req).get();
       const std::string text = resp.extract_utf8string(true).get();
       const int code = resp.status_code();
+      observe(method, path, code);
       json parsed = text.empty() ? json(nullptr) : json::parse(text, nullptr, false);
       if (code >= 200 && code < 300) {
         if (parsed.is_discarded()) return Error{Error::Kind::kOther, "invalid JSON from the API server", code};
@@ -115,6 +152,7 @@ struct Client::Impl {
       }
       return error_from_response(code, parsed.is_discarded() ? json(nullptr) : parsed);
     } catch (const std::exception& e) {
+      observe(method, path, 0);
       return Error{Error::Kind::kRetryable, std::string("API server unreachable: ") + e.what(), 0};
     }
   }
@@ -195,6 +233,7 @@ Result<void> Client::watch(const std::string& path, const std::function<bool(con
     http::client::http_client client(web::uri(impl_->cfg.server), impl_->client_config(std::chrono::seconds(120)));
     auto req = impl_->make_request(http::methods::GET, path);
     http::http_response resp = client.request(req, token).get();
+    impl_->observe(http::methods::GET, path, resp.status_code());
     if (resp.status_code() != 200) {
       const std::string text = resp.extract_utf8string(true).get();
       json parsed = json::parse(text, nullptr, false);
@@ -222,6 +261,8 @@ void Client::cancel_watches() {
   std::lock_guard<std::mutex> lock(impl_->cts_mu);
   impl_->watch_cts.cancel();
 }
+
+void Client::set_request_observer(RequestObserver observer) { impl_->observer = std::move(observer); }
 
 const RequestCounts& Client::counts() const { return impl_->counts; }
 const std::string& Client::default_namespace() const { return impl_->cfg.namespace_; }

@@ -24,6 +24,13 @@ struct RetryPolicy {
   std::chrono::milliseconds max{3000};
 };
 
+// The Kubernetes verb of a request (get, list, watch, create, update, patch, delete) from its HTTP method and
+// API path, for the kubedist_api_requests_total metric.
+std::string request_verb(const std::string& method, const std::string& path);
+
+// Told of every request's verb and HTTP status once it has an answer (status 0: no answer, e.g. unreachable).
+using RequestObserver = std::function<void(const std::string& verb, int http_status)>;
+
 // Counts of requests issued, for tests and benchmarks.
 struct RequestCounts {
   std::atomic<uint64_t> reads{0};
@@ -54,6 +61,8 @@ class Client {
   // Ends every watch in progress (used on shutdown).
   void cancel_watches();
 
+  // Set once, before the first request (it is not synchronised with requests in flight).
+  void set_request_observer(RequestObserver observer);
   const RequestCounts& counts() const;
   const std::string& default_namespace() const;
 

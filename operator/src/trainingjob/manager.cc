@@ -13,6 +13,8 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
+#include "metrics/operator_metrics.h"
+#include "trainingjob/job_metrics.h"
 #include "trainingjob/parse.h"
 #include "trainingjob/reconciler.h"
 
@@ -41,9 +43,12 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   auto config = kube::load_default_config(options.kubeconfig, options.context);
   if (!config) return config.error();
   kube::Client::set_io_threads(4);
+  metrics::OperatorMetrics metrics;  // before the client: the client reports to it until the client is gone
   auto client = kube::Client::create(*config);
   if (!client) return client.error();
   kube::Client& api = **client;
+  api.set_request_observer([&metrics](const std::string& verb, int code) { metrics.api_request(verb, code); });
+  if (!options.ns.empty()) metrics.namespace_seen(options.ns);
 
   controller::WorkQueue queue;
   const std::string tj_prefix = std::string("/apis/") + kGroup + "/" + kVersion;
@@ -72,9 +77,12 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
     if (standby) return std::pair<int, std::string>{200, "standby: waiting for the leader lease\n"};
     return ready ? std::pair<int, std::string>{200, "ok\n"} : std::pair<int, std::string>{503, "caches syncing\n"};
   });
-  // /metrics (issue 6) will be registered here.
+  probes.handle("/metrics", [&] {
+    metrics.workqueue_depth(queue.depth());
+    return std::pair<int, std::string>{200, metrics.render()};
+  });
   if (auto r = probes.start(options.probe_address); !r) return r.error();
-  log_info("manager", "probes listening on port " + std::to_string(probes.port()) + " (/healthz, /readyz)");
+  log_info("manager", "probes listening on port " + std::to_string(probes.port()) + " (/healthz, /readyz, /metrics)");
 
   std::unique_ptr<controller::LeaderElector> elector;
   if (options.leader_elect) {
@@ -101,9 +109,21 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   }
 
   kube::EventRecorder recorder(api, "kubedist-operator");
-  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods);
-  controller::Controller workers(queue, [&](const std::string& key) { return reconciler.reconcile(key); },
-                                 options.workers);
+  JobMetrics job_metrics(metrics);
+  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods, &job_metrics);
+  auto reconcile = [&](const std::string& key) {
+    const auto start = std::chrono::steady_clock::now();
+    ReconcileResult result;
+    try {
+      result = reconciler.reconcile(key);
+    } catch (const std::exception& e) {  // the Controller would turn it into this error as well
+      result = ReconcileResult::failed(std::string("unexpected exception: ") + e.what());
+    }
+    metrics.reconcile_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (result.kind == ReconcileResult::Kind::kError) metrics.workqueue_retry();  // the Controller requeues it
+    return result;
+  };
+  controller::Controller workers(queue, reconcile, options.workers);
 
   jobs.start();
   pods.start();

@@ -56,7 +56,10 @@ Result<void> Reconciler::write_status(const TrainingJob& observed, const std::ve
     // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
     const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
     auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
-    if (r.ok()) return {};
+    if (r.ok()) {
+      if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
+      return {};
+    }
     if (r.error().kind != Error::Kind::kConflict || attempt >= kStatusAttempts) return r.error();
     // Someone (or our own last write) changed the job: decide the status again from the fresh object.
     auto fresh = client_.get(jobs_path(job.ns) + "/" + job.name);
@@ -76,8 +79,14 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
     pending_writes_.forget(key);
+    // Gone from the cache: deleted (the informer's delete event brought us here).
+    if (metrics_ != nullptr) {
+      const auto slash = key.find('/');
+      metrics_->forget(key.substr(0, slash), key.substr(slash + 1));
+    }
     return ReconcileResult::done();
   }
+  if (metrics_ != nullptr) metrics_->seen(*job);
   const std::vector<PodFacts> pods = pods_.by_index(key);
   if (!caches_caught_up(key, pods)) {
     // The watch event for our own write will bring us back; the timeout covers a lost event.

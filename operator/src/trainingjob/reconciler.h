@@ -12,6 +12,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "trainingjob/pending_writes.h"
+#include "trainingjob/job_metrics.h"
 #include "trainingjob/plan.h"
 #include "trainingjob/render.h"
 #include "trainingjob/types.h"
@@ -30,9 +31,9 @@ std::string job_key_of(const PodFacts& pod);
 class Reconciler {
  public:
   Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
-             kube::EventRecorder& events, PodOptions pod_options)
+             kube::EventRecorder& events, PodOptions pod_options, JobMetrics* metrics = nullptr)
       : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
-        pod_options_(std::move(pod_options)) {}
+        pod_options_(std::move(pod_options)), metrics_(metrics) {}
 
   // Level-triggered and idempotent: reads only the caches, never the event that woke it.
   ReconcileResult reconcile(const std::string& key);
@@ -56,6 +57,7 @@ class Reconciler {
   const ServiceInformer& services_;
   kube::EventRecorder& events_;
   const PodOptions pod_options_;
+  JobMetrics* const metrics_;  // may be null
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
   PendingWrites pending_writes_;

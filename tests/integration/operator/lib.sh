@@ -4,9 +4,13 @@
 # and OP_PORT (its probe port). stop_operator / the EXIT trap stop it.
 start_operator() {
   OP_LOG=${OP_LOG:-$(mktemp /tmp/kubedist-operator-XXXXXX.log)}
+  # A restarted operator appends to the same log: wait for its own line, not the last one's.
+  local seen
+  seen=$(grep -c 'probes listening on port' "$OP_LOG" || true)
+  reports_port() { [ "$(grep -c 'probes listening on port' "$OP_LOG")" -gt "$seen" ]; }
   "$OPERATOR" --namespace "$NS" --probe-address 127.0.0.1:0 "$@" >>"$OP_LOG" 2>&1 &
   OP_PID=$!
-  eventually 30 "operator reports its probe port" grep -q 'probes listening on port' "$OP_LOG"
+  eventually 30 "operator reports its probe port" reports_port
   OP_PORT=$(grep -o 'probes listening on port [0-9]*' "$OP_LOG" | tail -n 1 | grep -o '[0-9]*$')
 }
 

@@ -1,0 +1,81 @@
+// OperatorMetrics: the operator's Prometheus metrics (docs/metrics.md) in one registry, and their text exposition.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace kubedist::metrics {
+
+// The phases kubedist_job_phase reports, one series each (1 for the current phase, 0 for the others).
+const std::vector<std::string>& job_phases();
+// The reasons of kubedist_restarts_total, pre-initialised to 0 for every job.
+const std::vector<std::string>& restart_reasons();
+
+// Thread-safe: workers, the client's I/O threads and the /metrics handler use it at once.
+class OperatorMetrics {
+ public:
+  OperatorMetrics();
+  OperatorMetrics(const OperatorMetrics&) = delete;
+  OperatorMetrics& operator=(const OperatorMetrics&) = delete;
+
+  // The text exposition format (version 0.0.4) of every metric.
+  std::string render() const;
+
+  void api_request(const std::string& verb, int http_status);
+  void reconcile_duration(double seconds);
+  void workqueue_depth(size_t depth);
+  void workqueue_retry();
+
+  // Per namespace: created/succeeded/failed exist (at 0) from the first job seen there.
+  void namespace_seen(const std::string& ns);
+  void job_created(const std::string& ns);
+  void job_succeeded(const std::string& ns);
+  void job_failed(const std::string& ns);
+
+  // Per job: restarts by reason (all reasons at 0 from the first sight of the job), gauges.
+  void restarts(const std::string& ns, const std::string& name, const std::string& reason, int increase);
+  void job_state(const std::string& ns, const std::string& name, int nodes, int world_size, const std::string& phase);
+  void job_recovery(const std::string& ns, const std::string& name, double seconds);
+  // Removes every series of the job (it was deleted).
+  void forget_job(const std::string& ns, const std::string& name);
+
+ private:
+  using JobKey = std::pair<std::string, std::string>;
+  struct JobSeries {
+    std::map<std::string, prometheus::Counter*> restarts;  // by reason
+    prometheus::Gauge* nodes = nullptr;
+    prometheus::Gauge* world_size = nullptr;
+    std::map<std::string, prometheus::Gauge*> phase;       // by phase
+    prometheus::Gauge* recovery = nullptr;                 // absent until the job first recovers
+  };
+  JobSeries& job_locked(const std::string& ns, const std::string& name);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& created_;
+  prometheus::Family<prometheus::Counter>& succeeded_;
+  prometheus::Family<prometheus::Counter>& failed_;
+  prometheus::Family<prometheus::Counter>& restarts_;
+  prometheus::Family<prometheus::Gauge>& nodes_;
+  prometheus::Family<prometheus::Gauge>& world_size_;
+  prometheus::Family<prometheus::Gauge>& phase_;
+  prometheus::Family<prometheus::Gauge>& recovery_;
+  prometheus::Histogram& reconcile_duration_;
+  prometheus::Gauge& workqueue_depth_;
+  prometheus::Counter& workqueue_retries_;
+  prometheus::Family<prometheus::Counter>& api_requests_;
+
+  std::mutex mu_;
+  std::map<JobKey, JobSeries> jobs_;
+};
+
+}  // namespace kubedist::metrics

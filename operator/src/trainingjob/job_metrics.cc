@@ -1,0 +1,48 @@
+#include "trainingjob/job_metrics.h"
+
+#include "common/time.h"
+#include "trainingjob/status.h"
+
+namespace kubedist::trainingjob {
+
+StatusTransition status_transition(const Status& before, const Status& after) {
+  StatusTransition t;
+  t.created = condition_true(after, "Created") && !condition_true(before, "Created");
+  t.succeeded = after.phase == "Succeeded" && before.phase != "Succeeded";
+  t.failed = after.phase == "Failed" && before.phase != "Failed";
+  for (const auto& [reason, n] : after.restarts_by_reason) {
+    auto it = before.restarts_by_reason.find(reason);
+    const int increase = n - (it == before.restarts_by_reason.end() ? 0 : it->second);
+    if (increase > 0) t.restarts[reason] = increase;
+  }
+  const Condition* was = find_condition(before, "Restarting");
+  const Condition* now = find_condition(after, "Restarting");
+  if (after.phase == "Running" && was != nullptr && was->status == "True" && now != nullptr &&
+      now->status == "False") {
+    const auto from = parse_rfc3339(was->last_transition_time);
+    const auto to = parse_rfc3339(now->last_transition_time);
+    if (from && to && *to >= *from) t.recovery_seconds = static_cast<double>(*to - *from);
+  }
+  return t;
+}
+
+void JobMetrics::seen(const TrainingJob& job) {
+  if (job.name.empty()) return;  // an object the informer could not parse: nothing to label series with
+  const Status& s = job.status;
+  metrics_.job_state(job.ns, job.name, s.ready_replicas, s.world_size, s.phase);
+}
+
+void JobMetrics::written(const TrainingJob& before, const Status& after) {
+  if (before.name.empty()) return;
+  const StatusTransition t = status_transition(before.status, after);
+  if (t.created) metrics_.job_created(before.ns);
+  if (t.succeeded) metrics_.job_succeeded(before.ns);
+  if (t.failed) metrics_.job_failed(before.ns);
+  for (const auto& [reason, n] : t.restarts) metrics_.restarts(before.ns, before.name, reason, n);
+  if (t.recovery_seconds) metrics_.job_recovery(before.ns, before.name, *t.recovery_seconds);
+  metrics_.job_state(before.ns, before.name, after.ready_replicas, after.world_size, after.phase);
+}
+
+void JobMetrics::forget(const std::string& ns, const std::string& name) { metrics_.forget_job(ns, name); }
+
+}  // namespace kubedist::trainingjob

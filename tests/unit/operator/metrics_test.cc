@@ -1,0 +1,215 @@
+// The operator's metrics: status transitions counted once, per-job series that go with the job, the exposition.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kube/client.h"
+#include "metrics/operator_metrics.h"
+#include "trainingjob/job_metrics.h"
+#include "trainingjob/status.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using metrics::OperatorMetrics;
+
+TrainingJob job(const std::string& ns, const std::string& name, Status status = {}) {
+  TrainingJob j;
+  j.ns = ns;
+  j.name = name;
+  j.status = std::move(status);
+  return j;
+}
+
+Status running(int pod_failures = 0, int worker_crashes = 0) {
+  Status s;
+  s.phase = "Running";
+  s.ready_replicas = 2;
+  s.world_size = 16;
+  set_condition(s, "Created", true, "PodsCreated", "", 1000);
+  set_condition(s, "Running", true, "AllNodesRunning", "", 1000);
+  if (pod_failures > 0) s.restarts_by_reason[kRestartPodFailure] = pod_failures;
+  if (worker_crashes > 0) s.restarts_by_reason[kRestartWorkerCrash] = worker_crashes;
+  s.restarts = pod_failures + worker_crashes;
+  return s;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(StatusTransition, CountsCreatedOnceWhenTheCreatedConditionTurnsTrue) {
+  Status pending;
+  pending.phase = "Pending";
+  Status created = pending;
+  set_condition(created, "Created", true, "PodsCreated", "", 1000);
+  EXPECT_TRUE(status_transition(pending, created).created);
+  EXPECT_FALSE(status_transition(created, created).created);
+  EXPECT_FALSE(status_transition(created, running()).created);
+}
+
+TEST(StatusTransition, CountsOnlyThePositiveIncreaseOfEachRestartReason) {
+  const auto t = status_transition(running(1, 2), running(3, 2));
+  EXPECT_EQ(t.restarts, (std::map<std::string, int>{{kRestartPodFailure, 2}}));
+  EXPECT_TRUE(status_transition(running(3, 2), running(1, 2)).restarts.empty()) << "a decrease is no restart";
+  EXPECT_EQ(status_transition(Status{}, running(0, 1)).restarts.at(kRestartWorkerCrash), 1);
+}
+
+TEST(StatusTransition, CountsTerminalPhasesWhenTheyAreReached) {
+  Status failed = running();
+  failed.phase = "Failed";
+  Status succeeded = running();
+  succeeded.phase = "Succeeded";
+  EXPECT_TRUE(status_transition(running(), failed).failed);
+  EXPECT_FALSE(status_transition(failed, failed).failed);
+  EXPECT_TRUE(status_transition(running(), succeeded).succeeded);
+  EXPECT_FALSE(status_transition(succeeded, succeeded).succeeded);
+  EXPECT_FALSE(status_transition(running(), succeeded).failed);
+}
+
+TEST(StatusTransition, RecoveryIsFromRestartingTrueToRunningAgain) {
+  Status restarting = running(1);
+  restarting.phase = "Restarting";
+  set_condition(restarting, "Restarting", true, "PodFailed", "", 2000);
+  Status again = restarting;
+  again.phase = "Running";
+  set_condition(again, "Restarting", false, "AllNodesRunning", "", 2007);
+  EXPECT_EQ(status_transition(restarting, again).recovery_seconds, 7.0);
+  EXPECT_FALSE(status_transition(again, again).recovery_seconds.has_value());
+  EXPECT_FALSE(status_transition(running(), restarting).recovery_seconds.has_value());
+}
+
+TEST(JobMetrics, ExposesEveryReasonAtZeroFromTheFirstSightOfAJob) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  jm.seen(job("ns1", "a", running()));
+  const std::string text = m.render();
+  for (const char* reason : {"worker_crash", "pod_failure", "node_lost", "scale"}) {
+    EXPECT_TRUE(has_line(text, std::string("kubedist_restarts_total{job_name=\"a\",job_namespace=\"ns1\",reason=\"") +
+                                   reason + "\"} 0"))
+        << reason << "\n" << text;
+  }
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_created_total{job_namespace=\"ns1\"} 0")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_failed_total{job_namespace=\"ns1\"} 0")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_phase{job_name=\"a\",job_namespace=\"ns1\",phase=\"Running\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_phase{job_name=\"a\",job_namespace=\"ns1\",phase=\"Pending\"} 0")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_world_size{job_name=\"a\",job_namespace=\"ns1\"} 16")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_nodes{job_name=\"a\",job_namespace=\"ns1\"} 2")) << text;
+}
+
+TEST(JobMetrics, ARestartedOperatorDoesNotCountRestartsAlreadyInStatus) {
+  // The first operator counted 3 pod failures; a new one starts and sees the job with them in status.
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  const TrainingJob j = job("ns1", "a", running(3));
+  jm.seen(j);
+  std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_restarts_total{job_name=\"a\",job_namespace=\"ns1\",reason=\"pod_failure\"} 0"))
+      << text;
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_created_total{job_namespace=\"ns1\"} 0")) << text;
+  // Its own first write adds one more pod failure: only that one is counted.
+  jm.written(j, running(4));
+  text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_restarts_total{job_name=\"a\",job_namespace=\"ns1\",reason=\"pod_failure\"} 1"))
+      << text;
+}
+
+TEST(JobMetrics, CountsWritesFromCreationToFailure) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  Status pending;
+  pending.phase = "Pending";
+  jm.written(job("ns1", "a"), pending);
+  jm.written(job("ns1", "a", pending), running());
+  jm.written(job("ns1", "a", running()), running(1));
+  jm.written(job("ns1", "a", running(1)), running(1, 1));
+  Status failed = running(1, 1);
+  failed.phase = "Failed";
+  jm.written(job("ns1", "a", running(1, 1)), failed);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_created_total{job_namespace=\"ns1\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_failed_total{job_namespace=\"ns1\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_succeeded_total{job_namespace=\"ns1\"} 0")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_restarts_total{job_name=\"a\",job_namespace=\"ns1\",reason=\"pod_failure\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "kubedist_restarts_total{job_name=\"a\",job_namespace=\"ns1\",reason=\"worker_crash\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_phase{job_name=\"a\",job_namespace=\"ns1\",phase=\"Failed\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_phase{job_name=\"a\",job_namespace=\"ns1\",phase=\"Running\"} 0")) << text;
+}
+
+TEST(JobMetrics, ForgetRemovesEveryPerJobSeriesAndKeepsTheOthers) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  Status restarting = running(1);
+  restarting.phase = "Restarting";
+  set_condition(restarting, "Restarting", true, "PodFailed", "", 2000);
+  Status again = restarting;
+  again.phase = "Running";
+  set_condition(again, "Restarting", false, "AllNodesRunning", "", 2003);
+  jm.written(job("ns1", "a", restarting), again);
+  jm.seen(job("ns1", "b", running()));
+  std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_job_last_recovery_seconds{job_name=\"a\",job_namespace=\"ns1\"} 3")) << text;
+  jm.forget("ns1", "a");
+  text = m.render();
+  EXPECT_EQ(text.find("job_name=\"a\""), std::string::npos) << text;
+  EXPECT_NE(text.find("job_name=\"b\""), std::string::npos) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_jobs_created_total{job_namespace=\"ns1\"} 0")) << text;
+  jm.forget("ns1", "never-seen");  // harmless
+}
+
+TEST(JobMetrics, MakesNoSeriesForAnObjectThatCouldNotBeParsed) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  jm.seen(TrainingJob{});
+  jm.written(TrainingJob{}, running(1));
+  const std::string text = m.render();
+  EXPECT_EQ(text.find("job_namespace="), std::string::npos) << text;
+}
+
+TEST(OperatorMetrics, ExposesControllerAndApiMetrics) {
+  OperatorMetrics m;
+  m.api_request("list", 200);
+  m.api_request("list", 200);
+  m.api_request("patch", 409);
+  m.workqueue_depth(3);
+  m.workqueue_retry();
+  m.reconcile_duration(0.002);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_api_requests_total{code=\"200\",verb=\"list\"} 2")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_api_requests_total{code=\"409\",verb=\"patch\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_workqueue_depth 3")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_workqueue_retries_total 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_reconcile_duration_seconds_count 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_reconcile_duration_seconds_bucket{le=\"0.0025\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_reconcile_duration_seconds_bucket{le=\"0.001\"} 0")) << text;
+  EXPECT_NE(text.find("# TYPE kubedist_reconcile_duration_seconds histogram"), std::string::npos);
+}
+
+TEST(RequestVerb, NamesTheKubernetesVerbOfEachRequest) {
+  const struct {
+    const char* method;
+    const char* path;
+    const char* verb;
+  } cases[] = {
+      {"GET", "/api/v1/namespaces/ns/pods?labelSelector=kubedist.io%2Fjob-name", "list"},
+      {"GET", "/api/v1/pods?labelSelector=x&limit=500", "list"},
+      {"GET", "/api/v1/namespaces/ns/pods?watch=1&resourceVersion=5", "watch"},
+      {"GET", "/apis/kubedist.io/v1alpha1/trainingjobs?allowWatchBookmarks=true&watch=1", "watch"},
+      {"GET", "/apis/kubedist.io/v1alpha1/namespaces/ns/trainingjobs/j", "get"},
+      {"GET", "/apis/kubedist.io/v1alpha1/namespaces/ns/trainingjobs", "list"},
+      {"GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/kubedist-operator", "get"},
+      {"GET", "/api/v1/namespaces/ns", "get"},
+      {"GET", "/api/v1/namespaces", "list"},
+      {"GET", "/api/v1/nodes/n1", "get"},
+      {"POST", "/api/v1/namespaces/ns/pods", "create"},
+      {"PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", "update"},
+      {"PATCH", "/apis/kubedist.io/v1alpha1/namespaces/ns/trainingjobs/j/status", "patch"},
+      {"DELETE", "/api/v1/namespaces/ns/pods/p", "delete"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(kube::request_verb(c.method, c.path), c.verb) << c.method << " " << c.path;
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
