@@ -61,9 +61,22 @@ std::chrono::milliseconds Reconciler::coalesce_pending(const std::string& key, c
   return std::chrono::milliseconds(0);
 }
 
-Result<void> Reconciler::write_status(const TrainingJob& observed, const std::vector<PodFacts>& pods,
-                                      bool service_exists, Status status) {
-  TrainingJob job = observed;
+Observed Reconciler::observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const {
+  Observed o;
+  o.pods = std::move(pods);
+  o.service_exists = service_exists;
+  if (extras_.nodes != nullptr && extras_.nodes->synced()) {
+    o.nodes_watched = true;
+    o.nodes = extras_.nodes->by_index("");
+  }
+  if (extras_.launcher) o.launcher = extras_.launcher(key);
+  o.unschedulable_grace_s = extras_.unschedulable_grace_s;
+  o.node_lost_grace_s = extras_.node_lost_grace_s;
+  return o;
+}
+
+Result<void> Reconciler::write_status(const TrainingJob& observed_job, const Observed& observed, Status status) {
+  TrainingJob job = observed_job;
   for (int attempt = 1;; ++attempt) {
     // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
     const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
@@ -76,8 +89,8 @@ Result<void> Reconciler::write_status(const TrainingJob& observed, const std::ve
     auto parsed = parse_training_job(*fresh);
     if (!parsed) return parsed.error();
     job = *parsed;
-    if (job.uid != observed.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
-    status = decide(job, pods, service_exists, now_unix()).status;
+    if (job.uid != observed_job.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
+    status = decide(job, observed, now_unix()).status;
     if (status == job.status) return {};
   }
 }
@@ -97,7 +110,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   }
   const auto svc = services_.get(key);
   const bool service_exists = svc.has_value();
-  Plan plan = decide(*job, pods, service_exists, now_unix());
+  const Observed observed = observe(key, pods, service_exists);
+  Plan plan = decide(*job, observed, now_unix());
   const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
 
   const std::string ns_path = "/api/v1/namespaces/" + job->ns;
@@ -128,7 +142,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     if (first_error.empty()) first_error = "create pod " + pod_name(job->name, rank) + ": " + r.error().message;
   }
   for (const auto& d : plan.delete_pods) {
-    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
+    json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
+    if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion
     auto r = client_.remove(ns_path + "/pods/" + d.name, options);
     if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
       expect.deletes.insert(d.uid);
@@ -146,7 +161,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   std::chrono::milliseconds held_back{0};
   if (!(plan.status == job->status) &&
       (held_back = coalesce_pending(key, job->status, plan.status)).count() == 0) {
-    auto r = write_status(*job, pods, service_exists, plan.status);
+    auto r = write_status(*job, observed, plan.status);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
       return ReconcileResult::failed("update status of " + key + ": " + r.error().message);
     }

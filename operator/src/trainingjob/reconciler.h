@@ -2,6 +2,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -21,6 +23,15 @@ using controller::ReconcileResult;
 using JobInformer = kube::Informer<TrainingJob>;
 using PodInformer = kube::Informer<PodFacts>;
 using ServiceInformer = kube::Informer<ServiceFacts>;
+using NodeInformer = kube::Informer<NodeFacts>;
+
+// What the reconciler needs beyond the job, pod and service caches; everything here is optional.
+struct ReconcilerExtras {
+  const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
+  std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
+  int64_t unschedulable_grace_s = 30;
+  int64_t node_lost_grace_s = 60;
+};
 
 // Index value of pods and services: the owning job's "namespace/name".
 std::string job_key_of(const PodFacts& pod);
@@ -28,9 +39,9 @@ std::string job_key_of(const PodFacts& pod);
 class Reconciler {
  public:
   Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
-             kube::EventRecorder& events, std::string launcher_image)
+             kube::EventRecorder& events, std::string launcher_image, ReconcilerExtras extras = {})
       : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
-        launcher_image_(std::move(launcher_image)) {}
+        launcher_image_(std::move(launcher_image)), extras_(std::move(extras)) {}
 
   // Level-triggered and idempotent: reads only the caches, never the event that woke it.
   ReconcileResult reconcile(const std::string& key);
@@ -45,8 +56,8 @@ class Reconciler {
   // Whether to hold this status write back for a while (returns how long), or write it now (zero).
   std::chrono::milliseconds coalesce_pending(const std::string& key, const Status& before, const Status& after);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
-  Result<void> write_status(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists,
-                            Status status);
+  Observed observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const;
+  Result<void> write_status(const TrainingJob& job, const Observed& observed, Status status);
 
   kube::Client& client_;
   const JobInformer& jobs_;
@@ -54,6 +65,7 @@ class Reconciler {
   const ServiceInformer& services_;
   kube::EventRecorder& events_;
   const std::string launcher_image_;
+  const ReconcilerExtras extras_;
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
   // Jobs whose Pending-to-Pending status changes (pods appearing, getting scheduled) are being coalesced,
