@@ -63,18 +63,23 @@ ElasticDecision elastic_target(const TrainingJob& job, const std::vector<PodFact
 
   d.target = target;
   if (target < spec.replicas) {
-    bool schedulable_node = nodes.empty();
-    for (const auto& n : nodes) schedulable_node = schedulable_node || (n.ready && !n.unschedulable);
+    bool schedulable_node = nodes.empty(), new_capacity = nodes.empty();
+    for (const auto& n : nodes) {
+      if (!n.ready || n.unschedulable) continue;
+      schedulable_node = true;
+      new_capacity = new_capacity || parse_rfc3339(n.schedulable_since).value_or(0) > last_change;
+    }
     const int64_t waited = now - last_change;
-    if (!any_unschedulable && schedulable_node && waited >= grace_s) {
+    const int64_t retry_s = new_capacity ? grace_s : grace_s * kGrowRetryGraces;
+    if (!any_unschedulable && schedulable_node && waited >= retry_s) {
       d.target = spec.replicas;
       d.changed = true;
       d.status = {spec.replicas, kReasonGrowing, format_rfc3339(now), spec.replicas};
       d.event_reason = "ScalingUp";
       d.event_message = "trying to grow from " + std::to_string(target) + " back to " +
                         std::to_string(spec.replicas) + " nodes";
-    } else if (waited < grace_s) {
-      sooner(d.requeue_after_s, grace_s - waited);
+    } else if (waited < retry_s) {
+      sooner(d.requeue_after_s, retry_s - waited);
     } else {
       sooner(d.requeue_after_s, grace_s);
     }

@@ -11,6 +11,8 @@
 
 namespace kubedist::trainingjob {
 
+inline constexpr int kGrowRetryGraces = 10;
+
 struct ElasticDecision {
   int target = 0;               // pods J-node-0 .. J-node-(target-1) are wanted
   ElasticStatus status;         // status.elastic to write (target_replicas 0: none, the job is at spec.replicas)
@@ -21,9 +23,10 @@ struct ElasticDecision {
 };
 
 // Pods Pending and Unschedulable for longer than unschedulable_grace_s are given up, from the highest rank down,
-// while at least minReplicas remain; growth back toward spec.replicas is tried again unschedulable_grace_s after
-// the last change (when some node is schedulable, if nodes are known), and announced as ScaledUp once every pod
-// runs. Jobs that are not elastic always get spec.replicas. nodes may be empty (not watched).
+// while at least minReplicas remain; growth back toward spec.replicas is tried unschedulable_grace_s after the last
+// change when nodes are not known, or when a node turned schedulable (new or Ready again) since the last change,
+// else every kGrowRetryGraces grace periods (GPUs other pods freed leave no trace on nodes), and announced as
+// ScaledUp once every pod runs. Jobs that are not elastic always get spec.replicas. nodes may be empty.
 ElasticDecision elastic_target(const TrainingJob& job, const std::vector<PodFacts>& live_pods,
                                const std::vector<NodeFacts>& nodes, UnixSeconds now, int64_t unschedulable_grace_s);
 

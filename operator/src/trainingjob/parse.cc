@@ -407,9 +407,12 @@ NodeFacts parse_node_facts(const json& node) {
     for (const auto& c : *conds) {
       if (!c.is_object() || string_at(c, "type") != "Ready") continue;
       f.ready = string_at(c, "status") == "True";
-      if (!f.ready) f.not_ready_since = string_at(c, "lastTransitionTime");
+      (f.ready ? f.schedulable_since : f.not_ready_since) = string_at(c, "lastTransitionTime");
     }
   }
+  const std::string created = string_at(md, "creationTimestamp");
+  if (f.ready && created > f.schedulable_since) f.schedulable_since = created;  // RFC 3339 UTC sorts as text
+  if (!f.ready) f.schedulable_since.clear();
   return f;
 }
 

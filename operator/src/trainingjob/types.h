@@ -144,6 +144,7 @@ struct NodeFacts {
   bool ready = true;             // the Ready condition is True
   std::string not_ready_since;   // RFC 3339: Ready's lastTransitionTime when it is not True
   bool unschedulable = false;    // cordoned
+  std::string schedulable_since;  // RFC 3339: the later of creation and turning Ready, when ready (new capacity)
   bool operator==(const NodeFacts&) const = default;
 };
 

@@ -52,7 +52,12 @@ TEST(ElasticTarget, Table) {
   const ElasticStatus shrunk_long_ago{2, "Unschedulable", format_rfc3339(kNow - 31), 4};
   const ElasticStatus shrunk_just_now{2, "Unschedulable", format_rfc3339(kNow - 10), 4};
   const ElasticStatus growing{4, "Growing", format_rfc3339(kNow - 5), 4};
-  const std::vector<NodeFacts> all_cordoned{{"n1", true, "", true}, {"n2", false, format_rfc3339(kNow - 100), false}};
+  const std::vector<NodeFacts> all_cordoned{{"n1", true, "", true, format_rfc3339(kNow - 1)},
+                                            {"n2", false, format_rfc3339(kNow - 100), false, ""}};
+  const std::vector<NodeFacts> old_nodes{{"n1", true, "", false, format_rfc3339(kNow - 1000)}};
+  const std::vector<NodeFacts> a_new_node{{"n1", true, "", false, format_rfc3339(kNow - 1000)},
+                                          {"n2", true, "", false, format_rfc3339(kNow - 2)}};
+  const ElasticStatus shrunk_very_long_ago{2, "Unschedulable", format_rfc3339(kNow - 300), 4};
   const std::vector<Case> cases = {
       {"NotElasticAlwaysGetsSpecReplicas", elastic_job(4, 4, 4), {"R", "R", "U100", "U100"}, {}, 4, "", 0, {}},
       {"AllRunningStaysAtSpecReplicas", elastic_job(2, 4, 6), {"R", "R", "R", "R"}, {}, 4, "", 0, {}},
@@ -64,7 +69,13 @@ TEST(ElasticTarget, Table) {
       {"GrowsBackAfterTheGrace", elastic_job(2, 4, 6, shrunk_long_ago), {"R", "R"}, {}, 4, "ScalingUp", 4, {}},
       {"WaitsTheGraceBeforeGrowing", elastic_job(2, 4, 6, shrunk_just_now), {"R", "R"}, {}, 2, "", 2, 20},
       {"DoesNotGrowWhenNoNodeIsSchedulable", elastic_job(2, 4, 6, shrunk_long_ago), {"R", "R"}, all_cordoned, 2, "",
-       2, 30},
+       2, 269},
+      {"WithoutNewCapacityGrowthWaitsLonger", elastic_job(2, 4, 6, shrunk_long_ago), {"R", "R"}, old_nodes, 2, "", 2,
+       269},
+      {"ANodeReadySinceTheShrinkGrowsAfterTheGrace", elastic_job(2, 4, 6, shrunk_long_ago), {"R", "R"}, a_new_node, 4,
+       "ScalingUp", 4, {}},
+      {"WithoutNewCapacityGrowthIsRetriedAtLast", elastic_job(2, 4, 6, shrunk_very_long_ago), {"R", "R"}, old_nodes, 4,
+       "ScalingUp", 4, {}},
       {"GrowingWhileNewPodsStart", elastic_job(2, 4, 6, growing), {"R", "R", "P", "P"}, {}, 4, "", 4, {}},
       {"GrowingSucceedsWhenAllRun", elastic_job(2, 4, 6, growing), {"R", "R", "R", "R"}, {}, 4, "ScaledUp", 0, {}},
       {"GrowingFailsAgainAfterTheGrace", elastic_job(2, 4, 6, growing), {"R", "R", "U31", "U31"}, {}, 2,

@@ -283,9 +283,12 @@ TEST(ParseLauncherReport, BadAnswersSayWhatIsWrong) {
 TEST(ParseNodeFacts, ReadyCordonedAndNotReadySince) {
   auto n = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-1"}, "spec": {"unschedulable": true},
     "status": {"conditions": [{"type": "Ready", "status": "Unknown", "lastTransitionTime": "2026-12-03T05:00:00Z"}]}})"));
-  EXPECT_EQ(n, (NodeFacts{"gpu-1", false, "2026-12-03T05:00:00Z", true}));
+  EXPECT_EQ(n, (NodeFacts{"gpu-1", false, "2026-12-03T05:00:00Z", true, ""}));
   EXPECT_EQ(parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "x"}, "spec": "bad", "status": 3})")),
-            (NodeFacts{"x", true, "", false}));
+            (NodeFacts{"x", true, "", false, ""}));
+  auto fresh = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "y", "creationTimestamp": "2026-12-03T05:00:09Z"},
+    "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-03T05:00:05Z"}]}})"));
+  EXPECT_EQ(fresh.schedulable_since, "2026-12-03T05:00:09Z");
 }
 
 TEST(ParsePodFacts, NodeIpAndUnschedulableSince) {

@@ -418,7 +418,7 @@ TrainingJob running_job(std::vector<PodFacts>* ps) {
 
 std::vector<NodeFacts> up(const std::vector<std::string>& names) {
   std::vector<NodeFacts> out;
-  for (const auto& n : names) out.push_back(NodeFacts{n, true, "", false});
+  for (const auto& n : names) out.push_back(NodeFacts{n, true, "", false, ""});
   return out;
 }
 
@@ -472,7 +472,7 @@ TEST(Decide, ANotReadyNodeLosesItsPodsOnlyAfterTheGrace) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
   std::vector<NodeFacts> nodes = up({"n0", "n1", "n2", "n3"});
-  nodes[2] = NodeFacts{"n2", false, format_rfc3339(kNow - 20), false};
+  nodes[2] = NodeFacts{"n2", false, format_rfc3339(kNow - 20), false, ""};
   auto early = decide(job, observed(ps, nodes), kNow);
   EXPECT_TRUE(early.delete_pods.empty());
   EXPECT_EQ(early.requeue_after_s, 40);
