@@ -67,7 +67,7 @@ ElasticDecision elastic_target(const TrainingJob& job, const std::vector<PodFact
     for (const auto& n : nodes) {
       if (!n.ready || n.unschedulable) continue;
       schedulable_node = true;
-      new_capacity = new_capacity || parse_rfc3339(n.schedulable_since).value_or(0) > last_change;
+      new_capacity = new_capacity || parse_rfc3339(n.schedulable_since).value_or(0) >= last_change;  // 1s resolution
     }
     const int64_t waited = now - last_change;
     const int64_t retry_s = new_capacity ? grace_s : grace_s * kGrowRetryGraces;

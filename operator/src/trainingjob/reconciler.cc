@@ -44,6 +44,24 @@ bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodF
   return false;
 }
 
+bool Reconciler::status_caught_up(const std::string& key, const TrainingJob& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = written_.find(key);
+  if (it == written_.end()) return true;
+  const auto& [version, since] = it->second;
+  // resourceVersions are etcd revisions: a cache at or past our write's revision has seen it.
+  bool seen = job.resource_version == version;
+  try {
+    seen = seen || std::stoull(job.resource_version) >= std::stoull(version);
+  } catch (const std::exception&) {
+  }
+  if (seen || std::chrono::steady_clock::now() - since > kExpectationTimeout) {
+    written_.erase(it);
+    return true;
+  }
+  return false;
+}
+
 std::chrono::milliseconds Reconciler::coalesce_pending(const std::string& key, const Status& before,
                                                       const Status& after) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -75,13 +93,17 @@ Observed Reconciler::observe(const std::string& key, std::vector<PodFacts> pods,
   return o;
 }
 
-Result<void> Reconciler::write_status(const TrainingJob& observed_job, const Observed& observed, Status status) {
+Result<std::string> Reconciler::write_status(const TrainingJob& observed_job, const Observed& observed,
+                                             Status status) {
   TrainingJob job = observed_job;
   for (int attempt = 1;; ++attempt) {
     // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
     const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
     auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
-    if (r.ok()) return {};
+    if (r.ok()) {
+      const auto md = r->value("metadata", json::object());
+      return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
+    }
     if (r.error().kind != Error::Kind::kConflict || attempt >= kStatusAttempts) return r.error();
     // Someone (or our own last write) changed the job: decide the status again from the fresh object.
     auto fresh = client_.get(jobs_path(job.ns) + "/" + job.name);
@@ -91,7 +113,7 @@ Result<void> Reconciler::write_status(const TrainingJob& observed_job, const Obs
     job = *parsed;
     if (job.uid != observed_job.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
     status = decide(job, observed, now_unix()).status;
-    if (status == job.status) return {};
+    if (status == job.status) return std::string();
   }
 }
 
@@ -101,10 +123,11 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
     pending_since_.erase(key);
+    written_.erase(key);
     return ReconcileResult::done();
   }
   const std::vector<PodFacts> pods = pods_.by_index(key);
-  if (!caches_caught_up(key, pods)) {
+  if (!caches_caught_up(key, pods) || !status_caught_up(key, *job)) {
     // The watch event for our own write will bring us back; the timeout covers a lost event.
     return ReconcileResult::requeue_after(std::chrono::seconds(2));
   }
@@ -164,6 +187,10 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     auto r = write_status(*job, observed, plan.status);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
       return ReconcileResult::failed("update status of " + key + ": " + r.error().message);
+    }
+    if (r && !r->empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      written_[key] = {*r, std::chrono::steady_clock::now()};
     }
   }
   if (plan.delete_job) {

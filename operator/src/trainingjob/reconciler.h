@@ -56,8 +56,12 @@ class Reconciler {
   // Whether to hold this status write back for a while (returns how long), or write it now (zero).
   std::chrono::milliseconds coalesce_pending(const std::string& key, const Status& before, const Status& after);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
+  // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
+  // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
+  bool status_caught_up(const std::string& key, const TrainingJob& job);
   Observed observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const;
-  Result<void> write_status(const TrainingJob& job, const Observed& observed, Status status);
+  // On success, the resourceVersion the server gave the job (empty if the write became unnecessary).
+  Result<std::string> write_status(const TrainingJob& job, const Observed& observed, Status status);
 
   kube::Client& client_;
   const JobInformer& jobs_;
@@ -68,6 +72,8 @@ class Reconciler {
   const ReconcilerExtras extras_;
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
+  // The resourceVersion of each job's last status write we have not yet seen in the cache, and since when.
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_;
   // Jobs whose Pending-to-Pending status changes (pods appearing, getting scheduled) are being coalesced,
   // and since when: each write costs the API server, and a job's pods start within moments of each other.
   std::map<std::string, std::chrono::steady_clock::time_point> pending_since_;

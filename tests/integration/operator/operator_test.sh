@@ -116,6 +116,87 @@ exitcode)
   pass "restartPolicy ExitCode: exit code 2 is permanent"
   ;;
 
+elastic)
+  # Two 8-GPU nodes for a job of 3 nodes x 8 GPUs (min 2): node 2 cannot be placed, is given up after the grace,
+  # and the job runs on 2; a third node appears and the job grows back to 3.
+  add_test_node "$NS-a"
+  add_test_node "$NS-b"
+  start_operator --watch-nodes --unschedulable-grace=3s --launcher-poll-interval=0
+  pool_job_yaml j 3 8 "  minReplicas: 2
+  maxReplicas: 3" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" bash -c "[ \$(kubectl -n $NS get pods -l kubedist.io/job-name=j --field-selector=status.phase=Running --no-headers | wc -l) -eq 2 ]"
+  unschedulable() { [ "$(jp pod/j-node-2 '{.status.conditions[?(@.type=="PodScheduled")].reason}')" = Unschedulable ]; }
+  eventually 30 "j-node-2 Unschedulable" unschedulable
+  eventually 30 "ScaledDown event" has_event j ScaledDown
+  eventually 30 "j-node-2 given up" pods_are j 2
+  eventually 30 "Running on 2 nodes" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.phase} {.status.replicas} {.status.elastic.targetReplicas} {.status.elastic.reason}')\" = 'Running 2 2 Unschedulable' ]"
+  [ "$(jp tj/j '{.spec.replicas}')" = 3 ] || fail "spec.replicas must stay the user's"
+  kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=ScaledDown -o jsonpath='{.items[0].message}' |
+    grep -qF "j-node-2 could not be scheduled for 3s" || fail "ScaledDown message"
+  pass "elastic: a pod unschedulable past --unschedulable-grace is given up; the job runs on minReplicas=2 (Event ScaledDown)"
+  ! has_event j ScalingUp || fail "grew back before any capacity returned"
+  add_test_node "$NS-c"
+  eventually 30 "ScalingUp event" has_event j ScalingUp
+  eventually 30 "3 pods running" all_running j 3
+  eventually 30 "ScaledUp event" has_event j ScaledUp
+  eventually 30 "Running on 3, elastic status cleared" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.phase} {.status.replicas} {.status.elastic}')\" = 'Running 3 ' ]"
+  reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=0 restarts=0" || fail "restarts: $(reasons j)"
+  pass "elastic: with a node back the job grows to spec.replicas=3 again (Events ScalingUp, ScaledUp)"
+  ;;
+
+nodelost)
+  # j-node-1's node is deleted: the pod is force-deleted and recreated on the spare node, node 0 untouched.
+  add_test_node "$NS-a" 8
+  add_test_node "$NS-b" 8
+  start_operator --watch-nodes --node-lost-grace=3s --launcher-poll-interval=0
+  pool_job_yaml j 2 8 "  backoffLimit: 0" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  eventually 30 "job Running" phase_is j Running
+  node0=$(pod_uid j-node-0)
+  old=$(pod_uid j-node-1)
+  lost_node=$(jp pod/j-node-1 '{.spec.nodeName}')
+  add_test_node "$NS-c" 8
+  kubectl delete node "$lost_node" --wait=false >/dev/null
+  eventually 30 "PodLost event" has_event j PodLost
+  moved() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-c" ] && all_running j 2; }
+  eventually 60 "j-node-1 recreated on the spare node" moved
+  eventually 30 "job Running again" phase_is j Running
+  [ "$(pod_uid j-node-0)" = "$node0" ] || fail "node 0 was recreated too"
+  reasons_are j "node_lost=1 pod_failure=0 scale=0 worker_crash=0 restarts=1" || fail "restarts: $(reasons j)"
+  pass "a pod whose node was deleted is recreated (node_lost=1, backoffLimit 0 unspent, node 0 kept)"
+  # An eviction (the kubelet fails the pod with reason Evicted) is a node loss too, not a pod failure.
+  old=$(pod_uid j-node-0)
+  node1=$(pod_uid j-node-1)
+  kubectl -n "$NS" patch pod j-node-0 --subresource=status --type=merge -p '{"status":{"phase":"Failed","reason":"Evicted","message":"The node was low on resource: memory."}}' >/dev/null
+  evicted_back() { [ "$(pod_uid j-node-0)" != "$old" ] && all_running j 2; }
+  eventually 30 "evicted node 0 recreated" evicted_back
+  eventually 30 "job Running again" phase_is j Running
+  [ "$(pod_uid j-node-1)" = "$node1" ] || fail "j-node-1 was recreated for node 0's eviction"
+  reasons_are j "node_lost=2 pod_failure=0 scale=0 worker_crash=0 restarts=2" || fail "restarts: $(reasons j)"
+  kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{.items[*].message}' |
+    grep -qF "reason Evicted" || fail "PodLost event for the eviction"
+  pass "an evicted pod is recreated as node_lost; backoffLimit 0 is not spent, the job never Failed"
+  ;;
+
+scalerange)
+  start_operator --launcher-poll-interval=0
+  job_yaml j 2 "  minReplicas: 2
+  maxReplicas: 3" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  kubectl -n "$NS" scale tj/j --replicas=3 >/dev/null || fail "scale to 3 refused"
+  eventually 30 "3 pods running" all_running j 3
+  [ "$(kubectl -n "$NS" get tj/j -o jsonpath='{.spec.replicas}')" = 3 ] || fail "spec.replicas"
+  pass "kubectl scale tj/j --replicas=3 (within [2, 3]) works through the scale subresource"
+  for n in 4 1; do
+    if out=$(kubectl -n "$NS" scale tj/j --replicas=$n 2>&1); then fail "--replicas=$n accepted: $out"; fi
+    grep -qE "must be less than or equal to (maxReplicas|replicas)" <<<"$out" || fail "--replicas=$n: unclear refusal: $out"
+  done
+  [ "$(kubectl -n "$NS" get tj/j -o jsonpath='{.spec.replicas}')" = 3 ] || fail "a refused scale changed spec.replicas"
+  got=$(kubectl get --raw "/apis/kubedist.io/v1alpha1/namespaces/$NS/trainingjobs/j/scale")
+  grep -qF '"selector":"kubedist.io/job-name=j"' <<<"$got" || fail "scale subresource selector: $got"
+  pass "kubectl scale outside [minReplicas, maxReplicas] is refused by the API server (CEL); the scale subresource reports the selector"
+  ;;
+
 scale)
   start_operator
   job_yaml j 2 "  minReplicas: 1
