@@ -3,6 +3,7 @@
 set -euo pipefail
 OPERATOR=$1
 SCENARIO=$2
+LAUNCHER=${3:-}  # kubedist-launcher, for the scenario that runs real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 
@@ -195,6 +196,73 @@ scalerange)
   got=$(kubectl get --raw "/apis/kubedist.io/v1alpha1/namespaces/$NS/trainingjobs/j/scale")
   grep -qF '"selector":"kubedist.io/job-name=j"' <<<"$got" || fail "scale subresource selector: $got"
   pass "kubectl scale outside [minReplicas, maxReplicas] is refused by the API server (CEL); the scale subresource reports the selector"
+  ;;
+
+launcher)
+  # Real kubedist-launcher processes play the job's launchers. kwok gives pods addresses in 127.100.0.0/16, which
+  # are this machine's loopback, so node 0's rendezvous service listens on j-node-0's podIP:masterPort+1 and the
+  # operator's poller reaches it exactly as it would reach a pod.
+  [ -x "$LAUNCHER" ] || fail "usage: operator_test.sh OPERATOR launcher LAUNCHER"
+  port=$(/usr/bin/python3 -c 'import socket
+for _ in range(50):
+    a, b = socket.socket(), socket.socket()
+    try:
+        a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError: pass
+    finally: a.close(); b.close()')
+  start_operator --launcher-poll-interval=300ms
+  job_yaml j 2 "  masterPort: $port
+  minReplicas: 1
+  maxReplicas: 2
+  maxRestarts: 10" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  ip=$(jp pod/j-node-0 '{.status.podIP}')
+  case "$ip" in 127.*) ;; *) fail "kwok pod IP $ip is not a loopback address" ;; esac
+  work=$(mktemp -d /tmp/kubedist-op-launcher-XXXXXX)
+  trap 'cleanup; rm -rf "$work"' EXIT
+  # Node 0's worker crashes once (worker_crash), then runs until stopped.
+  script='if [ "$CRASH_ONCE" = 1 ] && [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; exit 3; fi; exec sleep 600'
+  launch() {  # launch NODE_RANK: a launcher as j-node-NODE_RANK would run it; sets LPID
+    WORK=$work CRASH_ONCE=$((1 - $1)) "$LAUNCHER" --nnodes=1:2 --node-rank="$1" --master-addr="$ip" --master-port="$port" \
+      --rdzv-endpoint="$ip:$((port + 1))" --rdzv-id=j --max-restarts=10 --stop-timeout=5 \
+      --rdzv-conf=last_call_timeout=0.2,join_timeout=60 --no-python -- sh -c "$script" >>"$work/node$1.log" 2>&1 &
+    LPID=$!
+    EXTRA_PIDS="${EXTRA_PIDS:-} $LPID"
+  }
+  launch 0
+  n0=$LPID
+  eventually 30 "worker_crash counted from node 0's STATUS" reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=1 restarts=1"
+  eventually 10 "WorkerRestarted event" has_event j WorkerRestarted
+  [ "$(jp tj/j '{.status.launcher.podUID}')" = "$(pod_uid j-node-0)" ] || fail "status.launcher.podUID"
+  eventually 30 "job Running" phase_is j Running
+  pass "a worker crash the launchers restarted in place reaches status.restartsByReason.worker_crash (Event WorkerRestarted)"
+  launch 1
+  n1=$LPID
+  eventually 30 "node 1 joining counted as scale" reasons_are j "node_lost=0 pod_failure=0 scale=1 worker_crash=1 restarts=2"
+  eventually 30 "world size 2 from the launcher" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.worldSize}')\" = 2 ]"
+  kill -TERM "$n1"
+  wait "$n1" || true
+  eventually 30 "node 1 leaving on SIGTERM counted as scale" reasons_are j "node_lost=0 pod_failure=0 scale=2 worker_crash=1 restarts=3"
+  eventually 10 "GroupRestarted event" has_event j GroupRestarted
+  pass "a node joining and a node leaving on SIGTERM (LEAVE) are counted as scale"
+  launch 1
+  n1=$LPID
+  eventually 30 "node 1 back (scale)" reasons_are j "node_lost=0 pod_failure=0 scale=3 worker_crash=1 restarts=4"
+  kill -KILL "$n1"
+  wait "$n1" 2>/dev/null || true
+  eventually 30 "node 1 vanishing counted as node_lost" reasons_are j "node_lost=1 pod_failure=0 scale=3 worker_crash=1 restarts=5"
+  pass "a node whose launcher vanishes is counted as node_lost; restarts is the sum of restartsByReason"
+  # The operator restarting loses nothing and counts nothing twice: the folded counts live in the status.
+  stop_operator
+  start_operator --launcher-poll-interval=300ms
+  sleep_until=$((SECONDS + 3))
+  while [ $SECONDS -lt $sleep_until ]; do
+    reasons_are j "node_lost=1 pod_failure=0 scale=3 worker_crash=1 restarts=5" || fail "counts changed after an operator restart: $(reasons j)"
+    sleep 0.3
+  done
+  pass "an operator restart neither loses nor double counts launcher restarts"
+  kill -TERM "$n0"
+  wait "$n0" || true
   ;;
 
 scale)
