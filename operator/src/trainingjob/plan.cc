@@ -240,8 +240,8 @@ class Decider {
     if (elastic.requeue_after_s) requeue(*elastic.requeue_after_s);
 
     // Pods someone else is deleting (kubectl delete, an eviction) while the job runs: their node is lost to the job.
-    const bool was_running = job_.status.phase == "Running" || job_.status.phase == "Restarting" ||
-                             job_.status.phase == "Scaling";
+    // Not while Scaling: pods a scale-down removed may still be terminating when the user scales up again.
+    const bool was_running = job_.status.phase == "Running" || job_.status.phase == "Restarting";
     for (const auto& pod : terminating_) {
       const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(job_.name, pod.rank);
       if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;

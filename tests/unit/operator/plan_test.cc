@@ -523,6 +523,17 @@ TEST(Decide, APodDeletedBySomeoneElseWhileRunningCountsOnce) {
   EXPECT_EQ(again.status.restarts, 1);
 }
 
+TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  job.status.phase = "Scaling";
+  ps[2].deleting = true;
+  ps[3].deleting = true;
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
+  EXPECT_EQ(p.status.restarts, 0);
+  EXPECT_TRUE(p.create_ranks.empty());
+}
+
 LauncherReport report(const std::string& uid, int crash, int lost, int scale, const std::string& phase = "running") {
   return {uid, 5, crash + lost + scale, {{"worker_crash", crash}, {"node_lost", lost}, {"scale", scale}}, 4, 32,
           phase};
