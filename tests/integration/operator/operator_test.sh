@@ -177,6 +177,24 @@ nodelost)
   kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{.items[*].message}' |
     grep -qF "reason Evicted" || fail "PodLost event for the eviction"
   pass "an evicted pod is recreated as node_lost; backoffLimit 0 is not spent, the job never Failed"
+  # A node that stops reporting (kwok no longer plays its kubelet; its Ready condition turns False) loses its pod
+  # once it has been NotReady for --node-lost-grace.
+  victim=$(jp pod/j-node-1 '{.spec.nodeName}')
+  old=$(pod_uid j-node-1)
+  add_test_node "$NS-d" 8
+  kubectl annotate node "$victim" kwok.x-k8s.io/node- >/dev/null
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  kubectl patch node "$victim" --subresource=status --type=strategic -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",
+    \"status\":\"False\",\"reason\":\"KubeletStopped\",\"message\":\"test\",\"lastTransitionTime\":\"$now\",
+    \"lastHeartbeatTime\":\"$now\"}]}}" >/dev/null
+  moved_off() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-d" ] && all_running j 2; }
+  eventually 60 "j-node-1 recreated off the NotReady node" moved_off
+  eventually 30 "job Running again" phase_is j Running
+  reasons_are j "node_lost=3 pod_failure=0 scale=0 worker_crash=0 restarts=3" || fail "restarts: $(reasons j)"
+  waited=$(kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+    sed -n "s/.*node $victim has been NotReady for \([0-9]*\)s.*/\1/p")
+  [ -n "$waited" ] && [ "$waited" -ge 3 ] || fail "PodLost for the NotReady node: waited '$waited' s (want >= 3)"
+  pass "a pod on a node NotReady for --node-lost-grace=3s (here ${waited}s) is force-deleted and recreated (node_lost=3)"
   ;;
 
 scalerange)
