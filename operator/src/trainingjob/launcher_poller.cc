@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <set>
 
 #include "common/log.h"
@@ -132,9 +133,23 @@ void LauncherPoller::poll_once() {
   const auto timeout = std::min(interval_ > std::chrono::milliseconds(0) ? interval_ : std::chrono::milliseconds(1000),
                                 std::chrono::milliseconds(2000));
   std::set<std::string> seen;
-  for (const auto& t : targets_()) {
+  const std::vector<LauncherTarget> targets = targets_();
+  // A few at a time: a node 0 whose address no longer answers costs the timeout, not the whole pass.
+  constexpr size_t kParallel = 16;
+  std::vector<std::future<Result<LauncherReport>>> pending;
+  std::vector<Result<LauncherReport>> answers;
+  answers.reserve(targets.size());
+  for (size_t i = 0; i < targets.size(); i += kParallel) {
+    pending.clear();
+    for (size_t j = i; j < std::min(targets.size(), i + kParallel); ++j) {
+      pending.push_back(std::async(std::launch::async, query_launcher, targets[j].ip, targets[j].port, timeout));
+    }
+    for (auto& f : pending) answers.push_back(f.get());
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const LauncherTarget& t = targets[i];
     seen.insert(t.job_key);
-    auto report = query_launcher(t.ip, t.port, timeout);
+    auto& report = answers[i];
     if (!report) {
       // Node 0 may be starting or re-forming; the last report stays until it answers again.
       log_debug("launcher_poller", t.job_key + ": " + report.error().message);

@@ -257,15 +257,19 @@ for _ in range(50):
   launch 1
   n1=$LPID
   eventually 30 "node 1 joining counted as scale" reasons_are j "node_lost=0 pod_failure=0 scale=1 worker_crash=1 restarts=2"
-  eventually 30 "world size 2 from the launcher" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.worldSize}')\" = 2 ]"
+  world_is() { [ "$(jp tj/j '{.status.worldSize} {.status.phase}')" = "$1 Running" ]; }
+  eventually 30 "world size 2 from the launcher" world_is 2
   kill -TERM "$n1"
   wait "$n1" || true
   eventually 30 "node 1 leaving on SIGTERM counted as scale" reasons_are j "node_lost=0 pod_failure=0 scale=2 worker_crash=1 restarts=3"
   eventually 10 "GroupRestarted event" has_event j GroupRestarted
+  # A node that joins while the group is still forming needs no restart: wait until node 0 runs alone again.
+  eventually 30 "node 0 running alone (world size 1)" world_is 1
   pass "a node joining and a node leaving on SIGTERM (LEAVE) are counted as scale"
   launch 1
   n1=$LPID
   eventually 30 "node 1 back (scale)" reasons_are j "node_lost=0 pod_failure=0 scale=3 worker_crash=1 restarts=4"
+  eventually 30 "both nodes running (world size 2)" world_is 2
   kill -KILL "$n1"
   wait "$n1" 2>/dev/null || true
   eventually 30 "node 1 vanishing counted as node_lost" reasons_are j "node_lost=1 pod_failure=0 scale=3 worker_crash=1 restarts=5"
