@@ -374,7 +374,16 @@ class Decider {
       st.phase = "Restarting";
       if (!retryable.empty()) set_condition(st, "Restarting", true, "PodFailed", restart_message, now_);
     } else if (complete && regrouping) {
-      st.phase = last_reason_ == kRestartScale || elastic.changed ? "Scaling" : "Restarting";
+      // The latest restart says why; with none new, the group is still re-forming for the reason shown before.
+      const bool scaling = !last_reason_.empty() ? last_reason_ == kRestartScale
+                                                 : elastic.changed || job_.status.phase == "Scaling";
+      st.phase = scaling ? "Scaling" : "Restarting";
+      if (!scaling && !last_reason_.empty()) {
+        set_condition(st, "Restarting", true, last_reason_ == kRestartNodeLost ? "NodeLost" : "WorkerCrash",
+                      "the launchers are re-forming the worker group after a " +
+                          std::string(last_reason_ == kRestartNodeLost ? "lost node" : "worker crash"),
+                      now_);
+      }
     } else if (complete) {
       st.phase = "Running";
       set_condition(st, "Running", true, "AllNodesRunning",

@@ -583,14 +583,20 @@ TEST(Decide, RegroupingLaunchersShowRestartingOrScalingAndTheLaunchersWorldSize)
   o.launcher = report("pod-0", 1, 0, 0, "gathering");
   auto crash = decide(job, o, kNow + 1);
   EXPECT_EQ(crash.status.phase, "Restarting");
+  EXPECT_EQ(find_condition(crash.status, "Restarting")->reason, "WorkerCrash");
   o.launcher = report("pod-0", 0, 0, 1, "gathering");
-  EXPECT_EQ(decide(job, o, kNow + 1).status.phase, "Scaling");
+  auto scale = decide(job, o, kNow + 1);
+  EXPECT_EQ(scale.status.phase, "Scaling");
+  // Still forming, nothing new: the phase stays what it was.
+  job.status = scale.status;
+  EXPECT_EQ(decide(job, o, kNow + 2).status.phase, "Scaling");
   o.launcher = report("pod-0", 1, 0, 0, "running");
   o.launcher->world_size = 12;
   job.status = crash.status;
   auto back = decide(job, o, kNow + 2);
   EXPECT_EQ(back.status.phase, "Running");
   EXPECT_EQ(back.status.world_size, 12);
+  EXPECT_FALSE(condition_true(back.status, "Restarting"));
 }
 
 TEST(Decide, ElasticJobShrinksPastUnschedulablePodsAndShowsScaling) {
