@@ -30,6 +30,14 @@ constexpr const char* kUsage = R"(usage: kubedist-operator [flags]
   --leader-election-namespace NS      namespace of the Lease (default: the kubeconfig's or pod's namespace)
   --leader-election-id NAME           name of the Lease (default kubedist-operator)
   --leader-election-lease-seconds N   a silent leader is replaced after N seconds (default 15)
+  --watch-nodes[=BOOL]     watch nodes (read-only) to recreate pods lost with a deleted or NotReady node
+                           (default true when watching all namespaces, else false)
+  --unschedulable-grace D  elastic jobs give up pods unschedulable longer than D, down to minReplicas, and
+                           try to grow back D after each change (default 30s)
+  --node-lost-grace D      pods on a node NotReady longer than D are force-deleted and recreated (default 60s)
+  --launcher-poll-interval D   ask each running job's node-0 launcher for its STATUS (in-place restarts by
+                           reason) every D; 0 disables (default 10s)
+Durations D: an integer with unit ms, s or m (e.g. 500ms, 30s, 2m); a bare integer is seconds.
 )";
 
 bool parse_int(const std::string& value, long min, long max, long* out) {
@@ -37,6 +45,23 @@ bool parse_int(const std::string& value, long min, long max, long* out) {
   long n = std::strtol(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || n < min || n > max) return false;
   *out = n;
+  return true;
+}
+
+// Milliseconds of "500ms", "30s", "2m" or "30" (seconds), within [min_ms, max_ms].
+bool parse_duration_ms(const std::string& value, long min_ms, long max_ms, long* out) {
+  size_t digits = 0;
+  while (digits < value.size() && value[digits] >= '0' && value[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 9) return false;
+  const std::string unit = value.substr(digits);
+  const long n = std::stol(value.substr(0, digits));
+  long ms = 0;
+  if (unit == "ms") ms = n;
+  else if (unit == "s" || unit.empty()) ms = n * 1000;
+  else if (unit == "m") ms = n * 60000;
+  else return false;
+  if (ms < min_ms || ms > max_ms) return false;
+  *out = ms;
   return true;
 }
 
@@ -90,6 +115,29 @@ bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o
         return false;
       }
       o->leader_election_lease_seconds = static_cast<int>(n);
+    } else if (arg == "--watch-nodes") {
+      if (has_value && value != "true" && value != "false") {
+        *error = "--watch-nodes must be true or false, got \"" + value + "\"";
+        return false;
+      }
+      o->watch_nodes = !has_value || value == "true";
+    } else if (arg == "--unschedulable-grace" || arg == "--node-lost-grace") {
+      if (!next()) return false;
+      long ms = 0;
+      if (!parse_duration_ms(value, 1000, 86400000, &ms) || ms % 1000 != 0) {
+        *error = arg + " must be a whole number of seconds from 1s to 24h (e.g. 30s, 2m), got \"" + value + "\"";
+        return false;
+      }
+      (arg == "--unschedulable-grace" ? o->unschedulable_grace_s : o->node_lost_grace_s) = ms / 1000;
+    } else if (arg == "--launcher-poll-interval") {
+      if (!next()) return false;
+      long ms = 0;
+      if (!parse_duration_ms(value, 0, 3600000, &ms) || (ms > 0 && ms < 100)) {
+        *error = "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"" +
+                 value + "\"";
+        return false;
+      }
+      o->launcher_poll_interval_ms = ms;
     } else if (arg == "--workers") {
       if (!next()) return false;
       long n = 0;

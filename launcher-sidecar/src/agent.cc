@@ -132,6 +132,9 @@ void Agent::on_end(int code, const std::string& reason) {
 
 void Agent::shutdown(int signal) {
   shutdown_signal_ = signal;
+  // Leaving on purpose (the operator scales down or removes the pod): the other nodes re-form the group and
+  // count a scale restart, not a lost node.
+  if (member_ != nullptr && state_ == State::Running) member_->leave();
   if (group_ && (state_ == State::Running || state_ == State::Stopping)) {
     say(std::string("received ") + strsignal(signal) + ": stopping workers");
     state_ = State::Stopping;

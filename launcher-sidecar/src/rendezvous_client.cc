@@ -45,6 +45,16 @@ void TcpMember::done(int round) {
   loop_.defer([this] { events_.on_end(0, ""); });
 }
 
+void TcpMember::leave() {
+  if (ended_) return;
+  if (connected_) send_line(encode_request({MemberRequest::Kind::Leave, {}, 0, 0, ""}));
+  ended_ = true;
+  want_join_.reset();
+  if (retry_timer_) loop_.cancel(retry_timer_);
+  retry_timer_ = 0;
+  close_socket();
+}
+
 void TcpMember::connect_soon(std::chrono::milliseconds delay) {
   retry_timer_ = loop_.after(delay, [this] {
     retry_timer_ = 0;

@@ -20,6 +20,7 @@ class TcpMember : public RendezvousMember {
   void join(const JoinRequest& request) override;
   void failed(int round, int exit_code, const std::string& summary) override;
   void done(int round) override;
+  void leave() override;
 
  private:
   void connect_soon(std::chrono::milliseconds delay);

@@ -31,10 +31,10 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
   // A node joined while a round runs: grow the group if there is room and a restart left; else it waits.
   int in_round = static_cast<int>(std::count_if(members_.begin(), members_.end(), [](auto& e) { return e.second.in_round; }));
   if (in_round < settings_.max_nodes && restart_count_ < settings_.max_restarts && !any_done_)
-    new_round("node " + std::to_string(request.node_rank) + " joined", 0, now);
+    new_round("node " + std::to_string(request.node_rank) + " joined", 0, kCauseScale, now);
 }
 
-void RendezvousCoordinator::leave(MemberId id, Clock::time_point now) {
+void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool graceful) {
   auto it = members_.find(id);
   if (it == members_.end()) return;
   Member m = it->second;
@@ -42,9 +42,11 @@ void RendezvousCoordinator::leave(MemberId id, Clock::time_point now) {
   if (phase_ == Phase::Gathering) {
     evaluate(now);
   } else if (phase_ == Phase::Running && m.in_round && !m.done) {
-    std::string reason = "node " + std::to_string(m.info.node_rank) + " left the job (its launcher exited or lost the connection)";
+    std::string reason = "node " + std::to_string(m.info.node_rank) +
+                         (graceful ? " left the job (scaled down)"
+                                   : " left the job (its launcher exited or lost the connection)");
     if (any_done_) return end(1, reason + " after other nodes had finished");
-    new_round(reason, 1, now);
+    new_round(reason, 1, graceful ? kCauseScale : kCauseNodeLost, now);
   } else if (phase_ == Phase::Running && round_finished()) {
     end(0, "job finished");
   }
@@ -56,7 +58,7 @@ void RendezvousCoordinator::failed(MemberId id, int round, int exit_code, const 
   if (phase_ != Phase::Running || round != round_ || it == members_.end() || !it->second.in_round) return;  // stale
   std::string reason = "node " + std::to_string(it->second.info.node_rank) + ": " + summary;
   if (any_done_) return end(exit_code, reason + " after other nodes had finished");
-  new_round(reason, exit_code, now);
+  new_round(reason, exit_code, kCauseWorkerCrash, now);
 }
 
 void RendezvousCoordinator::done(MemberId id, int round, Clock::time_point) {
@@ -71,7 +73,8 @@ bool RendezvousCoordinator::round_finished() const {
   return std::all_of(members_.begin(), members_.end(), [](auto& m) { return !m.second.in_round || m.second.done; });
 }
 
-void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, Clock::time_point now) {
+void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, const char* cause,
+                                      Clock::time_point now) {
   last_failure_ = reason;
   last_exit_code_ = exit_code == 0 ? 1 : exit_code;
   if (restart_count_ >= settings_.max_restarts) {
@@ -79,6 +82,7 @@ void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, 
                                     std::to_string(settings_.max_restarts) + "): " + reason);
   }
   ++restart_count_;
+  ++restarts_by_cause_[cause];
   phase_ = Phase::Gathering;
   below_min_since_ = now;
   last_call_deadline_.reset();
@@ -136,6 +140,8 @@ void RendezvousCoordinator::form_round() {
     m.done = false;
     send(order[g].second, {RendezvousMessage::Kind::Round, a, round_, 0, ""});
   }
+  round_nodes_ = static_cast<int>(order.size());
+  round_world_size_ = world;
   phase_ = Phase::Running;
   any_done_ = false;
   last_call_deadline_.reset();
@@ -147,6 +153,11 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
   last_exit_code_ = exit_code;
   last_failure_ = reason;
   for (auto& [id, m] : members_) send(id, {RendezvousMessage::Kind::Fail, {}, 0, exit_code, reason});
+}
+
+RendezvousReport RendezvousCoordinator::report() const {
+  const char* phase = phase_ == Phase::Gathering ? "gathering" : phase_ == Phase::Running ? "running" : "over";
+  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase};
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -4,7 +4,10 @@
 //   member -> service  JOIN run_id node_rank nproc   ready for a round (first time, or after its workers stopped)
 //                      FAILED round exit_code text   a worker of this round failed on that node
 //                      DONE round                    every worker of this round on that node exited 0
+//                      LEAVE                         the node leaves on purpose (its pod is being removed)
 //                      (closing the connection)      the node left: its launcher died or lost the network
+//   anyone  -> service  STATUS                        one STATUS report line back (round, restarts by cause,
+//                                                     nodes, world size); the operator polls this
 //   service -> member  ROUND assignment              start workers: round, restart count, group rank/size, ranks
 //                      STOP round                    stop your workers, then JOIN again
 //                      FAIL exit_code text           the job is over: exit with this code (0: finished)
@@ -18,6 +21,8 @@
 // next round instead. Below MIN nodes the service waits join_timeout for nodes to (re)join, then ends the job
 // with a message saying how many nodes were missing. When every node of the round is DONE the job has finished.
 // A failure or loss after some node is already DONE ends the job (the finished nodes are gone).
+// Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE) or scale (a node
+// joined the running group, or left it with LEAVE). STATUS reports the counts by cause.
 #pragma once
 
 #include <chrono>
@@ -47,6 +52,22 @@ struct RendezvousMessage {
   std::string reason;     // Fail
 };
 
+// Causes of a restart, the keys of RendezvousReport::restarts_by_cause (the operator's restart reasons).
+inline constexpr const char* kCauseWorkerCrash = "worker_crash";
+inline constexpr const char* kCauseNodeLost = "node_lost";
+inline constexpr const char* kCauseScale = "scale";
+
+// What STATUS answers: the state of the rendezvous at one moment.
+struct RendezvousReport {
+  int round = -1;     // the last round formed, -1 before the first
+  int restarts = 0;   // the sum of restarts_by_cause
+  std::map<std::string, int> restarts_by_cause;  // every kCause* key, also when 0
+  int nodes = 0;      // nodes in the last round formed
+  int world_size = 0; // worker processes in the last round formed
+  std::string phase;  // gathering | running | over
+  bool operator==(const RendezvousReport&) const = default;
+};
+
 struct Outgoing {
   MemberId to;
   RendezvousMessage message;
@@ -67,7 +88,8 @@ class RendezvousCoordinator {
   explicit RendezvousCoordinator(CoordinatorSettings settings, Clock::time_point now);
 
   void join(MemberId id, const JoinRequest& request, Clock::time_point now);
-  void leave(MemberId id, Clock::time_point now);
+  // graceful: the node said LEAVE (a scale-down), else it vanished (node lost).
+  void leave(MemberId id, Clock::time_point now, bool graceful = false);
   void failed(MemberId id, int round, int exit_code, const std::string& summary, Clock::time_point now);
   void done(MemberId id, int round, Clock::time_point now);
   void tick(Clock::time_point now);  // call at next_deadline()
@@ -77,6 +99,7 @@ class RendezvousCoordinator {
   bool over() const { return phase_ == Phase::Over; }
   int rounds_formed() const { return round_ + 1; }
   int restart_count() const { return restart_count_; }
+  RendezvousReport report() const;
 
  private:
   enum class Phase { Gathering, Running, Over };
@@ -88,7 +111,7 @@ class RendezvousCoordinator {
   };
   void evaluate(Clock::time_point now);
   void form_round();
-  void new_round(const std::string& reason, int exit_code, Clock::time_point now);
+  void new_round(const std::string& reason, int exit_code, const char* cause, Clock::time_point now);
   void end(int exit_code, const std::string& reason);
   void send(MemberId to, RendezvousMessage m) { outbox_.push_back({to, std::move(m)}); }
   bool round_finished() const;
@@ -99,6 +122,9 @@ class RendezvousCoordinator {
   std::map<MemberId, Member> members_;
   int round_ = -1;
   int restart_count_ = 0;
+  std::map<std::string, int> restarts_by_cause_{{kCauseWorkerCrash, 0}, {kCauseNodeLost, 0}, {kCauseScale, 0}};
+  int round_nodes_ = 0;
+  int round_world_size_ = 0;
   bool any_done_ = false;
   Clock::time_point below_min_since_;
   std::optional<Clock::time_point> last_call_deadline_;

@@ -31,6 +31,10 @@ class RendezvousHost::LocalMember : public RendezvousMember {
     host_.coordinator_.done(kLocalMember, round, RendezvousCoordinator::Clock::now());
     host_.flush();
   }
+  void leave() override {
+    host_.coordinator_.leave(kLocalMember, RendezvousCoordinator::Clock::now(), true);
+    host_.flush();
+  }
 
  private:
   RendezvousHost& host_;
@@ -138,6 +142,14 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     case MemberRequest::Kind::Join: coordinator_.join(id, r.join, now); break;
     case MemberRequest::Kind::Failed: coordinator_.failed(id, r.round, r.exit_code, r.summary, now); break;
     case MemberRequest::Kind::Done: coordinator_.done(id, r.round, now); break;
+    case MemberRequest::Kind::Leave:
+      coordinator_.leave(id, now, true);
+      break;
+    case MemberRequest::Kind::Status:
+      // A reader (the operator), not a member: answer and let it close the connection.
+      connections_[fd].out += encode_report(coordinator_.report());
+      connection_ready(fd, EPOLLOUT);
+      return;
   }
   flush();
 }

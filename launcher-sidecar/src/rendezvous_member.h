@@ -20,6 +20,9 @@ class RendezvousMember {
   virtual void join(const JoinRequest& request) = 0;
   virtual void failed(int round, int exit_code, const std::string& summary) = 0;
   virtual void done(int round) = 0;
+  // The node is leaving on purpose (SIGTERM while the group runs, e.g. the operator scales down): the others
+  // re-form the group and count a scale restart rather than a lost node.
+  virtual void leave() = 0;
 };
 
 }  // namespace kubedist::launcher

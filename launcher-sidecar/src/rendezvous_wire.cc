@@ -29,6 +29,10 @@ std::string encode_request(const MemberRequest& r) {
       return "FAILED " + std::to_string(r.round) + " " + std::to_string(r.exit_code) + " " + one_line(r.summary) + "\n";
     case MemberRequest::Kind::Done:
       return "DONE " + std::to_string(r.round) + "\n";
+    case MemberRequest::Kind::Leave:
+      return "LEAVE\n";
+    case MemberRequest::Kind::Status:
+      return "STATUS\n";
   }
   return "";
 }
@@ -66,6 +70,10 @@ Result<MemberRequest> parse_request(const std::string& line) {
   } else if (verb == "DONE") {
     r.kind = MemberRequest::Kind::Done;
     if (in >> r.round) return r;
+  } else if (verb == "LEAVE" || verb == "STATUS") {
+    r.kind = verb == "LEAVE" ? MemberRequest::Kind::Leave : MemberRequest::Kind::Status;
+    std::string extra;
+    if (!(in >> extra)) return r;
   }
   return make_error("bad rendezvous request: '" + line + "'");
 }
@@ -93,6 +101,49 @@ Result<RendezvousMessage> parse_message(const std::string& line) {
     }
   }
   return make_error("bad rendezvous message: '" + line + "'");
+}
+
+std::string encode_report(const RendezvousReport& r) {
+  std::string line = "STATUS round=" + std::to_string(r.round) + " restarts=" + std::to_string(r.restarts);
+  for (const auto& [cause, n] : r.restarts_by_cause) line += " " + cause + "=" + std::to_string(n);
+  return line + " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) +
+         " phase=" + r.phase + "\n";
+}
+
+Result<RendezvousReport> parse_report(const std::string& line) {
+  std::istringstream in(line);
+  std::string word;
+  if (!(in >> word) || word != "STATUS") return make_error("bad rendezvous status: '" + line + "'");
+  RendezvousReport r;
+  bool round = false, restarts = false, nodes = false, world = false;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0) return make_error("bad rendezvous status field '" + word + "' in '" + line + "'");
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    if (key == "phase") {
+      r.phase = value;
+      continue;
+    }
+    int n = 0;
+    size_t used = 0;
+    try {
+      n = std::stoi(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || (n < 0 && key != "round")) {
+      return make_error("bad rendezvous status field '" + word + "' in '" + line + "'");
+    }
+    if (key == "round") round = true, r.round = n;
+    else if (key == "restarts") restarts = true, r.restarts = n;
+    else if (key == "nodes") nodes = true, r.nodes = n;
+    else if (key == "world_size") world = true, r.world_size = n;
+    else r.restarts_by_cause[key] = n;
+  }
+  if (!round || !restarts || !nodes || !world) {
+    return make_error("rendezvous status without round, restarts, nodes or world_size: '" + line + "'");
+  }
+  return r;
 }
 
 }  // namespace kubedist::launcher

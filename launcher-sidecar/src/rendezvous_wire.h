@@ -9,16 +9,21 @@
 namespace kubedist::launcher {
 
 struct MemberRequest {
-  enum class Kind { Join, Failed, Done } kind = Kind::Join;
+  enum class Kind { Join, Failed, Done, Leave, Status } kind = Kind::Join;
   JoinRequest join;
   int round = 0;
   int exit_code = 0;
   std::string summary;
 };
 
-std::string encode_request(const MemberRequest& request);   // "JOIN run 1 4\n", "FAILED 2 3 text\n", "DONE 2\n"
+// "JOIN run 1 4\n", "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n"
+std::string encode_request(const MemberRequest& request);
 std::string encode_message(const RendezvousMessage& message);  // "ROUND r rc g gws off ws\n", "STOP r\n", "FAIL c text\n"
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);
+// The answer to STATUS, key=value fields so that readers can skip what they do not know:
+// "STATUS round=3 restarts=2 worker_crash=1 node_lost=1 scale=0 nodes=2 world_size=8 phase=running\n"
+std::string encode_report(const RendezvousReport& report);
+Result<RendezvousReport> parse_report(const std::string& line);
 
 }  // namespace kubedist::launcher

@@ -15,6 +15,7 @@
 #include "kube/informer.h"
 #include "metrics/operator_metrics.h"
 #include "trainingjob/job_metrics.h"
+#include "trainingjob/launcher_poller.h"
 #include "trainingjob/parse.h"
 #include "trainingjob/reconciler.h"
 
@@ -68,6 +69,29 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
       [](const ServiceFacts& s) { return s.ns + "/" + s.name; },
       [&](const std::string& key, const std::string&) { queue.add(key); });
 
+  // Nodes (cluster-scoped, read-only) tell lost pods apart; a change may concern any job, so all are requeued.
+  const bool watch_nodes = options.watch_nodes.value_or(options.ns.empty());
+  std::unique_ptr<NodeInformer> nodes;
+  if (watch_nodes) {
+    nodes = std::make_unique<NodeInformer>(
+        api, kube::InformerOptions{"/api/v1/nodes", ""}, parse_node_facts, [](const NodeFacts&) { return std::string(); },
+        [&](const std::string&, const std::string&) {
+          for (const auto& key : jobs.keys()) queue.add(key);
+        });
+  }
+  LauncherPoller poller(
+      std::chrono::milliseconds(options.launcher_poll_interval_ms),
+      [&] {
+        std::vector<LauncherTarget> targets;
+        for (const auto& key : jobs.keys()) {
+          auto job = jobs.get(key);
+          if (!job) continue;
+          if (auto t = launcher_target(*job, pods.by_index(key))) targets.push_back(*t);
+        }
+        return targets;
+      },
+      [&](const std::string& key) { queue.add(key); });
+
   std::atomic<bool> ready{false};
   // A standby replica is healthy and ready: it is doing its job, which is to wait.
   std::atomic<bool> standby{false};
@@ -110,7 +134,14 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
 
   kube::EventRecorder recorder(api, "kubedist-operator");
   JobMetrics job_metrics(metrics);
-  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods, &job_metrics);
+  ReconcilerExtras extras;
+  extras.nodes = nodes.get();
+  if (options.launcher_poll_interval_ms > 0) {
+    extras.launcher = [&](const std::string& key) { return poller.latest(key); };
+  }
+  extras.unschedulable_grace_s = options.unschedulable_grace_s;
+  extras.node_lost_grace_s = options.node_lost_grace_s;
+  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods, std::move(extras), &job_metrics);
   auto reconcile = [&](const std::string& key) {
     const auto start = std::chrono::steady_clock::now();
     ReconcileResult result;
@@ -128,13 +159,15 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   jobs.start();
   pods.start();
   services.start();
-  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced())) {
+  if (nodes) nodes->start();
+  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && (!nodes || nodes->synced()))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!stop && !lost) {
     log_info("manager", "caches synced: " + std::to_string(jobs.keys().size()) + " TrainingJobs; starting " +
                             std::to_string(options.workers) + " workers");
     workers.start();
+    poller.start();
     ready = true;
   }
   auto next_resync = std::chrono::steady_clock::now() + std::chrono::seconds(options.resync_seconds);
@@ -148,11 +181,13 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
 
   log_info("manager", "shutting down: finishing in-flight reconciles");
   ready = false;
+  poller.stop();
   workers.stop();
   api.cancel_watches();
   jobs.stop();
   pods.stop();
   services.stop();
+  if (nodes) nodes->stop();
   probes.stop();
   if (elector) {
     stop_holding = true;

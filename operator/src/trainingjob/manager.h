@@ -2,6 +2,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -21,6 +23,10 @@ struct ManagerOptions {
   std::string leader_election_namespace;  // "" = the kubeconfig's / pod's namespace
   std::string leader_election_id = "kubedist-operator";
   int leader_election_lease_seconds = 15;
+  std::optional<bool> watch_nodes;       // unset: watch nodes when watching all namespaces
+  int64_t unschedulable_grace_s = 30;    // elastic jobs give up pods unschedulable this long
+  int64_t node_lost_grace_s = 60;        // pods on a node NotReady this long are force-deleted and recreated
+  int64_t launcher_poll_interval_ms = 10000;  // STATUS of each running job's node 0; 0 disables
 };
 
 // Runs until *stop becomes true; returns an error for a setup failure (bad config, port in use) or when

@@ -1,6 +1,7 @@
 #include "trainingjob/parse.h"
 
 #include <regex>
+#include <sstream>
 #include <string>
 
 namespace kubedist::trainingjob {
@@ -239,6 +240,25 @@ static Status parse_status_fields(const json& st) {
   s.start_time = string_at(st, "startTime");
   s.completion_time = string_at(st, "completionTime");
   s.selector = string_at(st, "selector");
+  if (auto it = st.find("launcher"); it != st.end() && it->is_object()) {
+    s.launcher.pod_uid = string_at(*it, "podUID");
+    if (auto r = it->find("restartsByReason"); r != it->end() && r->is_object()) {
+      for (const auto& [reason, n] : r->items()) {
+        if (n.is_number_integer()) s.launcher.restarts_by_reason[reason] = n.get<int>();
+      }
+    }
+  }
+  if (auto it = st.find("elastic"); it != st.end() && it->is_object()) {
+    s.elastic.target_replicas = it->value("targetReplicas", 0);
+    s.elastic.reason = string_at(*it, "reason");
+    s.elastic.last_change = string_at(*it, "lastChange");
+    s.elastic.spec_replicas = it->value("specReplicas", 0);
+  }
+  if (auto it = st.find("lostPods"); it != st.end() && it->is_array()) {
+    for (const auto& uid : *it) {
+      if (uid.is_string()) s.lost_pods.push_back(uid.get<std::string>());
+    }
+  }
   if (auto it = st.find("conditions"); it != st.end() && it->is_array()) {
     for (const auto& c : *it) {
       if (!c.is_object()) continue;
@@ -270,6 +290,16 @@ json status_to_json(const Status& s) {
   j["startTime"] = s.start_time.empty() ? json(nullptr) : json(s.start_time);
   j["completionTime"] = s.completion_time.empty() ? json(nullptr) : json(s.completion_time);
   j["selector"] = s.selector;
+  // Merge-patch semantics: null removes a field that is no longer wanted.
+  j["launcher"] = s.launcher.pod_uid.empty()
+                      ? json(nullptr)
+                      : json{{"podUID", s.launcher.pod_uid}, {"restartsByReason", s.launcher.restarts_by_reason}};
+  j["elastic"] = s.elastic.target_replicas == 0 ? json(nullptr)
+                                                 : json{{"targetReplicas", s.elastic.target_replicas},
+                                                        {"reason", s.elastic.reason},
+                                                        {"lastChange", s.elastic.last_change},
+                                                        {"specReplicas", s.elastic.spec_replicas}};
+  j["lostPods"] = s.lost_pods.empty() ? json(nullptr) : json(s.lost_pods);
   return j;
 }
 
@@ -314,10 +344,17 @@ PodFacts parse_pod_facts(const json& pod) {
   f.phase = string_at(st, "phase");
   if (f.phase.empty()) f.phase = "Pending";
   f.start_time = string_at(st, "startTime");
+  f.pod_ip = string_at(st, "podIP");
   f.failure_reason = string_at(st, "reason");
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) f.node_name = string_at(*spec, "nodeName");
   if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
     for (const auto& c : *conds) {
-      if (c.is_object() && c.value("type", "") == "Ready") f.ready = c.value("status", "") == "True";
+      if (!c.is_object()) continue;
+      const std::string type = string_at(c, "type");
+      if (type == "Ready") f.ready = string_at(c, "status") == "True";
+      if (type == "PodScheduled" && string_at(c, "status") == "False" && string_at(c, "reason") == "Unschedulable") {
+        f.unschedulable_since = string_at(c, "lastTransitionTime");
+      }
     }
   }
   // The trainer container is the one the operator wrapped: named "trainer", else the first.
@@ -357,6 +394,59 @@ std::string controller_uid(const json& obj) {
 ServiceFacts parse_service_facts(const json& svc) {
   const json md = svc.value("metadata", json::object());
   return {string_at(md, "namespace"), string_at(md, "name"), controller_uid(svc)};
+}
+
+NodeFacts parse_node_facts(const json& node) {
+  NodeFacts f;
+  const json md = node.value("metadata", json::object());
+  f.name = string_at(md, "name");
+  const json spec = node.value("spec", json::object());
+  f.unschedulable = spec.is_object() && spec.value("unschedulable", false);
+  const json st = node.value("status", json::object());
+  if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
+    for (const auto& c : *conds) {
+      if (!c.is_object() || string_at(c, "type") != "Ready") continue;
+      f.ready = string_at(c, "status") == "True";
+      (f.ready ? f.schedulable_since : f.not_ready_since) = string_at(c, "lastTransitionTime");
+    }
+  }
+  const std::string created = string_at(md, "creationTimestamp");
+  if (f.ready && created > f.schedulable_since) f.schedulable_since = created;  // RFC 3339 UTC sorts as text
+  if (!f.ready) f.schedulable_since.clear();
+  return f;
+}
+
+Result<LauncherReport> parse_launcher_report(const std::string& line) {
+  std::istringstream in(line);
+  std::string word;
+  if (!(in >> word) || word != "STATUS") {
+    return Error::invalid("the rendezvous service answered '" + line + "', not a STATUS report");
+  }
+  LauncherReport r;
+  bool round = false, restarts = false, nodes = false, world = false;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    const std::string key = eq == std::string::npos ? word : word.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+    if (key == "phase") {
+      r.phase = value;
+      continue;
+    }
+    static const std::regex count("-1|0|[1-9][0-9]{0,8}");
+    if (key.empty() || !std::regex_match(value, count) || (value == "-1" && key != "round")) {
+      return Error::invalid("bad field '" + word + "' in the rendezvous STATUS report '" + line + "'");
+    }
+    const int n = std::stoi(value);
+    if (key == "round") round = true, r.round = n;
+    else if (key == "restarts") restarts = true, r.restarts = n;
+    else if (key == "nodes") nodes = true, r.nodes = n;
+    else if (key == "world_size") world = true, r.world_size = n;
+    else r.restarts_by_reason[key] = n;
+  }
+  if (!round || !restarts || !nodes || !world) {
+    return Error::invalid("the rendezvous STATUS report '" + line + "' lacks round, restarts, nodes or world_size");
+  }
+  return r;
 }
 
 }  // namespace kubedist::trainingjob

@@ -22,6 +22,12 @@ nlohmann::json status_to_json(const Status& status);
 // exit code counts (the container named "trainer", else the first).
 PodFacts parse_pod_facts(const nlohmann::json& pod);
 ServiceFacts parse_service_facts(const nlohmann::json& service);
+NodeFacts parse_node_facts(const nlohmann::json& node);
+
+// Parses the rendezvous service's answer to STATUS (launcher-sidecar/src/rendezvous_wire.h):
+// "STATUS round=3 restarts=2 worker_crash=1 node_lost=1 scale=0 nodes=2 world_size=8 phase=running".
+// pod_uid is left empty for the caller to fill in.
+Result<LauncherReport> parse_launcher_report(const std::string& line);
 
 // The uid of an object's controller owner reference, "" if none.
 std::string controller_uid(const nlohmann::json& obj);

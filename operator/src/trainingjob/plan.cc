@@ -1,7 +1,10 @@
 #include "trainingjob/plan.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 
+#include "trainingjob/elastic.h"
 #include "trainingjob/render.h"
 #include "trainingjob/status.h"
 
@@ -32,15 +35,26 @@ bool cleaned_up(CleanPodPolicy policy, const PodFacts& pod) {
   return false;
 }
 
+bool is_known_reason(const std::string& reason) {
+  return reason == kRestartWorkerCrash || reason == kRestartPodFailure || reason == kRestartNodeLost ||
+         reason == kRestartScale;
+}
+
 class Decider {
  public:
-  Decider(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now)
-      : job_(job), spec_(job.spec), service_exists_(service_exists), now_(now) {
-    for (const auto& pod : pods) {
+  Decider(const TrainingJob& job, const Observed& observed, UnixSeconds now)
+      : job_(job), spec_(job.spec), obs_(observed), service_exists_(observed.service_exists), now_(now) {
+    std::set<std::string> present;
+    for (const auto& pod : observed.pods) {
       if (pod.owner_uid != job.uid) continue;  // not ours: another controller's or a user's pod
       (pod.deleting ? terminating_ : live_).push_back(pod);
+      present.insert(pod.uid);
     }
     plan_.status = job.status;
+    // Pods counted as lost are remembered only while they exist, so that each is counted once.
+    auto& lost = plan_.status.lost_pods;
+    lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const std::string& uid) { return !present.count(uid); }),
+               lost.end());
   }
 
   Plan run() {
@@ -84,7 +98,57 @@ class Decider {
     plan_.events.push_back({type, reason, message});
   }
 
-  void delete_pod(const PodFacts& pod) { plan_.delete_pods.push_back({pod.name, pod.uid}); }
+  void delete_pod(const PodFacts& pod, bool force = false) { plan_.delete_pods.push_back({pod.name, pod.uid, force}); }
+
+  void requeue(int64_t seconds) {
+    seconds = std::max<int64_t>(seconds, 1);
+    if (!plan_.requeue_after_s || seconds < *plan_.requeue_after_s) plan_.requeue_after_s = seconds;
+  }
+
+  void count_restart(const std::string& reason, int n = 1) {
+    plan_.status.restarts_by_reason[reason] += n;
+    plan_.status.restarts += n;
+    last_reason_ = reason;
+  }
+
+  // Why the pod is lost with its node ("" if it is not): the node was deleted, or is NotReady past the grace.
+  std::string node_lost(const PodFacts& pod) {
+    if (!obs_.nodes_watched || pod.node_name.empty()) return "";
+    for (const auto& node : obs_.nodes) {
+      if (node.name != pod.node_name) continue;
+      if (node.ready) return "";
+      const UnixSeconds since = parse_rfc3339(node.not_ready_since).value_or(now_);
+      const int64_t left = since + obs_.node_lost_grace_s - now_;
+      if (left > 0) {
+        requeue(left);
+        return "";
+      }
+      return "node " + node.name + " has been NotReady for " + std::to_string(now_ - since) + "s";
+    }
+    return "node " + pod.node_name + " was deleted";
+  }
+
+  // Folds the launchers' in-place restarts (node 0's STATUS) into status.restartsByReason. The launcher's counters
+  // start at zero in every new node-0 pod, so status.launcher remembers which pod's counts were folded in.
+  void fold_launcher(const PodFacts* node0) {
+    if (!obs_.launcher || node0 == nullptr || obs_.launcher->pod_uid != node0->uid) return;
+    const LauncherReport& report = *obs_.launcher;
+    LauncherSeen& seen = plan_.status.launcher;
+    if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}};
+    for (const auto& [reason, n] : report.restarts_by_reason) {
+      if (!is_known_reason(reason)) continue;
+      const int before = seen.restarts_by_reason.count(reason) ? seen.restarts_by_reason[reason] : 0;
+      const int delta = n >= before ? n - before : n;  // smaller: the launcher restarted inside the same pod
+      seen.restarts_by_reason[reason] = n;
+      if (delta <= 0) continue;
+      count_restart(reason, delta);
+      const char* what = reason == std::string(kRestartWorkerCrash) ? "WorkerRestarted" : "GroupRestarted";
+      emit(reason == std::string(kRestartScale) ? "Normal" : "Warning", what,
+           "the launchers restarted the worker group in place " + std::to_string(delta) + " time(s) (reason " +
+               reason + "; rendezvous round " + std::to_string(report.round) + ", " + std::to_string(report.nodes) +
+               " nodes, world size " + std::to_string(report.world_size) + ")");
+    }
+  }
 
   Plan invalid_spec() {
     Status& st = plan_.status;
@@ -166,10 +230,48 @@ class Decider {
 
   Plan active() {
     Status& st = plan_.status;
-    const int target = spec_.replicas;
+    const ElasticDecision elastic = elastic_target(job_, live_, obs_.nodes, now_, obs_.unschedulable_grace_s);
+    const int target = elastic.target;
+    st.elastic = elastic.status;
+    if (!elastic.event_reason.empty()) {
+      emit(elastic.event_reason == "ScaledDown" ? "Warning" : "Normal", elastic.event_reason, elastic.event_message);
+      if (elastic.changed) last_reason_ = kRestartScale;
+    }
+    if (elastic.requeue_after_s) requeue(*elastic.requeue_after_s);
+
+    // Pods someone else is deleting (kubectl delete, an eviction) while the job runs: their node is lost to the job.
+    // Not while Scaling: pods a scale-down removed may still be terminating when the user scales up again.
+    const bool was_running = job_.status.phase == "Running" || job_.status.phase == "Restarting";
+    for (const auto& pod : terminating_) {
+      const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(job_.name, pod.rank);
+      if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
+      if (std::find(st.lost_pods.begin(), st.lost_pods.end(), pod.uid) != st.lost_pods.end()) continue;
+      st.lost_pods.push_back(pod.uid);
+      count_restart(kRestartNodeLost);
+      lost_.push_back(pod.name);
+      emit("Warning", "PodLost", "pod " + pod.name + " is being deleted; it will be recreated");
+    }
+    // Pods whose node is gone, or that their node evicted: force-deleted (no kubelet will confirm) and recreated.
+    std::set<std::string> lost_uids;
+    for (const auto& pod : live_) {
+      std::string why = node_lost(pod);
+      const bool evicted = why.empty() && pod.phase == "Failed" && failure_is_node_loss(pod);
+      if (evicted) why = "its node ended it (reason " + pod.failure_reason + ")";
+      if (why.empty()) continue;
+      lost_uids.insert(pod.uid);
+      delete_pod(pod, !evicted);
+      const bool in_target = pod.rank >= 0 && pod.rank < target;
+      if (!in_target) continue;
+      st.lost_pods.push_back(pod.uid);
+      count_restart(kRestartNodeLost);
+      lost_.push_back(pod.name);
+      emit("Warning", "PodLost", "pod " + pod.name + " was lost: " + why + "; recreating it");
+    }
+
     std::map<int, const PodFacts*> by_rank;
     std::vector<std::string> surplus;
     for (const auto& pod : live_) {
+      if (lost_uids.count(pod.uid) != 0) continue;
       const bool in_range = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(job_.name, pod.rank);
       if (!in_range || by_rank.count(pod.rank) != 0) {
         delete_pod(pod);
@@ -178,12 +280,12 @@ class Decider {
         by_rank[pod.rank] = &pod;
       }
     }
-    if (!surplus.empty()) {
+    if (!surplus.empty() && !elastic.changed) {
       emit("Normal", "ScaledDown",
            "deleting pods " + join_names(surplus) + " (spec.replicas=" + std::to_string(target) + ")");
     }
 
-    bool all_succeeded = static_cast<int>(by_rank.size()) == target;
+    bool all_succeeded = static_cast<int>(by_rank.size()) == target && lost_.empty();
     for (const auto& [rank, pod] : by_rank) all_succeeded = all_succeeded && pod->phase == "Succeeded";
     if (all_succeeded) {
       return finish(true, "AllNodesSucceeded",
@@ -201,7 +303,7 @@ class Decider {
       retryable.push_back(pod);
     }
     // backoffLimit bounds pod failures only; in-place restarts are bounded by the launchers' maxRestarts.
-    int& pod_failures = st.restarts_by_reason[kRestartPodFailure];
+    const int pod_failures = st.restarts_by_reason.count(kRestartPodFailure) ? st.restarts_by_reason[kRestartPodFailure] : 0;
     if (!retryable.empty() && pod_failures + static_cast<int>(retryable.size()) > spec_.backoff_limit) {
       return finish(false, "BackoffLimitExceeded",
                     describe_failure(*retryable.front()) + "; backoffLimit " +
@@ -210,11 +312,11 @@ class Decider {
     }
     std::string restart_message;
     for (const PodFacts* pod : retryable) {
-      ++pod_failures;
-      ++st.restarts;
+      count_restart(kRestartPodFailure);
       delete_pod(*pod);
-      restart_message = describe_failure(*pod) + "; recreating it (pod failure " + std::to_string(pod_failures) +
-                        ", backoffLimit " + std::to_string(spec_.backoff_limit) + ")";
+      restart_message = describe_failure(*pod) + "; recreating it (pod failure " +
+                        std::to_string(st.restarts_by_reason[kRestartPodFailure]) + ", backoffLimit " +
+                        std::to_string(spec_.backoff_limit) + ")";
       emit("Warning", "PodFailed", restart_message);
     }
 
@@ -226,7 +328,16 @@ class Decider {
       if (by_rank.count(rank) != 0) continue;
       bool terminating = false;  // wait until the old pod of this name is gone
       for (const auto& pod : terminating_) terminating = terminating || pod.name == pod_name(job_.name, rank);
+      for (const auto& pod : live_) {  // lost now: deleted by this plan
+        terminating = terminating || (lost_uids.count(pod.uid) != 0 && pod.name == pod_name(job_.name, rank));
+      }
       if (terminating) continue;
+      if (job_.status.phase == "Running" && rank < job_.status.replicas && !elastic.changed) {
+        // Every pod ran at the last status write and this one vanished unseen (deleted at once, node gone).
+        count_restart(kRestartNodeLost);
+        lost_.push_back(pod_name(job_.name, rank));
+        emit("Warning", "PodLost", "pod " + pod_name(job_.name, rank) + " vanished; recreating it");
+      }
       plan_.create_ranks.push_back(rank);
       created.push_back(pod_name(job_.name, rank));
     }
@@ -245,15 +356,34 @@ class Decider {
       emit("Normal", "CreatedService", "creating missing Service " + job_.name);
     }
 
+    fold_launcher(by_rank.count(0) != 0 ? by_rank[0] : nullptr);
     observe_pods(st, spec_, live_);
+    const bool launcher_current = obs_.launcher && by_rank.count(0) != 0 && obs_.launcher->pod_uid == by_rank[0]->uid;
+    if (launcher_current && obs_.launcher->phase == "running") st.world_size = obs_.launcher->world_size;
     const int running = st.ready_replicas;
     // A node whose trainer already exited 0 is done, not missing: the others may still be finishing.
     int finished = 0;
     for (const auto& [rank, pod] : by_rank) finished += pod->phase == "Succeeded" ? 1 : 0;
-    const bool complete = running + finished == target && surplus.empty() && retryable.empty();
-    if (!retryable.empty() || (job_.status.phase == "Restarting" && !complete)) {
+    const bool complete = running + finished == target && surplus.empty() && retryable.empty() && lost_.empty();
+    // The launchers are re-forming the group (after a crash, a lost node or a new size) although every pod runs.
+    const bool regrouping = launcher_current && obs_.launcher->phase == "gathering" && obs_.launcher->round >= 0;
+    if (!lost_.empty()) {
+      st.phase = "Restarting";
+      set_condition(st, "Restarting", true, "PodLost", "recreating lost pods " + join_names(lost_), now_);
+    } else if (!retryable.empty() || (job_.status.phase == "Restarting" && !complete)) {
       st.phase = "Restarting";
       if (!retryable.empty()) set_condition(st, "Restarting", true, "PodFailed", restart_message, now_);
+    } else if (complete && regrouping) {
+      // The latest restart says why; with none new, the group is still re-forming for the reason shown before.
+      const bool scaling = !last_reason_.empty() ? last_reason_ == kRestartScale
+                                                 : elastic.changed || job_.status.phase == "Scaling";
+      st.phase = scaling ? "Scaling" : "Restarting";
+      if (!scaling && !last_reason_.empty()) {
+        set_condition(st, "Restarting", true, last_reason_ == kRestartNodeLost ? "NodeLost" : "WorkerCrash",
+                      "the launchers are re-forming the worker group after a " +
+                          std::string(last_reason_ == kRestartNodeLost ? "lost node" : "worker crash"),
+                      now_);
+      }
     } else if (complete) {
       st.phase = "Running";
       set_condition(st, "Running", true, "AllNodesRunning",
@@ -261,7 +391,7 @@ class Decider {
       if (condition_true(st, "Restarting")) {
         set_condition(st, "Restarting", false, "AllNodesRunning", "all nodes are running again", now_);
       }
-    } else if (!surplus.empty() || job_.status.phase == "Scaling" ||
+    } else if (!surplus.empty() || elastic.changed || job_.status.phase == "Scaling" ||
                (condition_true(job_.status, "Created") && job_.generation != job_.status.observed_generation &&
                 target != job_.status.replicas)) {
       st.phase = "Scaling";  // spec.replicas changed (kubectl scale): pods are being added or removed
@@ -275,11 +405,14 @@ class Decider {
 
   const TrainingJob& job_;
   const Spec& spec_;
+  const Observed& obs_;
   const bool service_exists_;
   const UnixSeconds now_;
   std::vector<PodFacts> live_;
   std::vector<PodFacts> terminating_;
   Plan plan_;
+  std::vector<std::string> lost_;  // names of pods lost this time
+  std::string last_reason_;        // the reason of the latest restart counted
 };
 
 }  // namespace
@@ -295,8 +428,21 @@ bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod) {
   return false;
 }
 
+bool failure_is_node_loss(const PodFacts& pod) {
+  static const std::set<std::string> reasons{"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated",
+                                             "NodeAffinity", "OutOfpods"};
+  return reasons.count(pod.failure_reason) != 0 && pod.phase == "Failed";
+}
+
+Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now) {
+  return Decider(job, observed, now).run();
+}
+
 Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now) {
-  return Decider(job, pods, service_exists, now).run();
+  Observed observed;
+  observed.pods = pods;
+  observed.service_exists = service_exists;
+  return decide(job, observed, now);
 }
 
 }  // namespace kubedist::trainingjob

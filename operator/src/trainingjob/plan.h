@@ -19,8 +19,20 @@ struct Event {
 
 struct PodDeletion {
   std::string name;
-  std::string uid;  // delete precondition: never delete a newer pod of the same name
+  std::string uid;     // delete precondition: never delete a newer pod of the same name
+  bool force = false;  // gracePeriodSeconds 0: the pod's node is gone and no kubelet will confirm the deletion
   bool operator==(const PodDeletion&) const = default;
+};
+
+// Everything decide() reads besides the job: the caches' facts, the launcher's report and the operator's graces.
+struct Observed {
+  std::vector<PodFacts> pods;
+  bool service_exists = false;
+  bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
+  std::vector<NodeFacts> nodes;
+  std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
+  int64_t unschedulable_grace_s = 30;
+  int64_t node_lost_grace_s = 60;
 };
 
 struct Plan {
@@ -36,6 +48,11 @@ struct Plan {
 // The job's pods are those carrying its job-name label; pods owned by another controller are ignored.
 // service_exists: whether Service J exists (owned by the job).
 Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now);
+Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now);
+
+// Pod failures that are the node's fault, not the program's (eviction, node shutdown): counted as node_lost and
+// recreated whatever the restartPolicy, without spending backoffLimit.
+bool failure_is_node_loss(const PodFacts& pod);
 
 // Whether a failed pod may be recreated under the job's restartPolicy (ExitCode: 1-127 are permanent).
 bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod);

@@ -43,22 +43,55 @@ bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodF
   return false;
 }
 
+bool Reconciler::status_caught_up(const std::string& key, const TrainingJob& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = written_.find(key);
+  if (it == written_.end()) return true;
+  const auto& [version, since] = it->second;
+  // resourceVersions are etcd revisions: a cache at or past our write's revision has seen it.
+  bool seen = job.resource_version == version;
+  try {
+    seen = seen || std::stoull(job.resource_version) >= std::stoull(version);
+  } catch (const std::exception&) {
+  }
+  if (seen || std::chrono::steady_clock::now() - since > kExpectationTimeout) {
+    written_.erase(it);
+    return true;
+  }
+  return false;
+}
+
 std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const Status& before,
                                                   const Status& after) {
   std::lock_guard<std::mutex> lock(mu_);
   return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now());
 }
 
-Result<void> Reconciler::write_status(const TrainingJob& observed, const std::vector<PodFacts>& pods,
-                                      bool service_exists, Status status) {
-  TrainingJob job = observed;
+Observed Reconciler::observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const {
+  Observed o;
+  o.pods = std::move(pods);
+  o.service_exists = service_exists;
+  if (extras_.nodes != nullptr && extras_.nodes->synced()) {
+    o.nodes_watched = true;
+    o.nodes = extras_.nodes->by_index("");
+  }
+  if (extras_.launcher) o.launcher = extras_.launcher(key);
+  o.unschedulable_grace_s = extras_.unschedulable_grace_s;
+  o.node_lost_grace_s = extras_.node_lost_grace_s;
+  return o;
+}
+
+Result<std::string> Reconciler::write_status(const TrainingJob& observed_job, const Observed& observed,
+                                             Status status) {
+  TrainingJob job = observed_job;
   for (int attempt = 1;; ++attempt) {
     // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
     const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
     auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
     if (r.ok()) {
       if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
-      return {};
+      const auto md = r->value("metadata", json::object());
+      return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
     }
     if (r.error().kind != Error::Kind::kConflict || attempt >= kStatusAttempts) return r.error();
     // Someone (or our own last write) changed the job: decide the status again from the fresh object.
@@ -67,9 +100,9 @@ Result<void> Reconciler::write_status(const TrainingJob& observed, const std::ve
     auto parsed = parse_training_job(*fresh);
     if (!parsed) return parsed.error();
     job = *parsed;
-    if (job.uid != observed.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
-    status = decide(job, pods, service_exists, now_unix()).status;
-    if (status == job.status) return {};
+    if (job.uid != observed_job.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
+    status = decide(job, observed, now_unix()).status;
+    if (status == job.status) return std::string();
   }
 }
 
@@ -84,17 +117,19 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       const auto slash = key.find('/');
       metrics_->forget(key.substr(0, slash), key.substr(slash + 1));
     }
+    written_.erase(key);
     return ReconcileResult::done();
   }
   if (metrics_ != nullptr) metrics_->seen(*job);
   const std::vector<PodFacts> pods = pods_.by_index(key);
-  if (!caches_caught_up(key, pods)) {
+  if (!caches_caught_up(key, pods) || !status_caught_up(key, *job)) {
     // The watch event for our own write will bring us back; the timeout covers a lost event.
     return ReconcileResult::requeue_after(std::chrono::seconds(2));
   }
   const auto svc = services_.get(key);
   const bool service_exists = svc.has_value();
-  Plan plan = decide(*job, pods, service_exists, now_unix());
+  const Observed observed = observe(key, pods, service_exists);
+  Plan plan = decide(*job, observed, now_unix());
   const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
 
   const std::string ns_path = "/api/v1/namespaces/" + job->ns;
@@ -125,7 +160,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     if (first_error.empty()) first_error = "create pod " + pod_name(job->name, rank) + ": " + r.error().message;
   }
   for (const auto& d : plan.delete_pods) {
-    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
+    json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
+    if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion
     auto r = client_.remove(ns_path + "/pods/" + d.name, options);
     if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
       expect.deletes.insert(d.uid);
@@ -143,9 +179,13 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   std::chrono::milliseconds held_back{0};
   if (!(plan.status == job->status) &&
       (held_back = hold_pending(key, job->status, plan.status)).count() == 0) {
-    auto r = write_status(*job, pods, service_exists, plan.status);
+    auto r = write_status(*job, observed, plan.status);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
       return ReconcileResult::failed("update status of " + key + ": " + r.error().message);
+    }
+    if (r && !r->empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      written_[key] = {*r, std::chrono::steady_clock::now()};
     }
   }
   if (plan.delete_job) {

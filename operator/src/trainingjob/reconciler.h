@@ -2,6 +2,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,6 +26,15 @@ using controller::ReconcileResult;
 using JobInformer = kube::Informer<TrainingJob>;
 using PodInformer = kube::Informer<PodFacts>;
 using ServiceInformer = kube::Informer<ServiceFacts>;
+using NodeInformer = kube::Informer<NodeFacts>;
+
+// What the reconciler needs beyond the job, pod and service caches; everything here is optional.
+struct ReconcilerExtras {
+  const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
+  std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
+  int64_t unschedulable_grace_s = 30;
+  int64_t node_lost_grace_s = 60;
+};
 
 // Index value of pods and services: the owning job's "namespace/name".
 std::string job_key_of(const PodFacts& pod);
@@ -31,9 +42,10 @@ std::string job_key_of(const PodFacts& pod);
 class Reconciler {
  public:
   Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
-             kube::EventRecorder& events, PodOptions pod_options, JobMetrics* metrics = nullptr)
+             kube::EventRecorder& events, PodOptions pod_options, ReconcilerExtras extras = {},
+             JobMetrics* metrics = nullptr)
       : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
-        pod_options_(std::move(pod_options)), metrics_(metrics) {}
+        pod_options_(std::move(pod_options)), extras_(std::move(extras)), metrics_(metrics) {}
 
   // Level-triggered and idempotent: reads only the caches, never the event that woke it.
   ReconcileResult reconcile(const std::string& key);
@@ -48,8 +60,12 @@ class Reconciler {
   // Whether to hold this status write back for a while (returns how long), or write it now (zero).
   std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
-  Result<void> write_status(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists,
-                            Status status);
+  // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
+  // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
+  bool status_caught_up(const std::string& key, const TrainingJob& job);
+  Observed observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const;
+  // On success, the resourceVersion the server gave the job (empty if the write became unnecessary).
+  Result<std::string> write_status(const TrainingJob& job, const Observed& observed, Status status);
 
   kube::Client& client_;
   const JobInformer& jobs_;
@@ -57,9 +73,12 @@ class Reconciler {
   const ServiceInformer& services_;
   kube::EventRecorder& events_;
   const PodOptions pod_options_;
+  const ReconcilerExtras extras_;
   JobMetrics* const metrics_;  // may be null
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
+  // The resourceVersion of each job's last status write we have not yet seen in the cache, and since when.
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_;
   PendingWrites pending_writes_;
 };
 

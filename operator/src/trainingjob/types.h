@@ -61,6 +61,23 @@ struct Condition {
   bool operator==(const Condition&) const = default;
 };
 
+// What the operator last folded in from the rendezvous service on node 0 (status.launcher): the launcher's own
+// counters restart from zero when node 0's pod is replaced, so they are remembered with the pod they came from.
+struct LauncherSeen {
+  std::string pod_uid;                            // node 0's pod whose launcher reported these counts
+  std::map<std::string, int> restarts_by_reason;  // its counts as last folded into Status::restarts_by_reason
+  bool operator==(const LauncherSeen&) const = default;
+};
+
+// The elastic size the operator aims at (status.elastic), below spec.replicas while pods cannot be placed.
+struct ElasticStatus {
+  int target_replicas = 0;   // 0: not set (spec.replicas)
+  std::string reason;        // why the target is what it is
+  std::string last_change;   // RFC 3339: when the target last changed (growth is retried a grace period later)
+  int spec_replicas = 0;     // spec.replicas the target was decided for; a new spec.replicas starts afresh
+  bool operator==(const ElasticStatus&) const = default;
+};
+
 struct Status {
   std::string phase;  // "" until first written
   std::vector<Condition> conditions;
@@ -73,6 +90,9 @@ struct Status {
   std::string start_time;       // RFC 3339, empty when unset
   std::string completion_time;  // RFC 3339, empty when unset
   std::string selector;
+  LauncherSeen launcher;
+  ElasticStatus elastic;
+  std::vector<std::string> lost_pods;  // uids of pods already counted as node_lost that still exist
   bool operator==(const Status&) const = default;
 };
 
@@ -112,7 +132,32 @@ struct PodFacts {
   std::optional<int> exit_code;   // the trainer container's terminated exit code, if any
   std::string failure_reason;     // the pod's or the trainer container's termination reason
   std::string start_time;         // status.startTime
+  std::string node_name;          // spec.nodeName, empty until scheduled
+  std::string pod_ip;             // status.podIP
+  std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
   bool operator==(const PodFacts&) const = default;
+};
+
+// What the operator needs to know about a node: whether pods on it are still alive.
+struct NodeFacts {
+  std::string name;
+  bool ready = true;             // the Ready condition is True
+  std::string not_ready_since;   // RFC 3339: Ready's lastTransitionTime when it is not True
+  bool unschedulable = false;    // cordoned
+  std::string schedulable_since;  // RFC 3339: the later of creation and turning Ready, when ready (new capacity)
+  bool operator==(const NodeFacts&) const = default;
+};
+
+// The latest STATUS answer of the rendezvous service on a job's node 0 (see launcher_poller.h).
+struct LauncherReport {
+  std::string pod_uid;  // the node-0 pod that answered
+  int round = -1;
+  int restarts = 0;
+  std::map<std::string, int> restarts_by_reason;  // worker_crash, node_lost, scale
+  int nodes = 0;
+  int world_size = 0;
+  std::string phase;  // gathering | running | over
+  bool operator==(const LauncherReport&) const = default;
 };
 
 const char* to_string(RestartPolicy p);

@@ -1,5 +1,6 @@
 """Rendezvous across launchers on 127.0.0.1 with shell workers: growing, waiting below MIN, refusing, failing."""
 import os
+import socket
 import unittest
 
 from harness import LauncherTest, free_port, free_port_pair, pid_alive, wait_until
@@ -49,6 +50,64 @@ class MultiNode(LauncherTest):
         open(go, "w").close()
         self.assertEqual(n0.wait(), 0, n0.stderr())
         self.assertEqual(n1.wait(), 0, n1.stderr())
+
+    def status(self):
+        """One STATUS request to node 0's rendezvous service, as the operator's poller sends it."""
+        with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:
+            s.sendall(b"STATUS\n")
+            answer = b""
+            while not answer.endswith(b"\n"):
+                chunk = s.recv(512)
+                if not chunk:
+                    break
+                answer += chunk
+        fields = answer.decode().split()
+        self.assertEqual(fields[0], "STATUS", answer)
+        return dict(f.split("=", 1) for f in fields[1:])
+
+    def test_status_reports_restarts_by_cause_and_sigterm_leaves_as_a_scale(self):
+        go = self.path("go")
+        script = f'if [ "$CRASH" = 1 ] && [ ! -e {go}.crashed ]; then touch {go}.crashed; exit 7; fi; ' \
+                 f'while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--max-restarts=5", "--rdzv-conf=last_call_timeout=0.2,join_timeout=60", "--stop-timeout=5"]
+        n0 = self.launch([f"--nnodes=1:2", "--node-rank=0", "--master-addr=127.0.0.1",
+                          f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
+                          "--rdzv-id=job", *flags, "--no-python", "--", "sh", "-c", script], {"CRASH": "1"})
+        def running(**want):
+            try:
+                st = self.status()
+            except OSError:
+                return False
+            return st["phase"] == "running" and all(st[k] == str(v) for k, v in want.items())
+        wait_until(lambda: running(worker_crash=1, restarts=1, nodes=1), what="a worker crash counted")
+        n1 = self.node(1, "1:2", script, *flags)
+        wait_until(lambda: running(scale=1, restarts=2, nodes=2, world_size=2), what="a joiner counted as scale")
+        n1.proc.terminate()
+        self.assertEqual(n1.wait(), 128 + 15, n1.stderr())
+        wait_until(lambda: running(scale=2, node_lost=0, restarts=3, nodes=1), what="SIGTERM counted as scale")
+        n1 = self.node(1, "1:2", script, *flags)
+        wait_until(lambda: running(scale=3, restarts=4, nodes=2), what="the node back")
+        n1.kill()
+        wait_until(lambda: running(node_lost=1, scale=3, worker_crash=1, restarts=5, nodes=1),
+                   what="a vanished node counted as node_lost")
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+
+    def test_a_bad_request_is_refused_with_a_clear_error_and_the_service_keeps_serving(self):
+        n0 = self.node(0, "1:2", "exec sleep 300", "--rdzv-conf=last_call_timeout=0.2,join_timeout=60")
+        wait_until(lambda: self.rdzv_answers(), what="node 0 listening")
+        with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:
+            s.sendall(b"STATUS please\n")
+            self.assertEqual(s.recv(512), b"")  # dropped
+        wait_until(lambda: "rendezvous: bad rendezvous request: 'STATUS please'" in n0.stderr(), what="error logged")
+        self.assertIn(self.status()["phase"], ("gathering", "running"))
+
+    def rdzv_answers(self):
+        try:
+            self.status()
+            return True
+        except OSError:
+            return False
 
     def test_a_worker_failure_with_no_restart_left_fails_every_node_with_its_code(self):
         script = 'if [ "$RANK" = 3 ]; then exit 42; fi; exec sleep 300'

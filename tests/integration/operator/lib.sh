@@ -28,11 +28,12 @@ stop_operator() {
 cleanup() {
   local rc=$?
   local p
-  for p in ${OP_PID:-} ${OP2_PID:-}; do
+  for p in ${OP_PID:-} ${OP2_PID:-} ${EXTRA_PIDS:-}; do
     kill -KILL "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
   [ -n "${OP2_LOG:-}" ] && rm -f "$OP2_LOG"
+  delete_test_nodes
   if [ $rc -ne 0 ] && [ -n "${OP_LOG:-}" ]; then
     echo "--- operator log (last 40 lines) ---" >&2
     tail -n 40 "$OP_LOG" >&2
@@ -69,3 +70,56 @@ job_yaml() {
   printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: %s}\nspec:\n  replicas: %s\n%s\n' "$1" "$2" "${3:-}"
   printf '  template:\n    spec:\n%s\n      containers: [{name: trainer, image: busybox, command: [python, train.py], args: [--lr, "0.1"]}]\n' "${4:-}"
 }
+
+# Nodes of the test's own (kwok-played), tainted so that only the test's pods, which tolerate the taint and
+# select the pool label, land there; other tests' pods and nodes are never touched.
+# add_test_node NAME [GPUS]: creates the node and waits until kwok reports it Ready.
+add_test_node() {
+  local name=$1 gpus=${2:-8}
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $name
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {kubernetes.io/hostname: $name, type: kwok, kubedist.io/test-pool: $NS}
+spec:
+  taints: [{key: kubedist.io/test-pool, value: $NS, effect: NoSchedule}]
+status:
+  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "$gpus"}
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "$gpus"}
+YAML
+  TEST_NODES="${TEST_NODES:-} $name"
+  node_ready() { [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+  eventually 30 "node $name Ready" node_ready "$name"
+}
+delete_test_nodes() {
+  local n
+  for n in ${TEST_NODES:-}; do kubectl delete node "$n" --wait=false >/dev/null 2>&1 || true; done
+}
+
+# pool_job_yaml NAME REPLICAS GPUS [EXTRA-SPEC-LINES]: a job whose pods each need GPUS GPUs on the test's nodes.
+pool_job_yaml() {
+  printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: %s}\nspec:\n  replicas: %s\n%s\n' "$1" "$2" "${4:-}"
+  cat <<YAML
+  template:
+    spec:
+      nodeSelector: {kubedist.io/test-pool: $NS}
+      tolerations: [{key: kubedist.io/test-pool, operator: Equal, value: $NS, effect: NoSchedule}]
+      containers:
+      - name: trainer
+        image: busybox
+        command: [python, train.py]
+        resources: {limits: {nvidia.com/gpu: $3}}
+YAML
+}
+
+# reasons JOB: status.restartsByReason as "node_lost=N pod_failure=N scale=N worker_crash=N", and restarts.
+reasons() {
+  local r
+  r=$(jp "tj/$1" '{.status.restartsByReason}')
+  /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1] or "{}"); print(" ".join("%s=%d" % (k, d.get(k, 0)) for k in ("node_lost","pod_failure","scale","worker_crash")), "restarts=%s" % sys.argv[2])' \
+    "$r" "$(jp "tj/$1" '{.status.restarts}')"
+}
+reasons_are() { [ "$(reasons "$1")" = "$2" ]; }
+pod_uid() { jp "pod/$1" '{.metadata.uid}'; }

@@ -3,6 +3,7 @@
 set -euo pipefail
 OPERATOR=$1
 SCENARIO=$2
+LAUNCHER=${3:-}  # kubedist-launcher, for the scenario that runs real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 
@@ -114,6 +115,176 @@ exitcode)
   [ "$(jp tj/j '{.status.conditions[?(@.type=="Failed")].reason}')" = PodFailed ] || fail "reason"
   [ "$(jp tj/j '{.status.restarts}')" = 0 ] || fail "a permanent failure was retried"
   pass "restartPolicy ExitCode: exit code 2 is permanent"
+  ;;
+
+elastic)
+  # Two 8-GPU nodes for a job of 3 nodes x 8 GPUs (min 2): node 2 cannot be placed, is given up after the grace,
+  # and the job runs on 2; a third node appears and the job grows back to 3.
+  add_test_node "$NS-a"
+  add_test_node "$NS-b"
+  start_operator --watch-nodes --unschedulable-grace=3s --launcher-poll-interval=0
+  pool_job_yaml j 3 8 "  minReplicas: 2
+  maxReplicas: 3" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" bash -c "[ \$(kubectl -n $NS get pods -l kubedist.io/job-name=j --field-selector=status.phase=Running --no-headers | wc -l) -eq 2 ]"
+  unschedulable() { [ "$(jp pod/j-node-2 '{.status.conditions[?(@.type=="PodScheduled")].reason}')" = Unschedulable ]; }
+  eventually 30 "j-node-2 Unschedulable" unschedulable
+  eventually 30 "ScaledDown event" has_event j ScaledDown
+  eventually 30 "j-node-2 given up" pods_are j 2
+  eventually 30 "Running on 2 nodes" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.phase} {.status.replicas} {.status.elastic.targetReplicas} {.status.elastic.reason}')\" = 'Running 2 2 Unschedulable' ]"
+  [ "$(jp tj/j '{.spec.replicas}')" = 3 ] || fail "spec.replicas must stay the user's"
+  kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=ScaledDown -o jsonpath='{.items[0].message}' |
+    grep -qF "j-node-2 could not be scheduled for 3s" || fail "ScaledDown message"
+  pass "elastic: a pod unschedulable past --unschedulable-grace is given up; the job runs on minReplicas=2 (Event ScaledDown)"
+  ! has_event j ScalingUp || fail "grew back before any capacity returned"
+  add_test_node "$NS-c"
+  eventually 30 "ScalingUp event" has_event j ScalingUp
+  eventually 30 "3 pods running" all_running j 3
+  eventually 30 "ScaledUp event" has_event j ScaledUp
+  eventually 30 "Running on 3, elastic status cleared" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.phase} {.status.replicas} {.status.elastic}')\" = 'Running 3 ' ]"
+  reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=0 restarts=0" || fail "restarts: $(reasons j)"
+  pass "elastic: with a node back the job grows to spec.replicas=3 again (Events ScalingUp, ScaledUp)"
+  ;;
+
+nodelost)
+  # j-node-1's node is deleted: the pod is force-deleted and recreated on the spare node, node 0 untouched.
+  add_test_node "$NS-a" 8
+  add_test_node "$NS-b" 8
+  start_operator --watch-nodes --node-lost-grace=3s --launcher-poll-interval=0
+  pool_job_yaml j 2 8 "  backoffLimit: 0" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  eventually 30 "job Running" phase_is j Running
+  node0=$(pod_uid j-node-0)
+  old=$(pod_uid j-node-1)
+  lost_node=$(jp pod/j-node-1 '{.spec.nodeName}')
+  add_test_node "$NS-c" 8
+  kubectl delete node "$lost_node" --wait=false >/dev/null
+  eventually 30 "PodLost event" has_event j PodLost
+  moved() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-c" ] && all_running j 2; }
+  eventually 60 "j-node-1 recreated on the spare node" moved
+  eventually 30 "job Running again" phase_is j Running
+  [ "$(pod_uid j-node-0)" = "$node0" ] || fail "node 0 was recreated too"
+  reasons_are j "node_lost=1 pod_failure=0 scale=0 worker_crash=0 restarts=1" || fail "restarts: $(reasons j)"
+  pass "a pod whose node was deleted is recreated (node_lost=1, backoffLimit 0 unspent, node 0 kept)"
+  # An eviction (the kubelet fails the pod with reason Evicted) is a node loss too, not a pod failure.
+  old=$(pod_uid j-node-0)
+  node1=$(pod_uid j-node-1)
+  kubectl -n "$NS" patch pod j-node-0 --subresource=status --type=merge -p '{"status":{"phase":"Failed","reason":"Evicted","message":"The node was low on resource: memory."}}' >/dev/null
+  evicted_back() { [ "$(pod_uid j-node-0)" != "$old" ] && all_running j 2; }
+  eventually 30 "evicted node 0 recreated" evicted_back
+  eventually 30 "job Running again" phase_is j Running
+  [ "$(pod_uid j-node-1)" = "$node1" ] || fail "j-node-1 was recreated for node 0's eviction"
+  reasons_are j "node_lost=2 pod_failure=0 scale=0 worker_crash=0 restarts=2" || fail "restarts: $(reasons j)"
+  kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{.items[*].message}' |
+    grep -qF "reason Evicted" || fail "PodLost event for the eviction"
+  pass "an evicted pod is recreated as node_lost; backoffLimit 0 is not spent, the job never Failed"
+  # A node that stops reporting (kwok no longer plays its kubelet; its Ready condition turns False) loses its pod
+  # once it has been NotReady for --node-lost-grace.
+  victim=$(jp pod/j-node-1 '{.spec.nodeName}')
+  old=$(pod_uid j-node-1)
+  add_test_node "$NS-d" 8
+  kubectl annotate node "$victim" kwok.x-k8s.io/node- >/dev/null
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  kubectl patch node "$victim" --subresource=status --type=strategic -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",
+    \"status\":\"False\",\"reason\":\"KubeletStopped\",\"message\":\"test\",\"lastTransitionTime\":\"$now\",
+    \"lastHeartbeatTime\":\"$now\"}]}}" >/dev/null
+  moved_off() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-d" ] && all_running j 2; }
+  eventually 60 "j-node-1 recreated off the NotReady node" moved_off
+  eventually 30 "job Running again" phase_is j Running
+  reasons_are j "node_lost=3 pod_failure=0 scale=0 worker_crash=0 restarts=3" || fail "restarts: $(reasons j)"
+  waited=$(kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+    sed -n "s/.*node $victim has been NotReady for \([0-9]*\)s.*/\1/p")
+  [ -n "$waited" ] && [ "$waited" -ge 3 ] || fail "PodLost for the NotReady node: waited '$waited' s (want >= 3)"
+  pass "a pod on a node NotReady for --node-lost-grace=3s (here ${waited}s) is force-deleted and recreated (node_lost=3)"
+  ;;
+
+scalerange)
+  start_operator --launcher-poll-interval=0
+  job_yaml j 2 "  minReplicas: 2
+  maxReplicas: 3" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  kubectl -n "$NS" scale tj/j --replicas=3 >/dev/null || fail "scale to 3 refused"
+  eventually 30 "3 pods running" all_running j 3
+  [ "$(kubectl -n "$NS" get tj/j -o jsonpath='{.spec.replicas}')" = 3 ] || fail "spec.replicas"
+  pass "kubectl scale tj/j --replicas=3 (within [2, 3]) works through the scale subresource"
+  for n in 4 1; do
+    if out=$(kubectl -n "$NS" scale tj/j --replicas=$n 2>&1); then fail "--replicas=$n accepted: $out"; fi
+    grep -qE "must be less than or equal to (maxReplicas|replicas)" <<<"$out" || fail "--replicas=$n: unclear refusal: $out"
+  done
+  [ "$(kubectl -n "$NS" get tj/j -o jsonpath='{.spec.replicas}')" = 3 ] || fail "a refused scale changed spec.replicas"
+  got=$(kubectl get --raw "/apis/kubedist.io/v1alpha1/namespaces/$NS/trainingjobs/j/scale")
+  grep -qF '"selector":"kubedist.io/job-name=j"' <<<"$got" || fail "scale subresource selector: $got"
+  pass "kubectl scale outside [minReplicas, maxReplicas] is refused by the API server (CEL); the scale subresource reports the selector"
+  ;;
+
+launcher)
+  # Real kubedist-launcher processes play the job's launchers. kwok gives pods addresses in 127.100.0.0/16, which
+  # are this machine's loopback, so node 0's rendezvous service listens on j-node-0's podIP:masterPort+1 and the
+  # operator's poller reaches it exactly as it would reach a pod.
+  [ -x "$LAUNCHER" ] || fail "usage: operator_test.sh OPERATOR launcher LAUNCHER"
+  port=$(/usr/bin/python3 -c 'import socket
+for _ in range(50):
+    a, b = socket.socket(), socket.socket()
+    try:
+        a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError: pass
+    finally: a.close(); b.close()')
+  start_operator --launcher-poll-interval=300ms
+  job_yaml j 2 "  masterPort: $port
+  minReplicas: 1
+  maxReplicas: 2
+  maxRestarts: 10" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "2 pods running" all_running j 2
+  ip=$(jp pod/j-node-0 '{.status.podIP}')
+  case "$ip" in 127.*) ;; *) fail "kwok pod IP $ip is not a loopback address" ;; esac
+  work=$(mktemp -d /tmp/kubedist-op-launcher-XXXXXX)
+  trap 'cleanup; rm -rf "$work"' EXIT
+  # Node 0's worker crashes once (worker_crash), then runs until stopped.
+  script='if [ "$CRASH_ONCE" = 1 ] && [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; exit 3; fi; exec sleep 600'
+  launch() {  # launch NODE_RANK: a launcher as j-node-NODE_RANK would run it; sets LPID
+    WORK=$work CRASH_ONCE=$((1 - $1)) "$LAUNCHER" --nnodes=1:2 --node-rank="$1" --master-addr="$ip" --master-port="$port" \
+      --rdzv-endpoint="$ip:$((port + 1))" --rdzv-id=j --max-restarts=10 --stop-timeout=5 \
+      --rdzv-conf=last_call_timeout=0.2,join_timeout=60 --no-python -- sh -c "$script" >>"$work/node$1.log" 2>&1 &
+    LPID=$!
+    EXTRA_PIDS="${EXTRA_PIDS:-} $LPID"
+  }
+  launch 0
+  n0=$LPID
+  eventually 30 "worker_crash counted from node 0's STATUS" reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=1 restarts=1"
+  eventually 10 "WorkerRestarted event" has_event j WorkerRestarted
+  [ "$(jp tj/j '{.status.launcher.podUID}')" = "$(pod_uid j-node-0)" ] || fail "status.launcher.podUID"
+  eventually 30 "job Running" phase_is j Running
+  pass "a worker crash the launchers restarted in place reaches status.restartsByReason.worker_crash (Event WorkerRestarted)"
+  launch 1
+  n1=$LPID
+  eventually 30 "node 1 joining counted as scale" reasons_are j "node_lost=0 pod_failure=0 scale=1 worker_crash=1 restarts=2"
+  world_is() { [ "$(jp tj/j '{.status.worldSize} {.status.phase}')" = "$1 Running" ]; }
+  eventually 30 "world size 2 from the launcher" world_is 2
+  kill -TERM "$n1"
+  wait "$n1" || true
+  eventually 30 "node 1 leaving on SIGTERM counted as scale" reasons_are j "node_lost=0 pod_failure=0 scale=2 worker_crash=1 restarts=3"
+  eventually 10 "GroupRestarted event" has_event j GroupRestarted
+  # A node that joins while the group is still forming needs no restart: wait until node 0 runs alone again.
+  eventually 30 "node 0 running alone (world size 1)" world_is 1
+  pass "a node joining and a node leaving on SIGTERM (LEAVE) are counted as scale"
+  launch 1
+  n1=$LPID
+  eventually 30 "node 1 back (scale)" reasons_are j "node_lost=0 pod_failure=0 scale=3 worker_crash=1 restarts=4"
+  eventually 30 "both nodes running (world size 2)" world_is 2
+  kill -KILL "$n1"
+  wait "$n1" 2>/dev/null || true
+  eventually 30 "node 1 vanishing counted as node_lost" reasons_are j "node_lost=1 pod_failure=0 scale=3 worker_crash=1 restarts=5"
+  pass "a node whose launcher vanishes is counted as node_lost; restarts is the sum of restartsByReason"
+  # The operator restarting loses nothing and counts nothing twice: the folded counts live in the status.
+  stop_operator
+  start_operator --launcher-poll-interval=300ms
+  sleep_until=$((SECONDS + 3))
+  while [ $SECONDS -lt $sleep_until ]; do
+    reasons_are j "node_lost=1 pod_failure=0 scale=3 worker_crash=1 restarts=5" || fail "counts changed after an operator restart: $(reasons j)"
+    sleep 0.3
+  done
+  pass "an operator restart neither loses nor double counts launcher restarts"
+  kill -TERM "$n0"
+  wait "$n0" || true
   ;;
 
 scale)

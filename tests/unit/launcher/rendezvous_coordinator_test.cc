@@ -112,6 +112,57 @@ TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
   EXPECT_EQ(m[1].assignment.group_world_size, 1);
 }
 
+TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
+  Harness h(1, 3, 10);
+  std::map<std::string, int> zero{{"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
+  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering"}));
+  h.run_two_nodes();
+  h.advance(1001ms);
+  h.out();
+  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running"}));
+  // A worker crash on node 1: worker_crash.
+  h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
+  h.join(1, 0);
+  h.join(2, 1);
+  h.advance(1001ms);
+  h.out();
+  // Node 1 vanishes (no LEAVE): node_lost.
+  h.c.leave(2, h.t);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  EXPECT_EQ(h.c.report().nodes, 1);
+  // Node 1 comes back while the group runs: scale.
+  h.join(3, 1);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  // Node 1 leaves on purpose (LEAVE): scale.
+  h.c.leave(3, h.t, true);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  const RendezvousReport r = h.c.report();
+  EXPECT_EQ(r.restarts_by_cause, (std::map<std::string, int>{{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}));
+  EXPECT_EQ(r.restarts, 4);
+  EXPECT_EQ(r.restarts, h.c.restart_count());
+  EXPECT_EQ(r.round, 4);
+  EXPECT_EQ(r.nodes, 1);
+  EXPECT_EQ(r.world_size, 2);
+  EXPECT_EQ(r.phase, "running");
+}
+
+TEST(RendezvousCoordinator, AGracefulLeaveIsNotCountedWhenNoRestartHappens) {
+  Harness h(1, 2, 0);
+  h.run_two_nodes();
+  h.advance(1001ms);
+  h.out();
+  h.c.leave(2, h.t, true);  // no restart left: the job ends, nothing is counted
+  EXPECT_TRUE(h.c.over());
+  EXPECT_EQ(h.c.report().restarts, 0);
+  EXPECT_EQ(h.c.report().phase, "over");
+}
+
 TEST(RendezvousCoordinator, BelowMinNodesWaitsJoinTimeoutThenFailsClearly) {
   Harness h(2, 2);
   h.run_two_nodes();

@@ -39,5 +39,51 @@ TEST(RendezvousWire, RejectsGarbage) {
   EXPECT_FALSE(parse_request("JOIN job -1 2").ok());
 }
 
+TEST(RendezvousWire, LeaveAndStatusRequestsTakeNoArguments) {
+  EXPECT_EQ(encode_request({MemberRequest::Kind::Leave, {}, 0, 0, ""}), "LEAVE\n");
+  EXPECT_EQ(encode_request({MemberRequest::Kind::Status, {}, 0, 0, ""}), "STATUS\n");
+  auto leave = parse_request("LEAVE");
+  ASSERT_TRUE(leave.ok());
+  EXPECT_EQ(leave->kind, MemberRequest::Kind::Leave);
+  auto status = parse_request("STATUS\r");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->kind, MemberRequest::Kind::Status);
+  auto bad = parse_request("STATUS please");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "bad rendezvous request: 'STATUS please'");
+  EXPECT_FALSE(parse_request("LEAVE 3").ok());
+}
+
+TEST(RendezvousWire, StatusReportRoundTripsWithEveryCause) {
+  RendezvousReport r{3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8, "running"};
+  const std::string line = encode_report(r);
+  EXPECT_EQ(line, "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running\n");
+  auto back = parse_report(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back, r);
+  auto before_first = parse_report("STATUS round=-1 restarts=0 nodes=0 world_size=0 phase=gathering");
+  ASSERT_TRUE(before_first.ok());
+  EXPECT_EQ(before_first->round, -1);
+}
+
+TEST(RendezvousWire, BadStatusReportsSayWhatIsWrong) {
+  struct Case {
+    std::string line, error;
+  } cases[] = {
+      {"", "bad rendezvous status: ''"},
+      {"ROUND 1 2 3 4 5 6", "bad rendezvous status: 'ROUND 1 2 3 4 5 6'"},
+      {"STATUS round=1 restarts=x nodes=1 world_size=1", "bad rendezvous status field 'restarts=x'"},
+      {"STATUS round=1 restarts=1 nodes=1 world_size=1 scale=-2", "bad rendezvous status field 'scale=-2'"},
+      {"STATUS round=1 restarts 1", "bad rendezvous status field 'restarts'"},
+      {"STATUS round=1 restarts=0 world_size=4", "rendezvous status without round, restarts, nodes or world_size"},
+      {"STATUS round=1 restarts=0 nodes=1 world_size=4x", "bad rendezvous status field 'world_size=4x'"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_report(c.line);
+    ASSERT_FALSE(r.ok()) << c.line;
+    EXPECT_EQ(r.error().rfind(c.error, 0), 0u) << c.line << " -> " << r.error();
+  }
+}
+
 }  // namespace
 }  // namespace kubedist::launcher

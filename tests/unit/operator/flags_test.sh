@@ -26,6 +26,16 @@ expect 2 "--leader-elect must be true or false, got \"maybe\"" --leader-elect=ma
 expect 2 "--leader-election-lease-seconds must be an integer from 3 to 3600" --leader-election-lease-seconds 1
 expect 2 "--launcher-image must not be empty" --launcher-image=
 expect 2 "--launcher-metrics-port must be a port number from 0 (off) to 65535, got \"70000\"" --launcher-metrics-port 70000
+expect 2 "--watch-nodes must be true or false, got \"often\"" --watch-nodes=often
+expect 2 "--unschedulable-grace must be a whole number of seconds from 1s to 24h (e.g. 30s, 2m), got \"soon\"" --unschedulable-grace soon
+expect 2 "--unschedulable-grace must be a whole number of seconds from 1s to 24h (e.g. 30s, 2m), got \"1500ms\"" --unschedulable-grace=1500ms
+expect 2 "--node-lost-grace must be a whole number of seconds from 1s to 24h (e.g. 30s, 2m), got \"0s\"" --node-lost-grace=0s
+expect 2 "--node-lost-grace needs a value" --node-lost-grace
+expect 2 "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"5h\"" --launcher-poll-interval=5h
+expect 2 "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"10ms\"" --launcher-poll-interval=10ms
+# Good values pass the flag checks and fail later, at the (missing) kubeconfig.
+expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig --watch-nodes \
+  --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

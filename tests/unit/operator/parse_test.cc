@@ -248,3 +248,70 @@ TEST(ParsePodFacts, ToleratesMissingAndMalformedFields) {
 
 }  // namespace
 }  // namespace kubedist::trainingjob
+
+namespace kubedist::trainingjob {
+namespace {
+
+TEST(ParseLauncherReport, ReadsEveryFieldAndSkipsNone) {
+  auto r = parse_launcher_report("STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->round, 3);
+  EXPECT_EQ(r->restarts, 4);
+  EXPECT_EQ(r->restarts_by_reason, (std::map<std::string, int>{{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}));
+  EXPECT_EQ(r->nodes, 2);
+  EXPECT_EQ(r->world_size, 8);
+  EXPECT_EQ(r->phase, "running");
+  EXPECT_TRUE(parse_launcher_report("STATUS round=-1 restarts=0 nodes=0 world_size=0 phase=gathering").ok());
+}
+
+TEST(ParseLauncherReport, BadAnswersSayWhatIsWrong) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "the rendezvous service answered '', not a STATUS report"},
+      {"FAIL 1 no", "the rendezvous service answered 'FAIL 1 no', not a STATUS report"},
+      {"STATUS round=1 restarts=x nodes=1 world_size=1", "bad field 'restarts=x' in the rendezvous STATUS report"},
+      {"STATUS round=1 restarts=0 nodes=1 world_size=1 scale=-1", "bad field 'scale=-1'"},
+      {"STATUS round=1 restarts=0 nodes=1 world_size=99999999999", "bad field 'world_size=99999999999'"},
+      {"STATUS round=1 nodes=1 world_size=1", "lacks round, restarts, nodes or world_size"},
+  };
+  for (const auto& [line, want] : cases) {
+    auto r = parse_launcher_report(line);
+    ASSERT_FALSE(r.ok()) << line;
+    EXPECT_NE(r.error().message.find(want), std::string::npos) << line << " -> " << r.error().message;
+  }
+}
+
+TEST(ParseNodeFacts, ReadyCordonedAndNotReadySince) {
+  auto n = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-1"}, "spec": {"unschedulable": true},
+    "status": {"conditions": [{"type": "Ready", "status": "Unknown", "lastTransitionTime": "2026-12-03T05:00:00Z"}]}})"));
+  EXPECT_EQ(n, (NodeFacts{"gpu-1", false, "2026-12-03T05:00:00Z", true, ""}));
+  EXPECT_EQ(parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "x"}, "spec": "bad", "status": 3})")),
+            (NodeFacts{"x", true, "", false, ""}));
+  auto fresh = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "y", "creationTimestamp": "2026-12-03T05:00:09Z"},
+    "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-03T05:00:05Z"}]}})"));
+  EXPECT_EQ(fresh.schedulable_since, "2026-12-03T05:00:09Z");
+}
+
+TEST(ParsePodFacts, NodeIpAndUnschedulableSince) {
+  auto p = parse_pod_facts(nlohmann::json::parse(R"({"metadata": {"name": "j-node-0", "namespace": "n"},
+    "spec": {"nodeName": "gpu-2", "containers": [{"name": "trainer"}]},
+    "status": {"phase": "Pending", "podIP": "10.0.0.7", "conditions": [
+      {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": "2026-12-03T05:00:01Z"}]}})"));
+  EXPECT_EQ(p.node_name, "gpu-2");
+  EXPECT_EQ(p.pod_ip, "10.0.0.7");
+  EXPECT_EQ(p.unschedulable_since, "2026-12-03T05:00:01Z");
+}
+
+TEST(StatusJson, LauncherElasticAndLostPodsRoundTripAndClear) {
+  Status s;
+  s.launcher = {"uid-0", {{"worker_crash", 2}}};
+  s.elastic = {3, "Unschedulable", "2026-12-03T05:00:01Z", 4};
+  s.lost_pods = {"p1"};
+  EXPECT_EQ(parse_status(status_to_json(s)), s);
+  const auto cleared = status_to_json(Status{});
+  EXPECT_TRUE(cleared["launcher"].is_null());
+  EXPECT_TRUE(cleared["elastic"].is_null());
+  EXPECT_TRUE(cleared["lostPods"].is_null());
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob

@@ -110,14 +110,22 @@ TEST(Decide, WaitsForATerminatingPodBeforeRecreatingItsName) {
   EXPECT_EQ(p.status.replicas, 3);
 }
 
-TEST(Decide, RecreatesAnExternallyDeletedPod) {
+TEST(Decide, RecreatesAnExternallyDeletedPodAndCountsItAsNodeLost) {
   auto job = testing::example_job();
   job.status = decide(job, pods(4, "Running"), true, kNow).status;
   auto p = decide(job, {pod(0, "Running"), pod(1, "Running"), pod(3, "Running")}, true, kNow);
   EXPECT_EQ(p.create_ranks, (std::vector<int>{2}));
-  EXPECT_TRUE(has_event(p, "CreatedPods"));
-  EXPECT_EQ(p.status.restarts, 0);
+  EXPECT_TRUE(has_event(p, "PodLost"));
+  EXPECT_EQ(p.status.restarts, 1);
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
   EXPECT_EQ(p.status.phase, "Restarting");
+  // Once recreated, the pod is not counted again.
+  job.status = p.status;
+  auto ps = pods(4, "Running");
+  ps[2] = pod(2, "Pending");
+  auto again = decide(job, ps, true, kNow + 1);
+  EXPECT_EQ(again.status.restarts, 1);
+  EXPECT_TRUE(again.create_ranks.empty());
 }
 
 TEST(Decide, ScaleDownDeletesTheHighestRanks) {
@@ -390,6 +398,238 @@ TEST(Decide, FixingAnInvalidSpecStartsTheJob) {
   EXPECT_EQ(p.status.phase, "Pending");
   EXPECT_FALSE(condition_true(p.status, "Failed"));
   EXPECT_TRUE(has_event(p, "SpecFixed"));
+}
+
+int sum(const std::map<std::string, int>& m) {
+  int n = 0;
+  for (const auto& [k, v] : m) n += v;
+  return n;
+}
+
+// A job whose 4 pods ran at the last status write, each scheduled on node n<rank>.
+TrainingJob running_job(std::vector<PodFacts>* ps) {
+  auto job = testing::example_job();
+  *ps = pods(4, "Running");
+  for (auto& p : *ps) p.node_name = "n" + std::to_string(p.rank);
+  job.status = decide(job, *ps, true, kNow).status;
+  EXPECT_EQ(job.status.phase, "Running");
+  return job;
+}
+
+std::vector<NodeFacts> up(const std::vector<std::string>& names) {
+  std::vector<NodeFacts> out;
+  for (const auto& n : names) out.push_back(NodeFacts{n, true, "", false, ""});
+  return out;
+}
+
+Observed observed(const std::vector<PodFacts>& ps, std::vector<NodeFacts> nodes) {
+  Observed o;
+  o.pods = ps;
+  o.service_exists = true;
+  o.nodes_watched = true;
+  o.nodes = std::move(nodes);
+  o.node_lost_grace_s = 60;
+  return o;
+}
+
+TEST(Decide, PodsOfADeletedNodeAreForceDeletedAndCountedAsNodeLost) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 5);
+  ASSERT_EQ(p.delete_pods.size(), 1u);
+  EXPECT_EQ(p.delete_pods[0], (PodDeletion{"resnet-node-2", "pod-2", true}));
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(p.status.restarts_by_reason.count("pod_failure") ? p.status.restarts_by_reason["pod_failure"] : 0, 0);
+  EXPECT_EQ(p.status.restarts, 1);
+  EXPECT_EQ(p.status.lost_pods, (std::vector<std::string>{"pod-2"}));
+  EXPECT_EQ(p.status.phase, "Restarting");
+  ASSERT_TRUE(has_event(p, "PodLost"));
+  // The pod terminating on the next look is not counted twice; gone, it is recreated and forgotten.
+  job.status = p.status;
+  ps[2].deleting = true;
+  auto next = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 6);
+  EXPECT_EQ(next.status.restarts, 1);
+  EXPECT_TRUE(next.create_ranks.empty());
+  job.status = next.status;
+  ps.erase(ps.begin() + 2);
+  auto gone = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 7);
+  EXPECT_EQ(gone.create_ranks, (std::vector<int>{2}));
+  EXPECT_EQ(gone.status.restarts, 1);
+  EXPECT_TRUE(gone.status.lost_pods.empty());
+}
+
+TEST(Decide, NodeZeroLostIsRecreatedFirst) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps.erase(ps.begin() + 3);
+  ps.erase(ps.begin());
+  auto p = decide(job, observed(ps, up({"n1", "n2"})), kNow + 5);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 3}));
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 2);
+}
+
+TEST(Decide, ANotReadyNodeLosesItsPodsOnlyAfterTheGrace) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  std::vector<NodeFacts> nodes = up({"n0", "n1", "n2", "n3"});
+  nodes[2] = NodeFacts{"n2", false, format_rfc3339(kNow - 20), false, ""};
+  auto early = decide(job, observed(ps, nodes), kNow);
+  EXPECT_TRUE(early.delete_pods.empty());
+  EXPECT_EQ(early.requeue_after_s, 40);
+  EXPECT_EQ(early.status.restarts, 0);
+  auto late = decide(job, observed(ps, nodes), kNow + 40);
+  ASSERT_EQ(late.delete_pods.size(), 1u);
+  EXPECT_TRUE(late.delete_pods[0].force);
+  EXPECT_EQ(late.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_NE(late.events.back().message.find("node n2 has been NotReady for 60s"), std::string::npos)
+      << late.events.back().message;
+}
+
+TEST(Decide, NodesNotWatchedJudgeNoNodeLoss) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, {});
+  o.nodes_watched = false;
+  auto p = decide(job, o, kNow + 5);
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_EQ(p.status, job.status);
+}
+
+TEST(Decide, EvictedPodsAreNodeLossesThatSpendNoBackoffLimitEvenUnderNever) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  job.spec.restart_policy = RestartPolicy::kNever;
+  job.spec.backoff_limit = 0;
+  ps[1].phase = "Failed";
+  ps[1].failure_reason = "Evicted";
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
+  EXPECT_EQ(p.status.phase, "Restarting");
+  ASSERT_EQ(p.delete_pods.size(), 1u);
+  EXPECT_EQ(p.delete_pods[0], (PodDeletion{"resnet-node-1", "pod-1", false}));
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_TRUE(failure_is_node_loss(ps[1]));
+  EXPECT_FALSE(failure_is_node_loss(pod(1, "Failed", 1)));
+}
+
+TEST(Decide, APodDeletedBySomeoneElseWhileRunningCountsOnce) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[3].deleting = true;
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(p.status.lost_pods, (std::vector<std::string>{"pod-3"}));
+  job.status = p.status;
+  auto again = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 6);
+  EXPECT_EQ(again.status.restarts, 1);
+}
+
+TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  job.status.phase = "Scaling";
+  ps[2].deleting = true;
+  ps[3].deleting = true;
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
+  EXPECT_EQ(p.status.restarts, 0);
+  EXPECT_TRUE(p.create_ranks.empty());
+}
+
+LauncherReport report(const std::string& uid, int crash, int lost, int scale, const std::string& phase = "running") {
+  return {uid, 5, crash + lost + scale, {{"worker_crash", crash}, {"node_lost", lost}, {"scale", scale}}, 4, 32,
+          phase};
+}
+
+TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 2, 1, 0);
+  auto p = decide(job, o, kNow + 1);
+  EXPECT_EQ(p.status.restarts_by_reason["worker_crash"], 2);
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(p.status.restarts, 3);
+  EXPECT_EQ(p.status.launcher.pod_uid, "pod-0");
+  EXPECT_TRUE(has_event(p, "WorkerRestarted"));
+  EXPECT_TRUE(has_event(p, "GroupRestarted"));
+  // The same report again changes nothing; one more crash adds one.
+  job.status = p.status;
+  auto same = decide(job, o, kNow + 2);
+  EXPECT_EQ(same.status, job.status);
+  EXPECT_TRUE(same.events.empty());
+  o.launcher = report("pod-0", 3, 1, 0);
+  auto more = decide(job, o, kNow + 3);
+  EXPECT_EQ(more.status.restarts_by_reason["worker_crash"], 3);
+  EXPECT_EQ(more.status.restarts, 4);
+  // Node 0 replaced: its launcher counts from zero again, on top of what was counted.
+  job.status = more.status;
+  ps[0].uid = "pod-0b";
+  o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0b", 1, 0, 1);
+  auto replaced = decide(job, o, kNow + 4);
+  EXPECT_EQ(replaced.status.restarts_by_reason["worker_crash"], 4);
+  EXPECT_EQ(replaced.status.restarts_by_reason["scale"], 1);
+  EXPECT_EQ(replaced.status.restarts, 6);
+  EXPECT_EQ(replaced.status.restarts, sum(replaced.status.restarts_by_reason));
+  // A report from a node-0 pod that is no longer there is ignored.
+  job.status = replaced.status;
+  o.launcher = report("pod-0", 9, 9, 9);
+  EXPECT_EQ(decide(job, o, kNow + 5).status, job.status);
+}
+
+TEST(Decide, RegroupingLaunchersShowRestartingOrScalingAndTheLaunchersWorldSize) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 1, 0, 0, "gathering");
+  auto crash = decide(job, o, kNow + 1);
+  EXPECT_EQ(crash.status.phase, "Restarting");
+  EXPECT_EQ(find_condition(crash.status, "Restarting")->reason, "WorkerCrash");
+  o.launcher = report("pod-0", 0, 0, 1, "gathering");
+  auto scale = decide(job, o, kNow + 1);
+  EXPECT_EQ(scale.status.phase, "Scaling");
+  // Still forming, nothing new: the phase stays what it was.
+  job.status = scale.status;
+  EXPECT_EQ(decide(job, o, kNow + 2).status.phase, "Scaling");
+  o.launcher = report("pod-0", 1, 0, 0, "running");
+  o.launcher->world_size = 12;
+  job.status = crash.status;
+  auto back = decide(job, o, kNow + 2);
+  EXPECT_EQ(back.status.phase, "Running");
+  EXPECT_EQ(back.status.world_size, 12);
+  EXPECT_FALSE(condition_true(back.status, "Restarting"));
+}
+
+TEST(Decide, ElasticJobShrinksPastUnschedulablePodsAndShowsScaling) {
+  auto job = job_with({{"replicas", 4}, {"minReplicas", 2}, {"maxReplicas", 4}}, "Pending");
+  auto ps = pods(4, "Running");
+  ps[3].phase = "Pending";
+  ps[3].unschedulable_since = format_rfc3339(kNow - 31);
+  Observed o = observed(ps, {});
+  o.unschedulable_grace_s = 30;
+  auto p = decide(job, o, kNow);
+  EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-3"}));
+  EXPECT_TRUE(has_event(p, "ScaledDown"));
+  EXPECT_EQ(p.status.elastic.target_replicas, 3);
+  EXPECT_EQ(p.status.phase, "Scaling");
+  EXPECT_TRUE(p.create_ranks.empty());
+  // With node 3 gone the job runs on 3 nodes.
+  job.status = p.status;
+  ps.pop_back();
+  o = observed(ps, {});
+  auto running = decide(job, o, kNow + 1);
+  EXPECT_EQ(running.status.phase, "Running");
+  EXPECT_TRUE(running.create_ranks.empty());
+  EXPECT_EQ(running.status.restarts, 0);
+}
+
+TEST(Decide, PermanentFailureNamesTheExitCodeAndEndsAtOnce) {
+  auto ps = pods(4, "Running");
+  ps[2] = pod(2, "Failed", 3);
+  auto p = decide(job_with({{"restartPolicy", "ExitCode"}, {"backoffLimit", 5}}), ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(find_condition(p.status, "Failed")->message,
+            "pod resnet-node-2 failed (exit code 3); restartPolicy ExitCode makes this failure permanent");
+  EXPECT_FALSE(p.status.completion_time.empty());
 }
 
 TEST(SetCondition, KeepsTheTransitionTimeWhileTheStatusHolds) {
