@@ -31,6 +31,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"rdzv-conf", false, nullptr, {}},
       {"standalone", true, nullptr, {}},
       {"max-restarts", false, nullptr, {}},
+      {"restart-policy", false, nullptr, {"KUBEDIST_RESTART_POLICY"}},
       {"monitor-interval", false, nullptr, {}},
       {"start-method", false, nullptr, {}},
       {"role", false, nullptr, {}},
@@ -296,6 +297,14 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
     if (!v) return make_error(v.error());
     c.max_restarts = *v;
   }
+  if (const RawValue* r = get("restart-policy")) {
+    // The TrainingJob's restartPolicy: under ExitCode, codes 1-127 are the program's own verdict, so restarting
+    // in place would only fail again; 128+ (signals, OOM kills) stay retryable.
+    if (r->value != "OnFailure" && r->value != "Never" && r->value != "ExitCode") {
+      return bad(*r, "OnFailure, Never or ExitCode");
+    }
+    c.permanent_exit_codes = r->value == "ExitCode";
+  }
   if (const RawValue* r = get("monitor-interval")) {
     auto v = parse_seconds(*r, 0);
     if (!v) return make_error(v.error());
@@ -381,6 +390,7 @@ A torchrun-compatible launcher. Every flag may be spelled with '-' or '_' and se
   --master-port P             (env MASTER_PORT)           --rdzv-endpoint HOST:PORT (default MASTER_ADDR:MASTER_PORT+1)
   --rdzv-id ID                (env KUBEDIST_JOB)          --rdzv-conf join_timeout=S,last_call_timeout=S
   --standalone                one node, free port         --max-restarts N
+  --restart-policy P          (env KUBEDIST_RESTART_POLICY) OnFailure | Never | ExitCode (1-127: no restart)
   --monitor-interval S        accepted; never polls       --role NAME
   --no-python  -m/--module    --redirects/-r  --tee/-t  0-3 or RANK:0-3,...   --log-dir DIR
   --local-ranks-filter 0,1    --use-env  --legacy-launch  (torch.distributed.launch: pass --local-rank=N)

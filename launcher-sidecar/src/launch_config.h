@@ -38,6 +38,7 @@ struct LaunchConfig {
   std::string run_id = "none";
   bool standalone = false;
   int max_restarts = 0;
+  bool permanent_exit_codes = false;  // --restart-policy=ExitCode: worker exit codes 1-127 are never restarted
   double monitor_interval = 0.1;  // accepted for torchrun compatibility; the launcher never polls
   std::string role = "default";
   bool no_python = false;

@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
   if (try_host) {
     CoordinatorSettings settings{config.run_id, config.min_nodes, config.max_nodes, config.max_restarts,
                                  std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
-                                 std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000))};
+                                 std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
+                                 config.permanent_exit_codes};
     host = std::make_unique<RendezvousHost>(loop, settings);
     if (config.multi_node()) {
       // Listen on the endpoint's own address when it is a loopback one (tests); else on every address.

@@ -58,6 +58,10 @@ void RendezvousCoordinator::failed(MemberId id, int round, int exit_code, const 
   if (phase_ != Phase::Running || round != round_ || it == members_.end() || !it->second.in_round) return;  // stale
   std::string reason = "node " + std::to_string(it->second.info.node_rank) + ": " + summary;
   if (any_done_) return end(exit_code, reason + " after other nodes had finished");
+  if (settings_.permanent_exit_codes && exit_code >= 1 && exit_code <= 127) {
+    return end(exit_code, reason + "; exit code " + std::to_string(exit_code) +
+                              " is permanent under restartPolicy ExitCode, so no restart");
+  }
   new_round(reason, exit_code, kCauseWorkerCrash, now);
 }
 

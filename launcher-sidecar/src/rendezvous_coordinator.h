@@ -80,6 +80,7 @@ struct CoordinatorSettings {
   int max_restarts = 0;
   std::chrono::milliseconds last_call{1000};
   std::chrono::milliseconds join_timeout{600000};
+  bool permanent_exit_codes = false;  // a worker exit code 1-127 ends the job at once (restartPolicy ExitCode)
 };
 
 class RendezvousCoordinator {

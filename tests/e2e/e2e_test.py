@@ -10,8 +10,8 @@ scenarios:
              operator gives the unschedulable pod up after its grace period, and the job ends Succeeded
   growback   node 2 is lost while the cluster is full, then capacity returns: the group shrinks to 2 nodes
              and grows back to 3 with the recreated pod; nodes 0 and 1 keep their pods throughout
-  permanent  every worker exits 3 under restartPolicy ExitCode: the job ends Failed naming exit code 3, and
-             no pod is recreated
+  permanent  every worker exits 3 under restartPolicy ExitCode: the job ends Failed naming exit code 3, with
+             no in-place restart and no pod recreated
 """
 import glob
 import json
@@ -29,7 +29,8 @@ from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
 
 SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
 TRAIN = os.path.join(SOURCE, "tests/integration/launcher/workers/ddp_train.py")
-OPERATOR_FLAGS: list[str] = []
+# Short graces and polls, so that the scenarios take seconds (the defaults are 30s, 60s, 10s).
+OPERATOR_FLAGS = ["--unschedulable-grace=3s", "--node-lost-grace=3s", "--launcher-poll-interval=1s"]
 
 
 class Failure(Exception):
@@ -251,6 +252,12 @@ def scenario_crash(env):
     check(sorted(env.runner.exits()) == [(f"crash-node-{i}", 0) for i in range(3)],
           "each pod's launcher ran once and exited 0")
     check(st.get("phase") == "Succeeded", "the job ended Succeeded")
+    # The in-place restart reaches the job's status through node 0's launcher (STATUS polling).
+    by_reason = st.get("restartsByReason", {})
+    check(st.get("restarts") == 1 and by_reason.get("worker_crash") == 1 and by_reason.get("pod_failure", 0) == 0,
+          f"status.restarts 1, restartsByReason worker_crash 1 ({st.get('restarts')}, {by_reason})")
+    reasons = [r for r, _ in env.events("crash")]
+    check("WorkerRestarted" in reasons, f"a WorkerRestarted Event tells of it ({reasons})")
 
 
 def lose_node_two(env, name):
@@ -298,7 +305,9 @@ def scenario_growback(env):
 
 
 def scenario_permanent(env):
-    env.create_job("perm", 3, ["/bin/sh", "-c", "exit 3"], restart_policy="ExitCode", max_restarts=1)
+    attempts = os.path.join(env.out, "attempts")
+    env.create_job("perm", 3, ["/bin/sh", "-c", f'echo "$RANK $TORCHELASTIC_RESTART_COUNT" >> {attempts}; exit 3'],
+                   restart_policy="ExitCode", max_restarts=2)
     uids = eventually(60, "3 pods", lambda: (lambda u: u if len(u) == 3 else None)(env.pod_uids("perm")))
     st = env.wait_phase("perm", "Failed", 120)
     failed = [c for c in st.get("conditions", []) if c["type"] == "Failed" and c["status"] == "True"]
@@ -306,6 +315,12 @@ def scenario_permanent(env):
     check(env.pod_uids("perm").keys() <= uids.keys() and
           all(env.pod_uids("perm")[n] == uids[n] for n in env.pod_uids("perm")), "no pod was recreated")
     check(any(code == 3 for _, code in env.runner.exits()), f"a launcher exited 3 ({env.runner.exits()})")
+    with open(attempts) as f:
+        runs = sorted(f.read().split("\n")[:-1])
+    # The first failure ends the job, so a worker may be stopped before its first line: no rank twice, none restarted.
+    ranks = [line.split()[0] for line in runs]
+    check(runs and all(line.endswith(" 0") for line in runs) and len(set(ranks)) == len(ranks),
+          f"no in-place restart of a permanent exit code, maxRestarts 2 unspent (worker runs: {runs})")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}

@@ -32,6 +32,7 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
       {"PET_NNODES", nnodes},
       {"PET_NPROC_PER_NODE", nproc},
       {"PET_MAX_RESTARTS", std::to_string(job.spec.max_restarts)},
+      {"KUBEDIST_RESTART_POLICY", to_string(job.spec.restart_policy)},
   };
 }
 

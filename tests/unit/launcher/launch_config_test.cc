@@ -118,6 +118,13 @@ TEST(LaunchConfig, MetricsEndpointComesFromTheOperatorsEnv) {
             "127.0.0.1");
 }
 
+TEST(LaunchConfig, RestartPolicyExitCodeMakesCodesUpTo127Permanent) {
+  EXPECT_FALSE(parse_ok({"t.py"}).permanent_exit_codes);
+  EXPECT_FALSE(parse_ok({"t.py"}, {{"KUBEDIST_RESTART_POLICY", "OnFailure"}}).permanent_exit_codes);
+  EXPECT_TRUE(parse_ok({"t.py"}, {{"KUBEDIST_RESTART_POLICY", "ExitCode"}}).permanent_exit_codes);
+  EXPECT_TRUE(parse_ok({"--restart-policy=ExitCode", "t.py"}).permanent_exit_codes);
+}
+
 TEST(LaunchConfig, StandaloneIsOneLocalNodeWithAFreePort) {
   auto cfg = parse_ok({"--standalone", "--nproc_per_node=2", "t.py"}, {{"NNODES", "4"}, {"MASTER_ADDR", "far"}});
   EXPECT_EQ(cfg.max_nodes, 1);
@@ -189,6 +196,7 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"-m", "--no-python", "mod"}, {}, "cannot be combined"},
       {{"t.py"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE"},
       {{"t.py"}, {{"KUBEDIST_METRICS_PORT", "x"}}, "KUBEDIST_METRICS_PORT"},
+      {{"t.py"}, {{"KUBEDIST_RESTART_POLICY", "exitcode"}}, "KUBEDIST_RESTART_POLICY: expected OnFailure, Never or ExitCode"},
   };
   for (const auto& c : cases) {
     auto r = parse_launch_config(c.args, c.env);

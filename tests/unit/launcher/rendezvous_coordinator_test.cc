@@ -99,6 +99,25 @@ TEST(RendezvousCoordinator, GivesUpWithTheFailingWorkersExitCodeAfterMaxRestarts
   EXPECT_TRUE(h.c.over());
 }
 
+TEST(RendezvousCoordinator, ExitCodePolicyEndsAtOnceOnAPermanentCodeAndRestartsASignal) {
+  RendezvousCoordinator c({"job", 1, 1, 5, 1000ms, 5000ms, true}, Clock::time_point{});
+  c.join(1, {"job", 0, 2}, Clock::time_point{});
+  c.take_outbox();
+  c.failed(1, 0, 137, "rank 1 was killed by SIGKILL", Clock::time_point{});  // retryable: a new round
+  auto m = by_member(c.take_outbox());
+  EXPECT_EQ(m[1].kind, Kind::Stop);
+  EXPECT_FALSE(c.over());
+  c.join(1, {"job", 0, 2}, Clock::time_point{});
+  c.take_outbox();
+  c.failed(1, 1, 3, "rank 0 exited with code 3", Clock::time_point{});
+  m = by_member(c.take_outbox());
+  EXPECT_EQ(m[1].kind, Kind::Fail);
+  EXPECT_EQ(m[1].exit_code, 3);
+  EXPECT_NE(m[1].reason.find("exit code 3 is permanent under restartPolicy ExitCode"), std::string::npos);
+  EXPECT_EQ(c.restart_count(), 1);  // 4 restarts were left
+  EXPECT_TRUE(c.over());
+}
+
 TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
   Harness h(1, 2);
   h.run_two_nodes();

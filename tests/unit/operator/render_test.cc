@@ -98,6 +98,7 @@ TEST(RenderPod, InjectsTheNodeEnvAndOverridesUserEntriesOfTheSameName) {
   EXPECT_EQ(env["PET_NNODES"], "4");
   EXPECT_EQ(env["PET_NPROC_PER_NODE"], "auto");
   EXPECT_EQ(env["PET_MAX_RESTARTS"], "3");
+  EXPECT_EQ(env["KUBEDIST_RESTART_POLICY"], "OnFailure");
 }
 
 TEST(RenderPod, DeclaresTheStoreAndRendezvousPorts) {
