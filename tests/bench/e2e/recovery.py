@@ -4,14 +4,17 @@ its pods made real by the e2e PodRunner, takes to recover from
   worker crash, in place   one worker is SIGKILLed; the launchers restart the whole group in their pods
   pod loss                 node 1's pod dies with its processes and is deleted; the operator recreates it and
                            the launchers on the other nodes re-form the group with it
+  pod loss, elastic        the job is elastic (2:3) and every node is cordoned: node 2's pod is lost and cannot be
+                           placed again, so the launchers go on with 2 nodes (the operator gives the pod up)
   pod recreation           the same worker crash with maxRestarts 0, so every launcher exits, every pod fails
                            and the operator recreates all three (the path of operators without in-place restart)
 
-Each figure is measured from the event to (a) all 6 worker processes running again (fresh pids) and (b)
-training resumed: rank 0 completed step 0 of a new attempt, which needs all 6 ranks in an allreduce.
+Each figure is measured from the event to (a) all worker processes of the new group running (fresh pids; 6, or
+4 after the elastic shrink) and (b) training resumed: rank 0 completed step 0 of a new attempt, which needs every
+rank in an allreduce.
 Median, min and max of TRIALS (5) per path, and the ratios to the pod-recreation path.
 
-env: TRIALS (5), PATHS ("inplace podloss recreate"), DEBUG=1 prints the fresh workers' command lines
+env: TRIALS (5), PATHS ("inplace podloss shrink recreate"), DEBUG=1 prints the fresh workers' command lines
 usage: recovery.py OPERATOR LAUNCHER    (KUBECONFIG and KUBEDIST_SOURCE_DIR set; tests/bench/e2e/recovery.sh does it)
 """
 import os
@@ -43,8 +46,8 @@ def steps_seen(env):
     return len(env.progress())
 
 
-def measure(env, before_pids, lines_before, act):
-    """Runs act() and returns (seconds until 6 fresh workers run, seconds until a new attempt's step 0)."""
+def measure(env, before_pids, lines_before, act, workers=WORKERS):
+    """Runs act() and returns (seconds until `workers` fresh workers run, seconds until a new attempt's step 0)."""
     t0 = time.monotonic()
     act()
     workers_at = None
@@ -53,7 +56,7 @@ def measure(env, before_pids, lines_before, act):
         now = time.monotonic()
         if workers_at is None:
             pids = worker_pids(env)
-            if len(pids) == WORKERS and not pids & before_pids:
+            if len(pids) == workers and not pids & before_pids:
                 workers_at = now
                 if os.environ.get("DEBUG"):
                     for pid in pids:
@@ -84,7 +87,26 @@ def kill_one_worker(env, pod):
     os.kill(victim, signal.SIGKILL)
 
 
+def run_shrink(operator, launcher):
+    """One job per trial: the shrink cannot be undone without letting the job grow back first."""
+    figures = []
+    for trial in range(TRIALS):
+        with Env(operator, launcher, "bench-shrink") as env:
+            env.create_job("rec", 3, env.train_command(1_000_000, "--step-sleep", "0.05"), min_replicas=2,
+                           max_replicas=3, max_restarts=1000)
+            pids = steady(env, "rec")
+            lines = steps_seen(env)
+            env.cordon_all()
+            workers_s, resumed_s = measure(env, pids, lines, lambda: env.lose_pod("rec-node-2"), workers=4)
+            log(f"shrink trial {trial + 1}: workers running again after {workers_s:.2f}s, "
+                f"training resumed after {resumed_s:.2f}s")
+            figures.append((workers_s, resumed_s))
+    return figures
+
+
 def run_path(operator, launcher, path):
+    if path == "shrink":
+        return run_shrink(operator, launcher)
     figures = []
     with Env(operator, launcher, f"bench-{path}") as env:
         train = env.train_command(1_000_000, "--step-sleep", "0.05")
@@ -117,13 +139,14 @@ def main():
     operator, launcher = sys.argv[1:]
     results = {}
     try:
-        for path in os.environ.get("PATHS", "inplace podloss recreate").split():
+        for path in os.environ.get("PATHS", "inplace podloss shrink recreate").split():
             results[path] = run_path(operator, launcher, path)
     except Failure as e:
         print(f"recovery.py: {e}", file=sys.stderr)
         return 1
     titles = {"inplace": "worker crash, in-place group restart",
               "podloss": "pod loss, one pod recreated, group re-formed",
+              "shrink": "pod loss, no capacity: the elastic group goes on with 2 nodes",
               "recreate": "worker crash, all pods recreated (maxRestarts 0)"}
     print(f"\nrecovery of a 3 nodes x 2 processes gloo DDP job, {TRIALS} trials each")
     for path, figs in results.items():
@@ -133,7 +156,7 @@ def main():
     if "recreate" not in results:
         return 0
     base = statistics.median(r for _, r in results["recreate"])
-    for path in [p for p in ("inplace", "podloss") if p in results]:
+    for path in [p for p in ("inplace", "podloss", "shrink") if p in results]:
         ratio = statistics.median(r for _, r in results[path]) / base
         print(f"  training resumed, {path} / pod recreation: {ratio:.2f}")
     return 0
