@@ -41,6 +41,12 @@ OperatorMetrics::OperatorMetrics()
                     .Help("Group restarts and pod recreations by reason (worker_crash, pod_failure, node_lost, scale)")
                     .Register(*registry_)),
       nodes_(BuildGauge().Name("kubedist_job_nodes").Help("Pods running per TrainingJob").Register(*registry_)),
+      target_nodes_(BuildGauge().Name("kubedist_job_target_nodes")
+                        .Help("Nodes the operator aims at per TrainingJob: spec.replicas, or the elastic target")
+                        .Register(*registry_)),
+      scale_decisions_(BuildCounter().Name("kubedist_scale_decisions_total")
+                           .Help("Elastic target changes by the operator, by direction (down, up)")
+                           .Register(*registry_)),
       world_size_(BuildGauge().Name("kubedist_job_world_size")
                       .Help("Worker processes in the TrainingJob's current group").Register(*registry_)),
       phase_(BuildGauge().Name("kubedist_job_phase")
@@ -103,6 +109,12 @@ OperatorMetrics::JobSeries& OperatorMetrics::job_locked(const std::string& ns, c
       s.restarts[reason] = &restarts_.Add(l);
     }
     s.nodes = &nodes_.Add(labels);
+    s.target_nodes = &target_nodes_.Add(labels);
+    for (const char* direction : {"down", "up"}) {
+      Labels l = labels;
+      l["direction"] = direction;
+      s.scale_decisions[direction] = &scale_decisions_.Add(l);
+    }
     s.world_size = &world_size_.Add(labels);
     for (const auto& phase : job_phases()) {
       Labels l = labels;
@@ -126,13 +138,21 @@ void OperatorMetrics::restarts(const std::string& ns, const std::string& name, c
   if (increase > 0) it->second->Increment(increase);
 }
 
-void OperatorMetrics::job_state(const std::string& ns, const std::string& name, int nodes, int world_size,
-                                const std::string& phase) {
+void OperatorMetrics::job_state(const std::string& ns, const std::string& name, int nodes, int target_nodes,
+                                int world_size, const std::string& phase) {
   std::lock_guard<std::mutex> lock(mu_);
   JobSeries& s = job_locked(ns, name);
   s.nodes->Set(nodes);
+  s.target_nodes->Set(target_nodes);
   s.world_size->Set(world_size);
   for (auto& [p, gauge] : s.phase) gauge->Set(p == phase ? 1 : 0);
+}
+
+void OperatorMetrics::scale_decision(const std::string& ns, const std::string& name, const std::string& direction) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobSeries& s = job_locked(ns, name);
+  auto it = s.scale_decisions.find(direction);
+  if (it != s.scale_decisions.end()) it->second->Increment();
 }
 
 void OperatorMetrics::job_recovery(const std::string& ns, const std::string& name, double seconds) {
@@ -149,6 +169,8 @@ void OperatorMetrics::forget_job(const std::string& ns, const std::string& name)
   JobSeries& s = it->second;
   for (auto& [reason, c] : s.restarts) restarts_.Remove(c);
   nodes_.Remove(s.nodes);
+  target_nodes_.Remove(s.target_nodes);
+  for (auto& [direction, c] : s.scale_decisions) scale_decisions_.Remove(c);
   world_size_.Remove(s.world_size);
   for (auto& [phase, g] : s.phase) phase_.Remove(g);
   if (s.recovery != nullptr) recovery_.Remove(s.recovery);

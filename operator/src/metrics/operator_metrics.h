@@ -44,7 +44,11 @@ class OperatorMetrics {
 
   // Per job: restarts by reason (all reasons at 0 from the first sight of the job), gauges.
   void restarts(const std::string& ns, const std::string& name, const std::string& reason, int increase);
-  void job_state(const std::string& ns, const std::string& name, int nodes, int world_size, const std::string& phase);
+  // target_nodes: the nodes the operator aims at (spec.replicas, or the elastic target while pods cannot be placed).
+  void job_state(const std::string& ns, const std::string& name, int nodes, int target_nodes, int world_size,
+                 const std::string& phase);
+  // The operator changed an elastic job's target size; direction "down" or "up".
+  void scale_decision(const std::string& ns, const std::string& name, const std::string& direction);
   void job_recovery(const std::string& ns, const std::string& name, double seconds);
   // Removes every series of the job (it was deleted).
   void forget_job(const std::string& ns, const std::string& name);
@@ -54,6 +58,8 @@ class OperatorMetrics {
   struct JobSeries {
     std::map<std::string, prometheus::Counter*> restarts;  // by reason
     prometheus::Gauge* nodes = nullptr;
+    prometheus::Gauge* target_nodes = nullptr;
+    std::map<std::string, prometheus::Counter*> scale_decisions;  // by direction
     prometheus::Gauge* world_size = nullptr;
     std::map<std::string, prometheus::Gauge*> phase;       // by phase
     prometheus::Gauge* recovery = nullptr;                 // absent until the job first recovers
@@ -66,6 +72,8 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Counter>& failed_;
   prometheus::Family<prometheus::Counter>& restarts_;
   prometheus::Family<prometheus::Gauge>& nodes_;
+  prometheus::Family<prometheus::Gauge>& target_nodes_;
+  prometheus::Family<prometheus::Counter>& scale_decisions_;
   prometheus::Family<prometheus::Gauge>& world_size_;
   prometheus::Family<prometheus::Gauge>& phase_;
   prometheus::Family<prometheus::Gauge>& recovery_;

@@ -5,8 +5,16 @@
 
 namespace kubedist::trainingjob {
 
-StatusTransition status_transition(const Status& before, const Status& after) {
+int target_nodes(const Spec& spec, const Status& status) {
+  return status.elastic.target_replicas > 0 ? status.elastic.target_replicas : spec.replicas;
+}
+
+StatusTransition status_transition(const Spec& spec, const Status& before, const Status& after) {
   StatusTransition t;
+  if (after.elastic.target_replicas != before.elastic.target_replicas) {
+    const int from = target_nodes(spec, before), to = target_nodes(spec, after);
+    t.scaled = to < from ? -1 : to > from ? 1 : 0;
+  }
   t.created = condition_true(after, "Created") && !condition_true(before, "Created");
   t.succeeded = after.phase == "Succeeded" && before.phase != "Succeeded";
   t.failed = after.phase == "Failed" && before.phase != "Failed";
@@ -29,18 +37,20 @@ StatusTransition status_transition(const Status& before, const Status& after) {
 void JobMetrics::seen(const TrainingJob& job) {
   if (job.name.empty()) return;  // an object the informer could not parse: nothing to label series with
   const Status& s = job.status;
-  metrics_.job_state(job.ns, job.name, s.ready_replicas, s.world_size, s.phase);
+  metrics_.job_state(job.ns, job.name, s.ready_replicas, target_nodes(job.spec, s), s.world_size, s.phase);
 }
 
 void JobMetrics::written(const TrainingJob& before, const Status& after) {
   if (before.name.empty()) return;
-  const StatusTransition t = status_transition(before.status, after);
+  const StatusTransition t = status_transition(before.spec, before.status, after);
   if (t.created) metrics_.job_created(before.ns);
   if (t.succeeded) metrics_.job_succeeded(before.ns);
   if (t.failed) metrics_.job_failed(before.ns);
   for (const auto& [reason, n] : t.restarts) metrics_.restarts(before.ns, before.name, reason, n);
   if (t.recovery_seconds) metrics_.job_recovery(before.ns, before.name, *t.recovery_seconds);
-  metrics_.job_state(before.ns, before.name, after.ready_replicas, after.world_size, after.phase);
+  if (t.scaled != 0) metrics_.scale_decision(before.ns, before.name, t.scaled < 0 ? "down" : "up");
+  metrics_.job_state(before.ns, before.name, after.ready_replicas, target_nodes(before.spec, after), after.world_size,
+                     after.phase);
 }
 
 void JobMetrics::forget(const std::string& ns, const std::string& name) { metrics_.forget_job(ns, name); }

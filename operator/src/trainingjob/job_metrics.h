@@ -17,8 +17,12 @@ struct StatusTransition {
   bool failed = false;                  // the phase turned Failed
   std::map<std::string, int> restarts;  // positive increases of status.restartsByReason, by reason
   std::optional<double> recovery_seconds;  // the job is Running again after a Restarting condition
+  int scaled = 0;                          // the elastic target went down (-1) or up (+1)
 };
-StatusTransition status_transition(const Status& before, const Status& after);
+StatusTransition status_transition(const Spec& spec, const Status& before, const Status& after);
+
+// The nodes the operator aims at: the elastic target while one is set, else spec.replicas.
+int target_nodes(const Spec& spec, const Status& status);
 
 // Feeds OperatorMetrics from the reconciler. All restart counting goes through written(): the status is the
 // one record of restarts, whoever (operator or launchers) put them there, and each successful conditional

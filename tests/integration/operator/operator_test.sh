@@ -134,7 +134,11 @@ elastic)
   [ "$(jp tj/j '{.spec.replicas}')" = 3 ] || fail "spec.replicas must stay the user's"
   kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=ScaledDown -o jsonpath='{.items[0].message}' |
     grep -qF "j-node-2 could not be scheduled for 3s" || fail "ScaledDown message"
-  pass "elastic: a pod unschedulable past --unschedulable-grace is given up; the job runs on minReplicas=2 (Event ScaledDown)"
+  metric_is() { local out; out=$(curl -sf "http://127.0.0.1:$OP_PORT/metrics") || return 1; grep -qxF "$1" <<<"$out"; }
+  L="job_name=\"j\",job_namespace=\"$NS\""
+  eventually 10 "target metric 2" metric_is "kubedist_job_target_nodes{$L} 2"
+  eventually 10 "one scale-down decision counted" metric_is "kubedist_scale_decisions_total{direction=\"down\",$L} 1"
+  pass "elastic: a pod unschedulable past --unschedulable-grace is given up; the job runs on minReplicas=2 (Event ScaledDown, metrics)"
   ! has_event j ScalingUp || fail "grew back before any capacity returned"
   add_test_node "$NS-c"
   eventually 30 "ScalingUp event" has_event j ScalingUp
@@ -142,7 +146,9 @@ elastic)
   eventually 30 "ScaledUp event" has_event j ScaledUp
   eventually 30 "Running on 3, elastic status cleared" bash -c "[ \"\$(kubectl -n $NS get tj/j -o jsonpath='{.status.phase} {.status.replicas} {.status.elastic}')\" = 'Running 3 ' ]"
   reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=0 restarts=0" || fail "restarts: $(reasons j)"
-  pass "elastic: with a node back the job grows to spec.replicas=3 again (Events ScalingUp, ScaledUp)"
+  eventually 10 "target metric 3" metric_is "kubedist_job_target_nodes{$L} 3"
+  eventually 10 "one scale-up decision counted" metric_is "kubedist_scale_decisions_total{direction=\"up\",$L} 1"
+  pass "elastic: with a node back the job grows to spec.replicas=3 again (Events ScalingUp, ScaledUp, metrics)"
   ;;
 
 nodelost)

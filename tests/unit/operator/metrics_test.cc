@@ -43,16 +43,16 @@ TEST(StatusTransition, CountsCreatedOnceWhenTheCreatedConditionTurnsTrue) {
   pending.phase = "Pending";
   Status created = pending;
   set_condition(created, "Created", true, "PodsCreated", "", 1000);
-  EXPECT_TRUE(status_transition(pending, created).created);
-  EXPECT_FALSE(status_transition(created, created).created);
-  EXPECT_FALSE(status_transition(created, running()).created);
+  EXPECT_TRUE(status_transition(Spec{}, pending, created).created);
+  EXPECT_FALSE(status_transition(Spec{}, created, created).created);
+  EXPECT_FALSE(status_transition(Spec{}, created, running()).created);
 }
 
 TEST(StatusTransition, CountsOnlyThePositiveIncreaseOfEachRestartReason) {
-  const auto t = status_transition(running(1, 2), running(3, 2));
+  const auto t = status_transition(Spec{}, running(1, 2), running(3, 2));
   EXPECT_EQ(t.restarts, (std::map<std::string, int>{{kRestartPodFailure, 2}}));
-  EXPECT_TRUE(status_transition(running(3, 2), running(1, 2)).restarts.empty()) << "a decrease is no restart";
-  EXPECT_EQ(status_transition(Status{}, running(0, 1)).restarts.at(kRestartWorkerCrash), 1);
+  EXPECT_TRUE(status_transition(Spec{}, running(3, 2), running(1, 2)).restarts.empty()) << "a decrease is no restart";
+  EXPECT_EQ(status_transition(Spec{}, Status{}, running(0, 1)).restarts.at(kRestartWorkerCrash), 1);
 }
 
 TEST(StatusTransition, CountsTerminalPhasesWhenTheyAreReached) {
@@ -60,11 +60,11 @@ TEST(StatusTransition, CountsTerminalPhasesWhenTheyAreReached) {
   failed.phase = "Failed";
   Status succeeded = running();
   succeeded.phase = "Succeeded";
-  EXPECT_TRUE(status_transition(running(), failed).failed);
-  EXPECT_FALSE(status_transition(failed, failed).failed);
-  EXPECT_TRUE(status_transition(running(), succeeded).succeeded);
-  EXPECT_FALSE(status_transition(succeeded, succeeded).succeeded);
-  EXPECT_FALSE(status_transition(running(), succeeded).failed);
+  EXPECT_TRUE(status_transition(Spec{}, running(), failed).failed);
+  EXPECT_FALSE(status_transition(Spec{}, failed, failed).failed);
+  EXPECT_TRUE(status_transition(Spec{}, running(), succeeded).succeeded);
+  EXPECT_FALSE(status_transition(Spec{}, succeeded, succeeded).succeeded);
+  EXPECT_FALSE(status_transition(Spec{}, running(), succeeded).failed);
 }
 
 TEST(StatusTransition, RecoveryIsFromRestartingTrueToRunningAgain) {
@@ -74,9 +74,9 @@ TEST(StatusTransition, RecoveryIsFromRestartingTrueToRunningAgain) {
   Status again = restarting;
   again.phase = "Running";
   set_condition(again, "Restarting", false, "AllNodesRunning", "", 2007);
-  EXPECT_EQ(status_transition(restarting, again).recovery_seconds, 7.0);
-  EXPECT_FALSE(status_transition(again, again).recovery_seconds.has_value());
-  EXPECT_FALSE(status_transition(running(), restarting).recovery_seconds.has_value());
+  EXPECT_EQ(status_transition(Spec{}, restarting, again).recovery_seconds, 7.0);
+  EXPECT_FALSE(status_transition(Spec{}, again, again).recovery_seconds.has_value());
+  EXPECT_FALSE(status_transition(Spec{}, running(), restarting).recovery_seconds.has_value());
 }
 
 TEST(JobMetrics, ExposesEveryReasonAtZeroFromTheFirstSightOfAJob) {
@@ -157,6 +157,46 @@ TEST(JobMetrics, ForgetRemovesEveryPerJobSeriesAndKeepsTheOthers) {
   EXPECT_NE(text.find("job_name=\"b\""), std::string::npos) << text;
   EXPECT_TRUE(has_line(text, "kubedist_jobs_created_total{job_namespace=\"ns1\"} 0")) << text;
   jm.forget("ns1", "never-seen");  // harmless
+}
+
+TEST(StatusTransition, AnElasticTargetChangeIsAScaleDecision) {
+  Spec spec;
+  spec.replicas = 3;
+  Status full = running(), shrunk = running();
+  shrunk.elastic.target_replicas = 2;
+  EXPECT_EQ(status_transition(spec, full, shrunk).scaled, -1);
+  EXPECT_EQ(status_transition(spec, shrunk, full).scaled, 1);
+  EXPECT_EQ(status_transition(spec, shrunk, shrunk).scaled, 0);
+  Status same = running();
+  same.elastic.target_replicas = 3;  // set, but what spec.replicas says anyway
+  EXPECT_EQ(status_transition(spec, full, same).scaled, 0);
+  EXPECT_EQ(target_nodes(spec, full), 3);
+  EXPECT_EQ(target_nodes(spec, shrunk), 2);
+}
+
+TEST(JobMetrics, ShowsTheTargetAndCountsScaleDecisions) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  TrainingJob j = job("ns1", "e", running());
+  j.spec.replicas = 3;
+  jm.seen(j);
+  std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_job_target_nodes{job_name=\"e\",job_namespace=\"ns1\"} 3")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_scale_decisions_total{direction=\"down\",job_name=\"e\",job_namespace=\"ns1\"} 0"))
+      << text;
+  Status shrunk = running();
+  shrunk.elastic.target_replicas = 2;
+  jm.written(j, shrunk);
+  j.status = shrunk;
+  jm.written(j, running());
+  text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_job_target_nodes{job_name=\"e\",job_namespace=\"ns1\"} 3")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_scale_decisions_total{direction=\"down\",job_name=\"e\",job_namespace=\"ns1\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "kubedist_scale_decisions_total{direction=\"up\",job_name=\"e\",job_namespace=\"ns1\"} 1"))
+      << text;
+  jm.forget("ns1", "e");
+  EXPECT_EQ(m.render().find("job_name=\"e\""), std::string::npos);
 }
 
 TEST(JobMetrics, MakesNoSeriesForAnObjectThatCouldNotBeParsed) {
