@@ -10,6 +10,8 @@ scenarios:
              operator gives the unschedulable pod up after its grace period, and the job ends Succeeded
   growback   node 2 is lost while the cluster is full, then capacity returns: the group shrinks to 2 nodes
              and grows back to 3 with the recreated pod; nodes 0 and 1 keep their pods throughout
+  dashboard  every query of the Grafana dashboard returns data from a real Prometheus scraping the operator and
+             the launchers in the pods while a job restarts in place after a worker crash, then loses a pod
   permanent  every worker exits 3 under restartPolicy ExitCode: the job ends Failed naming exit code 3, with
              no in-place restart and no pod recreated
 """
@@ -321,6 +323,118 @@ def scenario_permanent(env):
     ranks = [line.split()[0] for line in runs]
     check(runs and all(line.endswith(" 0") for line in runs) and len(set(ranks)) == len(ranks),
           f"no in-place restart of a permanent exit code, maxRestarts 2 unspent (worker runs: {runs})")
+
+
+def scenario_dashboard(env):
+    """Every panel of the Grafana dashboard answered by a real Prometheus scraping this e2e run: the operator and
+    the launchers in the job's pods (at each pod's IP and kd-metrics port, found through a file_sd target file as
+    a PodMonitor would find them), while a 3 x 2 DDP job survives a worker crash in place and then a lost pod."""
+    sys.path.insert(0, os.path.join(SOURCE, "tests/integration/dashboard"))
+    import dashboard_test as dash  # noqa: E402  (its Prometheus client and the dashboard's queries)
+
+    def op_port():
+        with open(env.op_log_path, errors="replace") as f:
+            for line in f:
+                if "probes listening on port " in line:
+                    return int(line.split("probes listening on port ")[1].split()[0])
+        return None
+    op = eventually(30, "the operator reports its port", op_port)
+    targets = os.path.join(env.tmp, "launchers.json")
+    with open(targets, "w") as f:
+        json.dump([], f)
+    prom_port = dash.free_port()
+    config = os.path.join(env.tmp, "prometheus.yml")
+    with open(config, "w") as f:
+        json.dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                   "scrape_configs": [
+                       {"job_name": "kubedist-operator", "static_configs": [{"targets": [f"127.0.0.1:{op}"]}]},
+                       {"job_name": "kubedist-launchers",
+                        "file_sd_configs": [{"files": [targets], "refresh_interval": "1s"}]}]}, f)
+    prom_log = open(os.path.join(env.tmp, "prometheus.log"), "wb")
+    prom_proc = subprocess.Popen(
+        ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={env.tmp}/prometheus",
+         f"--web.listen-address=127.0.0.1:{prom_port}", "--storage.tsdb.retention.time=1h"],
+        stdout=prom_log, stderr=subprocess.STDOUT)
+    try:
+        prom = dash.Prometheus(prom_port)
+        eventually(60, "Prometheus ready", lambda: dash.http_get(f"{prom.base}/-/ready")[0] == 200)
+        eventually(30, "Prometheus scrapes the operator", lambda: prom.query('up{job="kubedist-operator"} == 1')[0])
+        started = time.time()
+        env.create_job("dash", 3, env.train_command(1_000_000, "--step-sleep", "0.2", "--crash-rank", "3"),
+                       max_restarts=3)
+
+        def pod_targets():
+            pods = env.pods("dash")
+            if len(pods) != 3 or not all(p.get("status", {}).get("podIP") for p in pods.values()):
+                return None
+            return [{"targets": [f"{p['status']['podIP']}:{port['containerPort']}"], "labels": {"pod": name}}
+                    for name, p in pods.items() for c in p["spec"]["containers"] for port in c.get("ports", [])
+                    if port.get("name") == "kd-metrics"]
+        def publish_targets():
+            tg = eventually(60, "3 pods with IPs", pod_targets)
+            with open(targets + ".tmp", "w") as f:
+                json.dump(tg, f)
+            os.rename(targets + ".tmp", targets)
+            want = sorted(x["targets"][0] for x in tg)
+            eventually(30, "Prometheus scrapes the 3 launchers", lambda: sorted(
+                s["metric"]["instance"] for s in prom.query('up{job="kubedist-launchers"} == 1')[0] or []) == want)
+        publish_targets()
+        check(True, f"Prometheus on 127.0.0.1:{prom_port} scrapes the operator and the launchers of 3 pods")
+        env.wait_training(180, "training again after the in-place restart", lambda w, r, s: w == 6 and r == 1 and s >= 3)
+        eventually(30, "status shows the worker_crash restart",
+                   lambda: env.job("dash").get("status", {}).get("restartsByReason", {}).get("worker_crash") == 1)
+        # A pod-level recovery too (the operator's own recovery time): node 1's pod is lost and recreated.
+        old_uid = env.pod_uids("dash")["dash-node-1"]
+        env.lose_pod("dash-node-1")
+        eventually(60, "dash-node-1 recreated", lambda: env.pod_uids("dash").get("dash-node-1") not in (None, old_uid))
+        publish_targets()
+        env.wait_training(180, "training again with the new pod", lambda w, r, s: w == 6 and r == 2 and s >= 3)
+        eventually(30, "status shows the node_lost restart and Running",
+                   lambda: (lambda st: st.get("phase") == "Running" and
+                            st.get("restartsByReason", {}).get("node_lost", 0) >= 1)(env.job("dash").get("status", {})))
+
+        queries = [(title, ref, expr.replace("$__rate_interval", dash.RATE_INTERVAL).replace("$namespace", env.ns))
+                   for title, ref, expr in dash.panel_queries()]
+        missing = {}
+
+        def all_return_data():
+            missing.clear()
+            for title, ref, expr in queries:
+                result, err = prom.query(expr)
+                if err:
+                    raise Failure(f"panel \"{title}\" query {ref} is refused by Prometheus: {err}")
+                if not result:
+                    missing[(title, ref)] = expr
+            return not missing
+        try:
+            eventually(60, "every panel query returns data", all_return_data, interval=0.5)
+        except Failure:
+            raise Failure("panel queries without data: " + "; ".join(f"{t} {r}: {e}" for (t, r), e in missing.items()))
+        check(True, f"all {len(queries)} queries of {len({q[0] for q in queries})} panels return data")
+
+        def peak(title, ref, label, value):
+            expr = next(e for t, r, e in queries if t == title and r == ref)
+            result, err = prom.query(expr, start=str(started), end=str(time.time()), step="1")
+            if err:
+                raise Failure(err)
+            return max((float(v) for s in result if s["metric"].get(label) == value for _, v in s["values"]),
+                       default=0.0)
+        for reason in ("worker_crash", "node_lost"):
+            eventually(30, f"the restart panel shows a {reason} restart",
+                       lambda: peak("Restarts by reason", "A", "reason", reason) > 0)
+        check(True, "the restarts panel shows worker_crash (reported by node 0's launcher) and node_lost")
+        workers = eventually(30, "every launcher reports 2 workers running", lambda: (
+            lambda r: r if r and len(r) == 3 and all(float(s["value"][1]) == 2 for s in r) else None)(
+            prom.query('kubedist_launcher_workers_running{job="kubedist-launchers"}')[0]))
+        check(len(workers) == 3, "the launchers panel: 3 launchers, 2 workers running each")
+    finally:
+        prom_proc.terminate()
+        try:
+            prom_proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            prom_proc.kill()
+            prom_proc.wait()
+        prom_log.close()
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
