@@ -393,23 +393,20 @@ def scenario_dashboard(env):
                    lambda: (lambda st: st.get("phase") == "Running" and
                             st.get("restartsByReason", {}).get("node_lost", 0) >= 1)(env.job("dash").get("status", {})))
 
-        queries = [(title, ref, expr.replace("$__rate_interval", dash.RATE_INTERVAL).replace("$namespace", env.ns))
-                   for title, ref, expr in dash.panel_queries()]
+        queries = dash.dashboard_queries(env.ns)
         missing = {}
 
         def all_return_data():
+            found, err = dash.queries_without_data(prom, queries)
+            if err:
+                raise RuntimeError(err)  # kept as eventually's last value: a refused query stays refused
             missing.clear()
-            for title, ref, expr in queries:
-                result, err = prom.query(expr)
-                if err:
-                    raise Failure(f"panel \"{title}\" query {ref} is refused by Prometheus: {err}")
-                if not result:
-                    missing[(title, ref)] = expr
+            missing.update(found)
             return not missing
         try:
             eventually(60, "every panel query returns data", all_return_data, interval=0.5)
-        except Failure:
-            raise Failure("panel queries without data: " + "; ".join(f"{t} {r}: {e}" for (t, r), e in missing.items()))
+        except Failure as e:
+            raise Failure("; ".join(f"{t} {r} returns no data: {x}" for (t, r), x in missing.items()) or str(e))
         check(True, f"all {len(queries)} queries of {len({q[0] for q in queries})} panels return data")
 
         def peak(title, ref, label, value):

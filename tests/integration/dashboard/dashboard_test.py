@@ -103,6 +103,24 @@ def panel_queries():
             yield panel["title"], target["refId"], target["expr"]
 
 
+def dashboard_queries(namespace):
+    """(panel title, refId, PromQL) of every query, as Grafana asks them with $namespace set to `namespace`."""
+    return [(title, ref, expr.replace("$__rate_interval", RATE_INTERVAL).replace("$namespace", namespace))
+            for title, ref, expr in panel_queries()]
+
+
+def queries_without_data(prom, queries):
+    """Returns ({(title, refId): expr} of the queries that return nothing, or an error for one Prometheus refuses)."""
+    missing = {}
+    for title, ref, expr in queries:
+        result, err = prom.query(expr)
+        if err:
+            return None, f"panel \"{title}\" query {ref} is refused by Prometheus: {err}\n  {expr}"
+        if not result:
+            missing[(title, ref)] = expr
+    return missing, None
+
+
 class Prometheus:
     def __init__(self, port):
         self.base = f"http://127.0.0.1:{port}"
@@ -240,23 +258,16 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
         ok("job j: a pod failed and was recreated; the launcher's worker crashed and was restarted")
 
         # Every panel's every query returns data (as Grafana would ask, with $namespace set to our namespace).
-        queries = [(title, ref, expr.replace("$__rate_interval", RATE_INTERVAL).replace("$namespace", ns))
-                   for title, ref, expr in panel_queries()]
+        queries = dashboard_queries(ns)
         if len(queries) < 8:
             fail(f"the dashboard has only {len(queries)} queries")
-        missing = {}
-
-        def all_return_data():
-            missing.clear()
-            for title, ref, expr in queries:
-                result, err = prom.query(expr)
-                if err:
-                    fail(f"panel \"{title}\" query {ref} is refused by Prometheus: {err}\n  {expr}")
-                if not result:
-                    missing[(title, ref)] = expr
-            return not missing
         deadline = time.monotonic() + 60
-        while not all_return_data() and time.monotonic() < deadline:
+        while True:
+            missing, err = queries_without_data(prom, queries)
+            if err:
+                fail(err)
+            if not missing or time.monotonic() > deadline:
+                break
             time.sleep(0.5)
         for (title, ref), expr in missing.items():
             print(f"FAIL: panel \"{title}\" query {ref} returns no data:\n  {expr}", flush=True)
