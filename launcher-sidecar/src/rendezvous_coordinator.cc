@@ -161,7 +161,7 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
 
 RendezvousReport RendezvousCoordinator::report() const {
   const char* phase = phase_ == Phase::Gathering ? "gathering" : phase_ == Phase::Running ? "running" : "over";
-  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase};
+  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase, settings_.run_id};
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -65,6 +65,7 @@ struct RendezvousReport {
   int nodes = 0;      // nodes in the last round formed
   int world_size = 0; // worker processes in the last round formed
   std::string phase;  // gathering | running | over
+  std::string run_id;  // whose rendezvous this is (the job), so that a poller cannot credit another job
   bool operator==(const RendezvousReport&) const = default;
 };
 

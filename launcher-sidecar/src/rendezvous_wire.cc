@@ -107,7 +107,7 @@ std::string encode_report(const RendezvousReport& r) {
   std::string line = "STATUS round=" + std::to_string(r.round) + " restarts=" + std::to_string(r.restarts);
   for (const auto& [cause, n] : r.restarts_by_cause) line += " " + cause + "=" + std::to_string(n);
   return line + " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) +
-         " phase=" + r.phase + "\n";
+         " phase=" + r.phase + " run=" + r.run_id + "\n";
 }
 
 Result<RendezvousReport> parse_report(const std::string& line) {
@@ -120,8 +120,8 @@ Result<RendezvousReport> parse_report(const std::string& line) {
     const size_t eq = word.find('=');
     if (eq == std::string::npos || eq == 0) return make_error("bad rendezvous status field '" + word + "' in '" + line + "'");
     const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-    if (key == "phase") {
-      r.phase = value;
+    if (key == "phase" || key == "run") {
+      (key == "phase" ? r.phase : r.run_id) = value;
       continue;
     }
     int n = 0;

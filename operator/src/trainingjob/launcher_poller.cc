@@ -113,9 +113,13 @@ void LauncherPoller::start() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       lock.unlock();
-      poll_once();
+      try {
+        poll_once();
+      } catch (const std::exception& e) {  // no thread to spare (std::async), no memory: try again next time
+        log_error("launcher_poller", std::string("poll failed: ") + e.what());
+      }
       lock.lock();
-      wake_.wait_for(lock, interval_, [this] { return stopping_; });
+      wake_.wait_for(lock, interval_, [this] { return stopping_.load(); });
     }
   });
 }
@@ -145,6 +149,7 @@ void LauncherPoller::poll_once() {
       pending.push_back(std::async(std::launch::async, query_launcher, targets[j].ip, targets[j].port, timeout));
     }
     for (auto& f : pending) answers.push_back(f.get());
+    if (stopping_) return;  // shutting down: the rest of the pass would only delay it by its timeouts
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     const LauncherTarget& t = targets[i];
@@ -153,6 +158,11 @@ void LauncherPoller::poll_once() {
     if (!report) {
       // Node 0 may be starting or re-forming; the last report stays until it answers again.
       log_debug("launcher_poller", t.job_key + ": " + report.error().message);
+      continue;
+    }
+    // The address may since belong to another job's node 0 (same port): a report of another run is not this job's.
+    if (const std::string name = t.job_key.substr(t.job_key.find('/') + 1); !report->run_id.empty() && report->run_id != name) {
+      log_debug("launcher_poller", t.job_key + ": " + t.ip + " answers for run " + report->run_id + "; ignored");
       continue;
     }
     report->pod_uid = t.pod_uid;

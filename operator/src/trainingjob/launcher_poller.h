@@ -53,7 +53,7 @@ class LauncherPoller {
   const OnChange on_change_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};
   std::map<std::string, LauncherReport> latest_;
   std::thread thread_;
 };

@@ -428,8 +428,8 @@ Result<LauncherReport> parse_launcher_report(const std::string& line) {
     const size_t eq = word.find('=');
     const std::string key = eq == std::string::npos ? word : word.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
-    if (key == "phase") {
-      r.phase = value;
+    if (key == "phase" || key == "run") {
+      (key == "phase" ? r.phase : r.run_id) = value;
       continue;
     }
     static const std::regex count("-1|0|[1-9][0-9]{0,8}");

@@ -35,10 +35,13 @@ bool cleaned_up(CleanPodPolicy policy, const PodFacts& pod) {
   return false;
 }
 
-bool is_known_reason(const std::string& reason) {
-  return reason == kRestartWorkerCrash || reason == kRestartPodFailure || reason == kRestartNodeLost ||
-         reason == kRestartScale;
+// The causes a launcher can report; pod_failure is the operator's own count (it spends backoffLimit).
+bool is_launcher_reason(const std::string& reason) {
+  return reason == kRestartWorkerCrash || reason == kRestartNodeLost || reason == kRestartScale;
 }
+
+// More in-place restarts than this between two polls is no report to trust (and would overflow the counts).
+constexpr int kMaxLauncherDelta = 100000;
 
 class Decider {
  public:
@@ -51,6 +54,10 @@ class Decider {
       present.insert(pod.uid);
     }
     plan_.status = job.status;
+    // A status written before restartsByReason existed: its restarts were all pod failures (one backoffLimit budget).
+    if (plan_.status.restarts_by_reason.empty() && plan_.status.restarts > 0) {
+      plan_.status.restarts_by_reason[kRestartPodFailure] = plan_.status.restarts;
+    }
     // Pods counted as lost are remembered only while they exist, so that each is counted once.
     auto& lost = plan_.status.lost_pods;
     lost.erase(std::remove_if(lost.begin(), lost.end(), [&](const std::string& uid) { return !present.count(uid); }),
@@ -136,11 +143,11 @@ class Decider {
     LauncherSeen& seen = plan_.status.launcher;
     if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}};
     for (const auto& [reason, n] : report.restarts_by_reason) {
-      if (!is_known_reason(reason)) continue;
+      if (!is_launcher_reason(reason)) continue;
       const int before = seen.restarts_by_reason.count(reason) ? seen.restarts_by_reason[reason] : 0;
       const int delta = n >= before ? n - before : n;  // smaller: the launcher restarted inside the same pod
       seen.restarts_by_reason[reason] = n;
-      if (delta <= 0) continue;
+      if (delta <= 0 || delta > kMaxLauncherDelta) continue;
       count_restart(reason, delta);
       const char* what = reason == std::string(kRestartWorkerCrash) ? "WorkerRestarted" : "GroupRestarted";
       emit(reason == std::string(kRestartScale) ? "Normal" : "Warning", what,
@@ -254,6 +261,9 @@ class Decider {
     // Pods whose node is gone, or that their node evicted: force-deleted (no kubelet will confirm) and recreated.
     std::set<std::string> lost_uids;
     for (const auto& pod : live_) {
+      // A finished pod keeps its verdict: a node that goes after its pod succeeded (or failed for its own
+      // reason) loses nothing of the job, and running the node's work again could not join a finished group.
+      if (pod.phase == "Succeeded" || (pod.phase == "Failed" && !failure_is_node_loss(pod))) continue;
       std::string why = node_lost(pod);
       const bool evicted = why.empty() && pod.phase == "Failed" && failure_is_node_loss(pod);
       if (evicted) why = "its node ended it (reason " + pod.failure_reason + ")";
@@ -261,7 +271,12 @@ class Decider {
       lost_uids.insert(pod.uid);
       delete_pod(pod, !evicted);
       const bool in_target = pod.rank >= 0 && pod.rank < target;
-      if (!in_target) continue;
+      // Counted once: a delete that failed, or a cache that has not seen it yet, brings the same pod back here.
+      const bool counted = std::find(st.lost_pods.begin(), st.lost_pods.end(), pod.uid) != st.lost_pods.end();
+      if (!in_target || counted) {
+        if (counted) lost_.push_back(pod.name);
+        continue;
+      }
       st.lost_pods.push_back(pod.uid);
       count_restart(kRestartNodeLost);
       lost_.push_back(pod.name);

@@ -157,6 +157,7 @@ struct LauncherReport {
   int nodes = 0;
   int world_size = 0;
   std::string phase;  // gathering | running | over
+  std::string run_id;  // the rendezvous' run id (the job's name unless the user set another); "" from old launchers
   bool operator==(const LauncherReport&) const = default;
 };
 

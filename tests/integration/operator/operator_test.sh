@@ -291,6 +291,26 @@ for _ in range(50):
   pass "an operator restart neither loses nor double counts launcher restarts"
   kill -TERM "$n0"
   wait "$n0" || true
+  # Another job's node 0 now answers at j-node-0's address (an IP reused, the same port): its restarts are not j's.
+  other=$(mktemp -d /tmp/kubedist-op-launcher-XXXXXX)
+  WORK=$other CRASH_ONCE=1 "$LAUNCHER" --nnodes=1:2 --node-rank=0 --master-addr="$ip" --master-port="$port" \
+    --rdzv-endpoint="$ip:$((port + 1))" --rdzv-id=other --max-restarts=10 --stop-timeout=5 \
+    --rdzv-conf=last_call_timeout=0.2 --no-python -- sh -c "$script" >>"$work/other.log" 2>&1 &
+  n_other=$!
+  EXTRA_PIDS="${EXTRA_PIDS:-} $n_other"
+  status_line() { /usr/bin/python3 -c 'import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 2); s.sendall(b"STATUS\n"); print(s.makefile().readline().strip())' "$ip" $((port + 1)); }
+  other_crashed() { grep -q "worker_crash=1 .*run=other" <<<"$(status_line 2>/dev/null)"; }
+  eventually 30 "the other run's launcher reports its worker crash" other_crashed
+  sleep_until=$((SECONDS + 3))
+  while [ $SECONDS -lt $sleep_until ]; do
+    reasons_are j "node_lost=1 pod_failure=0 scale=3 worker_crash=1 restarts=5" || fail "another run's report was credited to j: $(reasons j)"
+    sleep 0.3
+  done
+  kill -TERM "$n_other"
+  wait "$n_other" || true
+  rm -rf "$other"
+  pass "a STATUS answer of another run (run=other) at the job's node-0 address is not credited to the job"
   ;;
 
 scale)

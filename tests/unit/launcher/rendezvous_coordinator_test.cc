@@ -134,11 +134,11 @@ TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
 TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   Harness h(1, 3, 10);
   std::map<std::string, int> zero{{"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
-  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering"}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job"}));
   h.run_two_nodes();
   h.advance(1001ms);
   h.out();
-  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running"}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job"}));
   // A worker crash on node 1: worker_crash.
   h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
   h.join(1, 0);

@@ -55,9 +55,10 @@ TEST(RendezvousWire, LeaveAndStatusRequestsTakeNoArguments) {
 }
 
 TEST(RendezvousWire, StatusReportRoundTripsWithEveryCause) {
-  RendezvousReport r{3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8, "running"};
+  RendezvousReport r{3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8, "running", "resnet"};
   const std::string line = encode_report(r);
-  EXPECT_EQ(line, "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running\n");
+  EXPECT_EQ(line,
+            "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet\n");
   auto back = parse_report(line.substr(0, line.size() - 1));
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(*back, r);

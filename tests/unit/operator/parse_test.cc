@@ -253,7 +253,8 @@ namespace kubedist::trainingjob {
 namespace {
 
 TEST(ParseLauncherReport, ReadsEveryFieldAndSkipsNone) {
-  auto r = parse_launcher_report("STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running");
+  auto r = parse_launcher_report(
+      "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->round, 3);
   EXPECT_EQ(r->restarts, 4);
@@ -261,6 +262,7 @@ TEST(ParseLauncherReport, ReadsEveryFieldAndSkipsNone) {
   EXPECT_EQ(r->nodes, 2);
   EXPECT_EQ(r->world_size, 8);
   EXPECT_EQ(r->phase, "running");
+  EXPECT_EQ(r->run_id, "resnet");
   EXPECT_TRUE(parse_launcher_report("STATUS round=-1 restarts=0 nodes=0 world_size=0 phase=gathering").ok());
 }
 

@@ -458,6 +458,52 @@ TEST(Decide, PodsOfADeletedNodeAreForceDeletedAndCountedAsNodeLost) {
   EXPECT_TRUE(gone.status.lost_pods.empty());
 }
 
+TEST(Decide, ALostPodWhoseDeleteDidNotLandIsDeletedAgainButCountedOnce) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  auto first = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 5);
+  ASSERT_EQ(first.status.restarts_by_reason["node_lost"], 1);
+  job.status = first.status;  // written, but the force-delete failed: the pod is still there, not deleting
+  auto retry = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 8);
+  EXPECT_EQ(retry.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", true}}));
+  EXPECT_EQ(retry.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(retry.status.restarts, 1);
+  EXPECT_FALSE(has_event(retry, "PodLost"));
+  EXPECT_EQ(retry.status.phase, "Restarting");
+}
+
+TEST(Decide, AFinishedPodKeepsItsVerdictWhenItsNodeGoes) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[2].phase = "Succeeded";
+  ps[2].exit_code = 0;
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 5);  // n2 deleted after its pod finished
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.status.restarts, 0);
+  for (auto& pod : ps) pod.phase = "Succeeded", pod.exit_code = 0;
+  EXPECT_EQ(decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 6).status.phase, "Succeeded");
+  // A pod that failed for its own reason keeps it too: restartPolicy decides, not the lost node.
+  ps = pods(4, "Running");
+  for (auto& pod : ps) pod.node_name = "n" + std::to_string(pod.rank);
+  ps[2] = pod(2, "Failed", 3);
+  ps[2].node_name = "n2";
+  auto permanent = decide(job_with({{"restartPolicy", "ExitCode"}}), observed(ps, up({"n0", "n1", "n3"})), kNow + 7);
+  EXPECT_EQ(permanent.status.phase, "Failed");
+}
+
+TEST(Decide, ARestartCountFromBeforeRestartsByReasonIsPodFailures) {
+  auto job = job_with({{"backoffLimit", 2}});
+  job.status.phase = "Running";
+  job.status.restarts = 2;  // written by an operator that knew no reasons: every restart was a pod failure
+  auto ps = pods(4, "Running");
+  ps[1] = pod(1, "Failed", 137);
+  auto p = decide(job, ps, true, kNow);
+  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 2);
+  EXPECT_EQ(p.status.restarts, 2);
+}
+
 TEST(Decide, NodeZeroLostIsRecreatedFirst) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
@@ -536,7 +582,7 @@ TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
 
 LauncherReport report(const std::string& uid, int crash, int lost, int scale, const std::string& phase = "running") {
   return {uid, 5, crash + lost + scale, {{"worker_crash", crash}, {"node_lost", lost}, {"scale", scale}}, 4, 32,
-          phase};
+          phase, "resnet"};
 }
 
 TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {
@@ -570,6 +616,15 @@ TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {
   EXPECT_EQ(replaced.status.restarts_by_reason["scale"], 1);
   EXPECT_EQ(replaced.status.restarts, 6);
   EXPECT_EQ(replaced.status.restarts, sum(replaced.status.restarts_by_reason));
+  // Only the launchers' own causes count, and no absurd jump: pod_failure is the operator's (backoffLimit).
+  job.status = replaced.status;
+  o.launcher = report("pod-0b", 1, 0, 1);
+  o.launcher->restarts_by_reason["pod_failure"] = 5;
+  o.launcher->restarts_by_reason["worker_crash"] = 999999999;
+  auto bogus = decide(job, o, kNow + 5);
+  EXPECT_EQ(bogus.status.restarts_by_reason.count("pod_failure") ? bogus.status.restarts_by_reason["pod_failure"] : 0, 0);
+  EXPECT_EQ(bogus.status.restarts, 6);
+  EXPECT_EQ(bogus.status.restarts, sum(bogus.status.restarts_by_reason));
   // A report from a node-0 pod that is no longer there is ignored.
   job.status = replaced.status;
   o.launcher = report("pod-0", 9, 9, 9);
