@@ -392,6 +392,12 @@ def scenario_dashboard(env):
         eventually(30, "status shows the node_lost restart and Running",
                    lambda: (lambda st: st.get("phase") == "Running" and
                             st.get("restartsByReason", {}).get("node_lost", 0) >= 1)(env.job("dash").get("status", {})))
+        # The loss is one restart, though the operator saw the pod go and node 0's launcher saw the group re-form.
+        eventually(10, "node 0's launcher has reported the re-formed group",
+                   lambda: env.job("dash")["status"].get("launcher", {}).get("absorb") == 0)
+        st = env.job("dash")["status"]
+        check(st.get("restarts") == 2 and st.get("restartsByReason", {}).get("node_lost") == 1,
+              f"one worker crash and one lost pod are 2 restarts ({st.get('restarts')}, {st.get('restartsByReason')})")
 
         queries = dash.dashboard_queries(env.ns)
         missing = {}

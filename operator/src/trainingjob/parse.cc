@@ -242,6 +242,7 @@ static Status parse_status_fields(const json& st) {
   s.selector = string_at(st, "selector");
   if (auto it = st.find("launcher"); it != st.end() && it->is_object()) {
     s.launcher.pod_uid = string_at(*it, "podUID");
+    if (auto a = it->find("absorb"); a != it->end() && a->is_number_integer()) s.launcher.absorb = std::max(0, a->get<int>());
     if (auto r = it->find("restartsByReason"); r != it->end() && r->is_object()) {
       for (const auto& [reason, n] : r->items()) {
         if (n.is_number_integer()) s.launcher.restarts_by_reason[reason] = n.get<int>();
@@ -291,9 +292,11 @@ json status_to_json(const Status& s) {
   j["completionTime"] = s.completion_time.empty() ? json(nullptr) : json(s.completion_time);
   j["selector"] = s.selector;
   // Merge-patch semantics: null removes a field that is no longer wanted.
-  j["launcher"] = s.launcher.pod_uid.empty()
+  j["launcher"] = s.launcher.pod_uid.empty() && s.launcher.absorb == 0
                       ? json(nullptr)
-                      : json{{"podUID", s.launcher.pod_uid}, {"restartsByReason", s.launcher.restarts_by_reason}};
+                      : json{{"podUID", s.launcher.pod_uid},
+                             {"restartsByReason", s.launcher.restarts_by_reason},
+                             {"absorb", s.launcher.absorb}};
   j["elastic"] = s.elastic.target_replicas == 0 ? json(nullptr)
                                                  : json{{"targetReplicas", s.elastic.target_replicas},
                                                         {"reason", s.elastic.reason},

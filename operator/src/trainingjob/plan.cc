@@ -118,6 +118,13 @@ class Decider {
     last_reason_ = reason;
   }
 
+  // A pod failure or loss the operator counts: the launchers on the other nodes re-form the group for it and will
+  // report that as a restart of their own, which must not count a second time (see fold_launcher).
+  void count_pod_restart(const std::string& reason) {
+    count_restart(reason);
+    ++plan_.status.launcher.absorb;
+  }
+
   // Why the pod is lost with its node ("" if it is not): the node was deleted, or is NotReady past the grace.
   std::string node_lost(const PodFacts& pod) {
     if (!obs_.nodes_watched || pod.node_name.empty()) return "";
@@ -141,13 +148,19 @@ class Decider {
     if (!obs_.launcher || node0 == nullptr || obs_.launcher->pod_uid != node0->uid) return;
     const LauncherReport& report = *obs_.launcher;
     LauncherSeen& seen = plan_.status.launcher;
-    if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}};
+    if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}, 0};  // a new rendezvous: nothing to absorb
     for (const auto& [reason, n] : report.restarts_by_reason) {
       if (!is_launcher_reason(reason)) continue;
       const int before = seen.restarts_by_reason.count(reason) ? seen.restarts_by_reason[reason] : 0;
-      const int delta = n >= before ? n - before : n;  // smaller: the launcher restarted inside the same pod
+      int delta = n >= before ? n - before : n;  // smaller: the launcher restarted inside the same pod
       seen.restarts_by_reason[reason] = n;
       if (delta <= 0 || delta > kMaxLauncherDelta) continue;
+      if (reason != kRestartWorkerCrash) {  // the group re-forming for a pod the operator already counted
+        const int same = std::min(delta, seen.absorb);
+        seen.absorb -= same;
+        delta -= same;
+        if (delta == 0) continue;
+      }
       count_restart(reason, delta);
       const char* what = reason == std::string(kRestartWorkerCrash) ? "WorkerRestarted" : "GroupRestarted";
       emit(reason == std::string(kRestartScale) ? "Normal" : "Warning", what,
@@ -254,7 +267,7 @@ class Decider {
       if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
       if (std::find(st.lost_pods.begin(), st.lost_pods.end(), pod.uid) != st.lost_pods.end()) continue;
       st.lost_pods.push_back(pod.uid);
-      count_restart(kRestartNodeLost);
+      count_pod_restart(kRestartNodeLost);
       lost_.push_back(pod.name);
       emit("Warning", "PodLost", "pod " + pod.name + " is being deleted; it will be recreated");
     }
@@ -278,7 +291,7 @@ class Decider {
         continue;
       }
       st.lost_pods.push_back(pod.uid);
-      count_restart(kRestartNodeLost);
+      count_pod_restart(kRestartNodeLost);
       lost_.push_back(pod.name);
       emit("Warning", "PodLost", "pod " + pod.name + " was lost: " + why + "; recreating it");
     }
@@ -327,7 +340,7 @@ class Decider {
     }
     std::string restart_message;
     for (const PodFacts* pod : retryable) {
-      count_restart(kRestartPodFailure);
+      count_pod_restart(kRestartPodFailure);
       delete_pod(*pod);
       restart_message = describe_failure(*pod) + "; recreating it (pod failure " +
                         std::to_string(st.restarts_by_reason[kRestartPodFailure]) + ", backoffLimit " +
@@ -349,7 +362,7 @@ class Decider {
       if (terminating) continue;
       if (job_.status.phase == "Running" && rank < job_.status.replicas && !elastic.changed) {
         // Every pod ran at the last status write and this one vanished unseen (deleted at once, node gone).
-        count_restart(kRestartNodeLost);
+        count_pod_restart(kRestartNodeLost);
         lost_.push_back(pod_name(job_.name, rank));
         emit("Warning", "PodLost", "pod " + pod_name(job_.name, rank) + " vanished; recreating it");
       }

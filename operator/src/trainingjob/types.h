@@ -66,6 +66,9 @@ struct Condition {
 struct LauncherSeen {
   std::string pod_uid;                            // node 0's pod whose launcher reported these counts
   std::map<std::string, int> restarts_by_reason;  // its counts as last folded into Status::restarts_by_reason
+  // Pod failures and losses the operator counted whose group re-form the launchers will report too (as node_lost
+  // or scale): that many of their next node_lost/scale restarts are the same incidents, not new ones.
+  int absorb = 0;
   bool operator==(const LauncherSeen&) const = default;
 };
 

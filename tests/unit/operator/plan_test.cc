@@ -631,6 +631,38 @@ TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {
   EXPECT_EQ(decide(job, o, kNow + 5).status, job.status);
 }
 
+TEST(Decide, ALostPodIsOneRestartThoughTheLaunchersReformTheGroupForItToo) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 0, 0, 0);
+  job.status = decide(job, o, kNow + 1).status;
+  ASSERT_EQ(job.status.launcher.pod_uid, "pod-0");
+  // Node n2 is deleted: the operator counts the loss of pod 2 ...
+  o = observed(ps, up({"n0", "n1", "n3"}));
+  o.launcher = report("pod-0", 0, 0, 0);
+  auto lost = decide(job, o, kNow + 2);
+  EXPECT_EQ(lost.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(lost.status.launcher.absorb, 1);
+  // ... and node 0's launcher reports the group re-formed without it (node_lost): the same incident.
+  job.status = lost.status;
+  ps.erase(ps.begin() + 2);
+  o = observed(ps, up({"n0", "n1", "n3"}));
+  o.launcher = report("pod-0", 0, 1, 0);
+  auto reported = decide(job, o, kNow + 3);
+  EXPECT_EQ(reported.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(reported.status.restarts, 1);
+  EXPECT_EQ(reported.status.launcher.absorb, 0);
+  // A later loss the launchers alone saw (no pod event) counts again, as does a worker crash.
+  job.status = reported.status;
+  o.launcher = report("pod-0", 1, 2, 0);
+  auto later = decide(job, o, kNow + 4);
+  EXPECT_EQ(later.status.restarts_by_reason["node_lost"], 2);
+  EXPECT_EQ(later.status.restarts_by_reason["worker_crash"], 1);
+  EXPECT_EQ(later.status.restarts, 3);
+  EXPECT_EQ(parse_status(status_to_json(later.status)), later.status);
+}
+
 TEST(Decide, RegroupingLaunchersShowRestartingOrScalingAndTheLaunchersWorldSize) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
