@@ -263,6 +263,9 @@ class Decider {
     // Not while Scaling: pods a scale-down removed may still be terminating when the user scales up again.
     const bool was_running = job_.status.phase == "Running" || job_.status.phase == "Restarting";
     for (const auto& pod : terminating_) {
+      // A pod terminating on a node that is gone (drained, then powered off) waits for a kubelet that never
+      // confirms, and its rank cannot be recreated until it is gone: force it.
+      if (pod.phase != "Succeeded" && pod.phase != "Failed" && !node_lost(pod).empty()) delete_pod(pod, true);
       const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(job_.name, pod.rank);
       if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
       if (std::find(st.lost_pods.begin(), st.lost_pods.end(), pod.uid) != st.lost_pods.end()) continue;

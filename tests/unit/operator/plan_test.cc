@@ -504,6 +504,18 @@ TEST(Decide, ARestartCountFromBeforeRestartsByReasonIsPodFailures) {
   EXPECT_EQ(p.status.restarts, 2);
 }
 
+TEST(Decide, APodStuckTerminatingOnALostNodeIsForced) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[2].deleting = true;  // evicted by a drain, then the node went away: no kubelet will confirm
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", true}}));
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
+  // On a node that is still there it is left to finish terminating.
+  auto healthy = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
+  EXPECT_TRUE(healthy.delete_pods.empty());
+}
+
 TEST(Decide, NodeZeroLostIsRecreatedFirst) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
