@@ -139,6 +139,15 @@ class Decider {
       }
       return "node " + node.name + " has been NotReady for " + std::to_string(now_ - since) + "s";
     }
+    // Not in the cache: deleted, or so new that the node watch has not shown it yet (it lags the pod watch at
+    // times). A pod that started less than a grace ago gives the node watch that long.
+    if (const auto started = parse_rfc3339(pod.start_time)) {
+      const int64_t left = *started + obs_.node_lost_grace_s - now_;
+      if (left > 0) {
+        requeue(left);
+        return "";
+      }
+    }
     return "node " + pod.node_name + " was deleted";
   }
 

@@ -504,6 +504,20 @@ TEST(Decide, ARestartCountFromBeforeRestartsByReasonIsPodFailures) {
   EXPECT_EQ(p.status.restarts, 2);
 }
 
+TEST(Decide, ANodeNotYetInTheCacheIsGivenTheGraceBeforeItsYoungPodIsLost) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[3].node_name = "brand-new";  // just bound to a node the node watch has not delivered yet
+  ps[3].start_time = format_rfc3339(kNow + 4);
+  auto p = decide(job, observed(ps, up({"n0", "n1", "n2"})), kNow + 5);
+  EXPECT_TRUE(p.delete_pods.empty());
+  ASSERT_TRUE(p.requeue_after_s.has_value());
+  EXPECT_EQ(*p.requeue_after_s, 59);  // node_lost_grace_s 60
+  // Still unknown a grace later: the node was deleted.
+  auto later = decide(job, observed(ps, up({"n0", "n1", "n2"})), kNow + 64);
+  EXPECT_EQ(later.delete_pods, (std::vector<PodDeletion>{{"resnet-node-3", "pod-3", true}}));
+}
+
 TEST(Decide, APodStuckTerminatingOnALostNodeIsForced) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
