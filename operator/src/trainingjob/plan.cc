@@ -125,6 +125,18 @@ class Decider {
     ++plan_.status.launcher.absorb;
   }
 
+  // Whether the node-lost grace that began at `since` still runs; if so, the job is requeued for its end.
+  bool node_grace_left(UnixSeconds since) {
+    const int64_t left = since + obs_.node_lost_grace_s - now_;
+    if (left > 0) requeue(left);
+    return left > 0;
+  }
+
+  bool counted_lost(const std::string& uid) const {
+    const auto& lost = plan_.status.lost_pods;
+    return std::find(lost.begin(), lost.end(), uid) != lost.end();
+  }
+
   // Why the pod is lost with its node ("" if it is not): the node was deleted, or is NotReady past the grace.
   std::string node_lost(const PodFacts& pod) {
     if (!obs_.nodes_watched || pod.node_name.empty()) return "";
@@ -132,22 +144,12 @@ class Decider {
       if (node.name != pod.node_name) continue;
       if (node.ready) return "";
       const UnixSeconds since = parse_rfc3339(node.not_ready_since).value_or(now_);
-      const int64_t left = since + obs_.node_lost_grace_s - now_;
-      if (left > 0) {
-        requeue(left);
-        return "";
-      }
+      if (node_grace_left(since)) return "";
       return "node " + node.name + " has been NotReady for " + std::to_string(now_ - since) + "s";
     }
     // Not in the cache: deleted, or so new that the node watch has not shown it yet (it lags the pod watch at
     // times). A pod that started less than a grace ago gives the node watch that long.
-    if (const auto started = parse_rfc3339(pod.start_time)) {
-      const int64_t left = *started + obs_.node_lost_grace_s - now_;
-      if (left > 0) {
-        requeue(left);
-        return "";
-      }
-    }
+    if (const auto started = parse_rfc3339(pod.start_time); started && node_grace_left(*started)) return "";
     return "node " + pod.node_name + " was deleted";
   }
 
@@ -277,7 +279,7 @@ class Decider {
       if (pod.phase != "Succeeded" && pod.phase != "Failed" && !node_lost(pod).empty()) delete_pod(pod, true);
       const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(job_.name, pod.rank);
       if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
-      if (std::find(st.lost_pods.begin(), st.lost_pods.end(), pod.uid) != st.lost_pods.end()) continue;
+      if (counted_lost(pod.uid)) continue;
       st.lost_pods.push_back(pod.uid);
       count_pod_restart(kRestartNodeLost);
       lost_.push_back(pod.name);
@@ -297,7 +299,7 @@ class Decider {
       delete_pod(pod, !evicted);
       const bool in_target = pod.rank >= 0 && pod.rank < target;
       // Counted once: a delete that failed, or a cache that has not seen it yet, brings the same pod back here.
-      const bool counted = std::find(st.lost_pods.begin(), st.lost_pods.end(), pod.uid) != st.lost_pods.end();
+      const bool counted = counted_lost(pod.uid);
       if (!in_target || counted) {
         if (counted) lost_.push_back(pod.name);
         continue;
