@@ -100,6 +100,11 @@ class PodRunner:
         with self.lock:
             return [(p.name, p.exit_code) for p in self.finished]
 
+    def started(self):
+        """(pod name, pod uid) of every pod whose process was started, running or ended."""
+        with self.lock:
+            return sorted((p.name, p.uid) for p in self.finished + list(self.procs.values()))
+
     def log(self, pod_name):
         with self.lock:
             candidates = [p for p in list(self.procs.values()) + self.finished if p.name == pod_name]
