@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   python3-torch python3-yaml
   prometheus
+  runc containernetworking-plugins iptables conntrack socat util-linux
 )
 
 missing=()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the pinned upstream tools (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl, helm) from the Go module proxy with the ordinary go client, once per version: the binaries
+# Builds the pinned upstream tools (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet,
+# kube-proxy, etcd, kwok, kwokctl, helm, containerd, coredns) from the Go module proxy with the ordinary go client, once per version: the binaries
 # are kept under $KUBEDIST_CACHE/tools/<tool>-<version>/ and linked into $KUBEDIST_CACHE/bin. A second run
 # only checks that they are there. Go's own build and module caches make a rebuild after a clean cheap.
 set -euo pipefail
@@ -61,17 +61,29 @@ require_pin "$here/tools/kubernetes" k8s.io/kubernetes "$KUBERNETES_VERSION"
 require_pin "$here/tools/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 require_pin "$here/tools/kwok" sigs.k8s.io/kwok "$KWOK_VERSION"
 require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
+require_pin "$here/tools/containerd" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
+require_pin "$here/tools/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
 
 build etcd "$ETCD_VERSION" "$here/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
 build kubernetes "$KUBERNETES_VERSION" "$here/tools/kubernetes" "$k8s_ldflags" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
-  kubectl=k8s.io/kubernetes/cmd/kubectl
+  kubectl=k8s.io/kubernetes/cmd/kubectl \
+  kubelet=k8s.io/kubernetes/cmd/kubelet \
+  kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
 build kwok "$KWOK_VERSION" "$here/tools/kwok" \
   "" \
   kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build helm "$HELM_VERSION" "$here/tools/helm" \
   "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
   helm=helm.sh/helm/v4/cmd/helm
+# The real nodes' container runtime (runc itself is Debian's). No btrfs, devmapper or zfs snapshotters: the
+# nodes use overlayfs, and the btrfs one would need C headers Debian's base does not have.
+GOFLAGS="$GOFLAGS -tags=no_btrfs,no_devmapper,no_zfs" build containerd "$CONTAINERD_VERSION" "$here/tools/containerd" \
+  "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+  containerd=github.com/containerd/containerd/v2/cmd/containerd \
+  containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+  ctr=github.com/containerd/containerd/v2/cmd/ctr
+build coredns "$COREDNS_VERSION" "$here/tools/coredns" "" coredns=github.com/coredns/coredns
 log "tools ready in $cache/bin"
