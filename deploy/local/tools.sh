@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned upstream tools (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl, helm) from the Go module proxy with the ordinary go client, once per version: the binaries
+# kwok, kwokctl, helm, the distribution registry) from the Go module proxy with the ordinary go client, once per version: the binaries
 # are kept under $KUBEDIST_CACHE/tools/<tool>-<version>/ and linked into $KUBEDIST_CACHE/bin. A second run
 # only checks that they are there. Go's own build and module caches make a rebuild after a clean cheap.
 set -euo pipefail
@@ -61,6 +61,7 @@ require_pin "$here/tools/kubernetes" k8s.io/kubernetes "$KUBERNETES_VERSION"
 require_pin "$here/tools/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 require_pin "$here/tools/kwok" sigs.k8s.io/kwok "$KWOK_VERSION"
 require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
+require_pin "$here/tools/registry" github.com/distribution/distribution/v3 "$REGISTRY_VERSION"
 
 build etcd "$ETCD_VERSION" "$here/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
 build kubernetes "$KUBERNETES_VERSION" "$here/tools/kubernetes" "$k8s_ldflags" \
@@ -74,4 +75,7 @@ build kwok "$KWOK_VERSION" "$here/tools/kwok" \
 build helm "$HELM_VERSION" "$here/tools/helm" \
   "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
   helm=helm.sh/helm/v4/cmd/helm
+build registry "$REGISTRY_VERSION" "$here/tools/registry" \
+  "-X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
+  registry=github.com/distribution/distribution/v3/cmd/registry
 log "tools ready in $cache/bin"
