@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   python3-torch python3-yaml
   prometheus
+  buildah debootstrap
 )
 
 missing=()
