@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev googletest
   python3-torch python3-yaml
   prometheus
+  # the images (images.sh) and the real nodes (nodes.sh)
+  buildah debootstrap
   runc containernetworking-plugins iptables conntrack socat util-linux
 )
 

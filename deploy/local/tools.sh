@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned upstream tools (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet,
-# kube-proxy, etcd, kwok, kwokctl, helm, containerd, coredns) from the Go module proxy with the ordinary go client, once per version: the binaries
+# kube-proxy, etcd, kwok, kwokctl, helm, the distribution registry, containerd, coredns) from the Go module proxy
+# with the ordinary go client, once per version: the binaries
 # are kept under $KUBEDIST_CACHE/tools/<tool>-<version>/ and linked into $KUBEDIST_CACHE/bin. A second run
 # only checks that they are there. Go's own build and module caches make a rebuild after a clean cheap.
 set -euo pipefail
@@ -61,6 +62,7 @@ require_pin "$here/tools/kubernetes" k8s.io/kubernetes "$KUBERNETES_VERSION"
 require_pin "$here/tools/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 require_pin "$here/tools/kwok" sigs.k8s.io/kwok "$KWOK_VERSION"
 require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
+require_pin "$here/tools/registry" github.com/distribution/distribution/v3 "$REGISTRY_VERSION"
 require_pin "$here/tools/containerd" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
 require_pin "$here/tools/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
 
@@ -78,6 +80,9 @@ build kwok "$KWOK_VERSION" "$here/tools/kwok" \
 build helm "$HELM_VERSION" "$here/tools/helm" \
   "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
   helm=helm.sh/helm/v4/cmd/helm
+build registry "$REGISTRY_VERSION" "$here/tools/registry" \
+  "-X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
+  registry=github.com/distribution/distribution/v3/cmd/registry
 # The real nodes' container runtime (runc itself is Debian's). No btrfs, devmapper or zfs snapshotters: the
 # nodes use overlayfs, and the btrfs one would need C headers Debian's base does not have.
 GOFLAGS="$GOFLAGS -tags=no_btrfs,no_devmapper,no_zfs" build containerd "$CONTAINERD_VERSION" "$here/tools/containerd" \

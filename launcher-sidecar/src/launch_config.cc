@@ -193,6 +193,7 @@ Result<std::map<std::string, RawValue>> collect(const std::vector<std::string>& 
         spec = nullptr;
       }
     }
+    if (!spec && name == "--install") return make_error("--install must come first and alone: --install DIR");
     if (!spec) return make_error("unknown flag '" + name + "' (see --help)");
     const std::string source = name.rfind("--", 0) == 0 ? "--" + std::string(spec->name) : name;
     if (spec->boolean) {
@@ -384,6 +385,7 @@ std::string usage_text() {
   return R"(usage: kubedist-launcher [flags] SCRIPT.py [ARGS...]
        kubedist-launcher [flags] -m MODULE [ARGS...]
        kubedist-launcher [flags] --no-python [--] PROGRAM [ARGS...]
+       kubedist-launcher --install DIR    copy this executable to DIR/kubedist-launcher (mode 0755) and exit
 A torchrun-compatible launcher. Every flag may be spelled with '-' or '_' and set as PET_<NAME> in the env.
   --nnodes N|MIN:MAX          nodes (env NNODES)          --nproc-per-node N|auto|gpu|cpu (env NPROC_PER_NODE)
   --node-rank R               (env NODE_RANK)             --master-addr HOST (env MASTER_ADDR)

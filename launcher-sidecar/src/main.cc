@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "fs_util.h"
+#include "install.h"
 #include "local_world_size.h"
 #include "metrics_server.h"
 #include "net.h"
@@ -77,6 +78,13 @@ std::string make_run_dir(const LaunchConfig& config, bool& temporary) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (auto install = install_request(args)) {
+    if (!*install) return fail_usage(install->error());
+    auto installed = install_self(install->value());
+    if (!installed) return fail(installed.error(), 1);
+    write_all(1, "kubedist-launcher: installed " + *installed + "\n");
+    return 0;
+  }
   const Env env = current_env();
   auto parsed = parse_launch_config(args, env);
   if (!parsed) return fail_usage(parsed.error());

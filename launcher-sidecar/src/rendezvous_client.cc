@@ -29,17 +29,17 @@ TcpMember::~TcpMember() {
 
 void TcpMember::join(const JoinRequest& request) {
   want_join_ = request;
-  if (connected_) return send_line(encode_request({MemberRequest::Kind::Join, request, 0, 0, ""}));
+  if (connected_) return send_line(encode_join(request));
   if (fd_ < 0 && !retry_timer_) try_connect();
 }
 
 void TcpMember::failed(int round, int exit_code, const std::string& summary) {
-  if (connected_) send_line(encode_request({MemberRequest::Kind::Failed, {}, round, exit_code, summary}));
+  if (connected_) send_line(encode_failed(round, exit_code, summary));
 }
 
 void TcpMember::done(int round) {
   // This node is finished: tell node 0 and leave. The rest of the job is node 0's business.
-  if (connected_) send_line(encode_request({MemberRequest::Kind::Done, {}, round, 0, ""}));
+  if (connected_) send_line(encode_done(round));
   ended_ = true;
   close_socket();
   loop_.defer([this] { events_.on_end(0, ""); });
@@ -47,7 +47,7 @@ void TcpMember::done(int round) {
 
 void TcpMember::leave() {
   if (ended_) return;
-  if (connected_) send_line(encode_request({MemberRequest::Kind::Leave, {}, 0, 0, ""}));
+  if (connected_) send_line(encode_leave());
   ended_ = true;
   want_join_.reset();
   if (retry_timer_) loop_.cancel(retry_timer_);
@@ -98,7 +98,7 @@ void TcpMember::on_ready(std::uint32_t events) {
     connected_ = true;
     unreachable_since_.reset();
     loop_.modify(fd_, EPOLLIN);
-    if (want_join_) send_line(encode_request({MemberRequest::Kind::Join, *want_join_, 0, 0, ""}));
+    if (want_join_) send_line(encode_join(*want_join_));
     return;
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {

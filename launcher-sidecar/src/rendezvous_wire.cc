@@ -21,21 +21,19 @@ std::string rest_of(std::istringstream& in) {
 
 }  // namespace
 
-std::string encode_request(const MemberRequest& r) {
-  switch (r.kind) {
-    case MemberRequest::Kind::Join:
-      return "JOIN " + r.join.run_id + " " + std::to_string(r.join.node_rank) + " " + std::to_string(r.join.nproc) + "\n";
-    case MemberRequest::Kind::Failed:
-      return "FAILED " + std::to_string(r.round) + " " + std::to_string(r.exit_code) + " " + one_line(r.summary) + "\n";
-    case MemberRequest::Kind::Done:
-      return "DONE " + std::to_string(r.round) + "\n";
-    case MemberRequest::Kind::Leave:
-      return "LEAVE\n";
-    case MemberRequest::Kind::Status:
-      return "STATUS\n";
-  }
-  return "";
+std::string encode_join(const JoinRequest& join) {
+  return "JOIN " + join.run_id + " " + std::to_string(join.node_rank) + " " + std::to_string(join.nproc) + "\n";
 }
+
+std::string encode_failed(int round, int exit_code, const std::string& summary) {
+  return "FAILED " + std::to_string(round) + " " + std::to_string(exit_code) + " " + one_line(summary) + "\n";
+}
+
+std::string encode_done(int round) { return "DONE " + std::to_string(round) + "\n"; }
+
+std::string encode_leave() { return "LEAVE\n"; }
+
+std::string encode_status() { return "STATUS\n"; }
 
 std::string encode_message(const RendezvousMessage& m) {
   switch (m.kind) {

@@ -16,8 +16,13 @@ struct MemberRequest {
   std::string summary;
 };
 
-// "JOIN run 1 4\n", "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n"
-std::string encode_request(const MemberRequest& request);
+// The requests, one encoder per kind: "JOIN run 1 4\n", "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n".
+// parse_request() reads any of them back into a MemberRequest.
+std::string encode_join(const JoinRequest& join);
+std::string encode_failed(int round, int exit_code, const std::string& summary);
+std::string encode_done(int round);
+std::string encode_leave();
+std::string encode_status();
 std::string encode_message(const RendezvousMessage& message);  // "ROUND r rc g gws off ws\n", "STOP r\n", "FAIL c text\n"
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);

@@ -102,9 +102,10 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
   spec["volumes"].push_back({{"name", kBinVolume}, {"emptyDir", json::object()}});
 
+  // The launcher image holds nothing but the static launcher (no shell, no cp): it copies itself.
   json init = {{"name", "kubedist-launcher"},
                {"image", options.launcher_image},
-               {"command", json::array({"cp", "/kubedist-launcher", kLauncherPath})}};
+               {"command", json::array({"/kubedist-launcher", "--install", kBinDir})}};
   add_bin_mount(init);
   json inits = json::array({init});
   if (spec.contains("initContainers") && spec["initContainers"].is_array()) {

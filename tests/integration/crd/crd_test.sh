@@ -24,6 +24,10 @@ for c in NAME PHASE NODES WORLD RESTARTS AGE; do
   [[ $cols == *"$c"* ]] || fail "kubectl get tj header '$cols' lacks $c"
 done
 pass "example accepted; kubectl get tj shows: $cols"
+kubectl -n "$NS" apply -f "$KUBEDIST_SOURCE_DIR/crd/examples/cpu/trainingjob.yaml" >/dev/null || fail "CPU example refused"
+[ "$(kubectl -n "$NS" get tj cpu-demo -o jsonpath='{.spec.replicas} {.spec.nprocPerNode}')" = "2 2" ] ||
+  fail "CPU example: replicas or nprocPerNode not as written"
+pass "CPU example (crd/examples/cpu) accepted"
 
 # A minimal job gets the documented defaults.
 kubectl -n "$NS" apply -f - >/dev/null <<'YAML'

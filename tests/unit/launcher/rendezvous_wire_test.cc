@@ -6,18 +6,24 @@ namespace kubedist::launcher {
 namespace {
 
 TEST(RendezvousWire, RequestsRoundTrip) {
-  MemberRequest join{MemberRequest::Kind::Join, {"job-1", 3, 8}, 0, 0, ""};
-  auto j = parse_request(encode_request(join).substr(0, encode_request(join).size() - 1));
+  const std::string join = encode_join({"job-1", 3, 8});
+  EXPECT_EQ(join, "JOIN job-1 3 8\n");
+  auto j = parse_request(join.substr(0, join.size() - 1));
   ASSERT_TRUE(j.ok());
   EXPECT_EQ(j->join.run_id, "job-1");
   EXPECT_EQ(j->join.node_rank, 3);
   EXPECT_EQ(j->join.nproc, 8);
-  auto line = encode_request({MemberRequest::Kind::Failed, {}, 4, 137, "rank 2\nwas killed"});
+  auto line = encode_failed(4, 137, "rank 2\nwas killed");
   EXPECT_EQ(line, "FAILED 4 137 rank 2 was killed\n");
   auto f = parse_request(line.substr(0, line.size() - 1));
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->summary, "rank 2 was killed");
   EXPECT_EQ(f->exit_code, 137);
+  auto done = parse_request("DONE 2");
+  ASSERT_EQ(encode_done(2), "DONE 2\n");
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->kind, MemberRequest::Kind::Done);
+  EXPECT_EQ(done->round, 2);
 }
 
 TEST(RendezvousWire, MessagesRoundTrip) {
@@ -40,8 +46,8 @@ TEST(RendezvousWire, RejectsGarbage) {
 }
 
 TEST(RendezvousWire, LeaveAndStatusRequestsTakeNoArguments) {
-  EXPECT_EQ(encode_request({MemberRequest::Kind::Leave, {}, 0, 0, ""}), "LEAVE\n");
-  EXPECT_EQ(encode_request({MemberRequest::Kind::Status, {}, 0, 0, ""}), "STATUS\n");
+  EXPECT_EQ(encode_leave(), "LEAVE\n");
+  EXPECT_EQ(encode_status(), "STATUS\n");
   auto leave = parse_request("LEAVE");
   ASSERT_TRUE(leave.ok());
   EXPECT_EQ(leave->kind, MemberRequest::Kind::Leave);

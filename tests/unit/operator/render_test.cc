@@ -67,7 +67,7 @@ TEST(RenderPod, AddsTheLauncherInitContainerAndSharedVolume) {
   const auto& init = pod["spec"]["initContainers"][0];
   EXPECT_EQ(init["name"], "kubedist-launcher");
   EXPECT_EQ(init["image"], "registry.local/launcher:dev");
-  EXPECT_EQ(init["command"], json::parse(R"(["cp", "/kubedist-launcher", "/kubedist/bin/kubedist-launcher"])"));
+  EXPECT_EQ(init["command"], json::parse(R"(["/kubedist-launcher", "--install", "/kubedist/bin"])"));
   EXPECT_EQ(init["volumeMounts"][0]["mountPath"], "/kubedist/bin");
   EXPECT_EQ(pod["spec"]["volumes"].back(), json::parse(R"({"name": "kubedist-bin", "emptyDir": {}})"));
 }

@@ -1,0 +1,109 @@
+"""A CPU-only distributed training example for kubedist: DDP over gloo, a small MLP on synthetic data.
+
+Run as a TrainingJob (trainingjob.yaml beside this file: 2 nodes x 2 worker processes) or by hand under the
+launcher, one launcher per node (here two on one machine):
+
+  kubedist-launcher --nnodes=2 --node-rank=0 --nproc-per-node=2 --master-addr=127.0.0.1 train.py &
+  kubedist-launcher --nnodes=2 --node-rank=1 --nproc-per-node=2 --master-addr=127.0.0.1 train.py
+
+Every rank prints one start line (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK, host name, MASTER_ADDR), so that
+`kubectl logs JOB-node-0` shows which ranks run where; rank 0 prints the mean loss of each epoch and finally
+`training finished: ...`.
+
+Fault injection, to watch an in-place restart: `--crash-once-at-step N` (or env KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP=N)
+makes global rank 1 exit with code 3 at step N (counted over all epochs). It does so once per container: it leaves
+a marker file in the temporary directory ($TMPDIR, else /tmp) named after the run id, so the restarted worker
+group (TORCHELASTIC_RESTART_COUNT=1) trains to the end. Needs maxRestarts >= 1 and restartPolicy OnFailure (under
+ExitCode, exit code 3 would end the job).
+"""
+import argparse
+import os
+import socket
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+CRASH_EXIT_CODE = 3
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--samples", type=int, default=2048, help="synthetic training samples")
+    p.add_argument("--batch-size", type=int, default=32, help="per worker")
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--crash-once-at-step", type=int,
+                   default=int(os.environ.get("KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP", "-1")),
+                   help="rank 1 exits with code 3 at this global step, once per container (-1: never)")
+    return p.parse_args()
+
+
+def synthetic_data(samples):
+    """The same data on every rank: inputs and the labels of a fixed random teacher network."""
+    g = torch.Generator().manual_seed(1234)
+    x = torch.randn(samples, 16, generator=g)
+    teacher = torch.randn(16, 4, generator=g)
+    y = (x @ teacher).argmax(dim=1)
+    return TensorDataset(x, y)
+
+
+def crash_marker():
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
+    return os.path.join(tempfile.gettempdir(), f"kubedist-example-crashed-{run_id}")
+
+
+def main():
+    args = parse_args()
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    print(f"start: RANK={rank} LOCAL_RANK={os.environ.get('LOCAL_RANK')} WORLD_SIZE={world} "
+          f"GROUP_RANK={os.environ.get('GROUP_RANK')} hostname={socket.gethostname()} "
+          f"MASTER_ADDR={os.environ.get('MASTER_ADDR')} restart={restart}", flush=True)
+
+    torch.manual_seed(0)  # the same initial weights everywhere (DDP broadcasts rank 0's anyway)
+    model = DistributedDataParallel(torch.nn.Sequential(
+        torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    dataset = synthetic_data(args.samples)
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=0)
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    step = 0
+    epoch_loss = torch.zeros(1)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
+        total, batches = 0.0, 0
+        for x, y in loader:
+            if rank == 1 and step == args.crash_once_at_step and not os.path.exists(crash_marker()):
+                open(crash_marker(), "w").close()
+                print(f"rank 1: injected crash at step {step} (exit code {CRASH_EXIT_CODE}); "
+                      f"the launcher restarts the worker group in place", flush=True)
+                os._exit(CRASH_EXIT_CODE)
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+            batches += 1
+            step += 1
+        epoch_loss[0] = total / max(batches, 1)
+        dist.all_reduce(epoch_loss)
+        epoch_loss /= world
+        if rank == 0:
+            print(f"epoch {epoch + 1}/{args.epochs}: loss {epoch_loss.item():.4f}", flush=True)
+
+    if rank == 0:
+        print(f"training finished: {args.epochs} epochs, {step} steps per rank, world size {world}, "
+              f"final loss {epoch_loss.item():.4f}, restarts {restart}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

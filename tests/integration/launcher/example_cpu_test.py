@@ -1,0 +1,71 @@
+"""The CPU example (crd/examples/cpu/train.py) under the real launcher, as its TrainingJob runs it: 2 launchers
+(nodes) x 2 workers, gloo on 127.0.0.1, Debian's PyTorch. It trains, prints every rank's start line and rank 0's
+losses, and its --crash-once-at-step fault makes exactly one in-place restart."""
+import os
+import re
+import unittest
+
+from harness import DEADLINE, LauncherTest, free_port
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "..", "..", "crd", "examples", "cpu", "train.py")
+TORCH_DEADLINE = max(DEADLINE, 240)
+ENV = {"GLOO_SOCKET_IFNAME": "lo"}
+START = re.compile(r"^start: RANK=(\d) LOCAL_RANK=(\d) WORLD_SIZE=(\d) GROUP_RANK=(\d) hostname=\S+ "
+                   r"MASTER_ADDR=127\.0\.0\.1 restart=(\d)$", re.M)
+
+
+class CpuExample(LauncherTest):
+    def run_job(self, extra_launcher_args=(), train_args=(), env=None, run_id="cpu-demo"):
+        master, rdzv = free_port(), free_port()
+        nodes = []
+        for node_rank in (1, 0):  # node 1 first: it retries until node 0 hosts the rendezvous
+            args = ["--nnodes=2", f"--node-rank={node_rank}", "--nproc-per-node=2", "--master-addr=127.0.0.1",
+                    f"--master-port={master}", f"--rdzv-endpoint=127.0.0.1:{rdzv}", f"--rdzv-id={run_id}",
+                    "--rdzv-conf=join_timeout=120", "--stop-timeout=5", *extra_launcher_args, TRAIN, *train_args]
+            nodes.append(self.launch(args, dict(ENV, **(env or {}))))
+        node1, node0 = nodes
+        return node0, node1, [node0.wait(TORCH_DEADLINE), node1.wait(TORCH_DEADLINE)]
+
+    def starts(self, *nodes):
+        """(rank, local rank, world size, group rank, restart) of every start line."""
+        return sorted(tuple(map(int, m)) for node in nodes for m in START.findall(node.stdout()))
+
+    def test_two_nodes_of_two_workers_train_and_show_their_ranks(self):
+        node0, node1, codes = self.run_job(["--max-restarts=3"])
+        self.assertEqual(codes, [0, 0], node0.stderr() + node1.stderr())
+        self.assertEqual(self.starts(node0), [(0, 0, 4, 0, 0), (1, 1, 4, 0, 0)])
+        self.assertEqual(self.starts(node1), [(2, 0, 4, 1, 0), (3, 1, 4, 1, 0)])
+        losses = [float(x) for x in re.findall(r"^epoch \d/5: loss (\S+)$", node0.stdout(), re.M)]
+        self.assertEqual(len(losses), 5, node0.stdout())
+        self.assertLess(losses[-1], losses[0] / 2, "the loss did not fall")
+        finished = re.findall(r"^training finished: .*$", node0.stdout(), re.M)
+        self.assertEqual(finished, [f"training finished: 5 epochs, 80 steps per rank, world size 4, "
+                                    f"final loss {losses[-1]:.4f}, restarts 0"])
+        self.assertNotIn("training finished", node1.stdout())  # rank 0 alone reports
+        self.assertNotIn("worker failed", node0.stderr() + node1.stderr())
+
+    def test_crash_once_at_step_restarts_the_group_in_place_exactly_once(self):
+        node0, node1, codes = self.run_job(["--max-restarts=3"], ["--crash-once-at-step", "5"], run_id="crash")
+        self.assertEqual(codes, [0, 0], node0.stderr() + node1.stderr())
+        failures = re.findall(r"worker failed: rank (\d) \(local rank \d, pid \d+\) exited with code (\d+)",
+                              node0.stderr() + node1.stderr())
+        self.assertEqual(failures, [("1", "3")])
+        self.assertIn("rank 1: injected crash at step 5", node0.stdout())
+        # Every rank started twice, on the first attempt and on the one restart, with the same placement.
+        self.assertEqual(self.starts(node0, node1),
+                         sorted((r, r % 2, 4, r // 2, attempt) for r in range(4) for attempt in (0, 1)))
+        self.assertRegex(node0.stdout(), r"(?m)^training finished: 5 epochs, .*, restarts 1$")
+        self.assertTrue(os.path.exists(self.path("kubedist-example-crashed-crash")), "no marker in TMPDIR")
+
+    def test_the_crash_from_the_environment_ends_a_job_without_restarts_with_its_exit_code(self):
+        node0, node1, codes = self.run_job(["--max-restarts=0"], env={"KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP": "2"},
+                                           run_id="norestart")
+        self.assertEqual(codes[0], 3, node0.stderr())
+        self.assertNotEqual(codes[1], 0, node1.stderr())
+        self.assertNotIn("training finished", node0.stdout())
+        self.assertIn("rank 1: injected crash at step 2", node0.stdout())
+
+
+if __name__ == "__main__":
+    unittest.main()
