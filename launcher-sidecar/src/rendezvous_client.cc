@@ -1,5 +1,6 @@
 #include "rendezvous_client.h"
 
+#include <arpa/inet.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -84,6 +85,7 @@ void TcpMember::try_connect() {
     return connect_soon(std::chrono::milliseconds(200));
   }
   fd_ = *fd;
+  connecting_to_ = *addr;
   loop_.watch(fd_, EPOLLOUT, [this](std::uint32_t ev) { on_ready(ev); });
 }
 
@@ -97,6 +99,11 @@ void TcpMember::on_ready(std::uint32_t events) {
     }
     connected_ = true;
     unreachable_since_.reset();
+    // Which address node 0's name led to (our own resolver, not glibc's): what to check when a node cannot join.
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &connecting_to_, ip, sizeof ip);
+    write_all(2, "kubedist-launcher: joined the rendezvous at " + host_ + ":" + std::to_string(port_) + " (" + ip +
+                     ")\n");
     loop_.modify(fd_, EPOLLIN);
     if (want_join_) send_line(encode_join(*want_join_));
     return;

@@ -42,6 +42,7 @@ class TcpMember : public RendezvousMember {
   std::optional<JoinRequest> want_join_;  // a JOIN not yet answered by a ROUND
   std::optional<std::chrono::steady_clock::time_point> unreachable_since_;
   std::string last_error_;
+  in_addr connecting_to_{};  // the address host_ resolved to for the connection being made
   std::string in_, out_;
   EventLoop::TimerId retry_timer_ = 0;
 };
