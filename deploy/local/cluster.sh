@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# A real local Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kwok (which plays the kubelets of fake GPU nodes), all built from upstream sources by
-# tools.sh. Several clusters can run side by side under different names.
+# A real local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager and kube-scheduler,
+# built from upstream sources by tools.sh, with nodes of one of two kinds:
+#   - fake GPU nodes played by kwok (default; KUBEDIST_NODES of them): everything on 127.0.0.1, pods never
+#     run anything, thousands of nodes are cheap;
+#   - real nodes (KUBEDIST_REAL_NODES=N): N kubelets with containerd, runc, kube-proxy and CoreDNS, running
+#     the pods' containers from images built here (images.sh), in network namespaces of their own (nodes.sh).
+# Several clusters can run side by side under different names.
 #
 #   cluster.sh up [NAME]                 start (or reuse) cluster NAME (default: local); prints its kubeconfig
 #   cluster.sh down [NAME]               stop it and leave no process behind; keeps nothing but its logs
@@ -12,8 +16,9 @@
 #                                        (re)start a kubedist-operator binary against cluster NAME, stopped
 #                                        by down like the rest; its log is logs/kubedist-operator.log
 #
-# Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4),
-# KUBEDIST_PORT_BASE (first of 6 ports, default derived from NAME).
+# Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4, or 0 with real
+# nodes), KUBEDIST_REAL_NODES (real nodes, default 0), KUBEDIST_NODE_GPUS (nvidia.com/gpu each real node
+# advertises, default 4), KUBEDIST_PORT_BASE (first of 7 ports, default derived from NAME).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -38,6 +43,7 @@ apiserver_port=$((base + 2))
 kcm_port=$((base + 3))
 scheduler_port=$((base + 4))
 kwok_port=$((base + 5))
+# base + 6: the registry of a cluster with real nodes (nodes.sh)
 
 log() { printf '[cluster %s] %s\n' "$name" "$*" >&2; }
 die() { printf 'cluster.sh: %s\n' "$*" >&2; exit 1; }
@@ -77,6 +83,18 @@ stop() {
   done
 }
 
+# A cluster with real nodes runs its control plane inside its own network namespace (nodes.sh); the host
+# reaches the API server through a forward on the same port of 127.0.0.1.
+real_nodes=${KUBEDIST_REAL_NODES:-0}
+[ -f "$dir/real-nodes" ] && [ "$cmd" != up ] && real_nodes=$(cat "$dir/real-nodes")
+[[ $real_nodes =~ ^[0-9]+$ ]] && [ "$real_nodes" -le 8 ] || die "KUBEDIST_REAL_NODES must be 0 to 8, got '$real_nodes'"
+cp_exec=()
+if [ "$real_nodes" -gt 0 ]; then
+  # shellcheck source=nodes.sh
+  . "$here/nodes.sh"
+  cp_exec=("${net_exec[@]}")
+fi
+
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # wait_for WHAT SECONDS CMD...: polls CMD until it succeeds; dies with WHAT's log tail when it does not.
@@ -99,7 +117,10 @@ wait_for() {
 
 make_pki() {
   local pki="$dir/pki"
-  [ -f "$pki/admin.crt" ] && return 0
+  # A folder from before the API server's certificate named 10.96.0.1 is made again.
+  [ -f "$pki/admin.crt" ] && openssl x509 -in "$pki/apiserver.crt" -noout -text 2>/dev/null | grep -q 10.96.0.1 &&
+    return 0
+  rm -rf "$pki"
   mkdir -p "$pki"
   (
     cd "$pki"
@@ -107,7 +128,8 @@ make_pki() {
       -subj "/CN=kubedist-local-ca" 2>/dev/null
     openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr \
       -subj "/CN=kube-apiserver" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >apiserver.ext
+    # 10.250.0.1 and 10.96.0.1: the API server as real nodes and pods see it (nodes.sh).
+    printf 'subjectAltName=IP:127.0.0.1,IP:10.250.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n' >apiserver.ext
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt \
       -days 3650 -extfile apiserver.ext 2>/dev/null
     openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr \
@@ -186,9 +208,19 @@ EOF
 }
 
 start_apiserver() {
-  local pki="$dir/pki"
-  start kube-apiserver "$bin/kube-apiserver" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$apiserver_port" \
+  local pki="$dir/pki" mode=()
+  if [ "$real_nodes" -gt 0 ]; then
+    # Pods reach it as 10.96.0.1 (the kubernetes Service), nodes as 10.250.0.1; it reaches kubelets with
+    # a client certificate, and pods get their ServiceAccount tokens.
+    mode=(--bind-address=0.0.0.0 --advertise-address="$net_addr"
+      --kubelet-client-certificate="$pki/kubelet-client.crt" --kubelet-client-key="$pki/kubelet-client.key"
+      --kubelet-preferred-address-types=InternalIP --enable-admission-plugins=NodeRestriction)
+  else
+    # kwok's pods need no tokens; without this admission plugin a pod in a fresh namespace is not refused
+    # while its default ServiceAccount is still being created.
+    mode=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --disable-admission-plugins=ServiceAccount)
+  fi
+  start kube-apiserver "${cp_exec[@]}" "$bin/kube-apiserver" "${mode[@]}" --secure-port="$apiserver_port" \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \
@@ -196,7 +228,6 @@ start_apiserver() {
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
     --service-cluster-ip-range=10.96.0.0/16 \
     --authorization-mode=Node,RBAC \
-    --disable-admission-plugins=ServiceAccount \
     --allow-privileged=true \
     --enable-priority-and-fairness=false \
     --profiling=false
@@ -204,46 +235,60 @@ start_apiserver() {
 }
 
 start_scheduler() {
-  start kube-scheduler "$bin/kube-scheduler" \
+  start kube-scheduler "${cp_exec[@]}" "$bin/kube-scheduler" \
     --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
     --authorization-kubeconfig="$kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false
-  wait_for kube-scheduler 60 curl -skf "https://127.0.0.1:$scheduler_port/healthz"
+  wait_for kube-scheduler 60 "${cp_exec[@]}" curl -skf "https://127.0.0.1:$scheduler_port/healthz"
 }
 
 up() {
-  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+  local fake=${KUBEDIST_NODES:-4} needed=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+  if [ "$real_nodes" -gt 0 ]; then
+    fake=${KUBEDIST_NODES:-0}
+    needed+=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns registry)
+    [ "$(id -u)" -eq 0 ] || die "real nodes need root (network namespaces, cgroups, containers)"
+  fi
+  for b in "${needed[@]}"; do
     [ -x "$bin/$b" ] || die "$bin/$b is missing: run deploy/local/tools.sh (or setup.sh) first"
   done
-  if [ -f "$kubeconfig" ] && alive etcd && alive kube-apiserver && alive kwok &&
-    kctl get --raw /readyz >/dev/null 2>&1; then
+  if [ -f "$kubeconfig" ] && [ "$(cat "$dir/real-nodes" 2>/dev/null || echo 0)" = "$real_nodes" ] &&
+    status >/dev/null 2>&1 && kctl get --raw /readyz >/dev/null 2>&1; then
     log "already up"
     echo "$kubeconfig"
     return 0
   fi
-  # A half-started or crashed cluster of this name: clear it away first.
-  down_quiet
+  # A half-started or crashed cluster of this name: clear it away first (as it was started).
+  "$0" down "$name" >/dev/null 2>&1 || true
   mkdir -p "$dir/run" "$dir/logs"
-  for p in $etcd_port $etcd_peer_port $apiserver_port $kcm_port $scheduler_port $kwok_port; do
+  local ports=("$etcd_port" "$etcd_peer_port" "$apiserver_port" "$kcm_port" "$scheduler_port" "$kwok_port")
+  [ "$real_nodes" -eq 0 ] || ports=("$apiserver_port" "$registry_port_host")
+  for p in "${ports[@]}"; do
     port_free "$p" || die "port $p on 127.0.0.1 is in use; set KUBEDIST_PORT_BASE to another range"
   done
+  echo "$real_nodes" >"$dir/real-nodes"
   make_pki
   write_kubeconfig
   write_kwok_config
   local pki="$dir/pki" t0=$SECONDS
+  if [ "$real_nodes" -gt 0 ]; then
+    real_pki
+    net_up
+    forward apiserver-forward "$apiserver_port" "127.0.0.1:$apiserver_port"
+  fi
 
   rm -rf "$dir/etcd-data"
-  start etcd "$bin/etcd" --name "kubedist-$name" --data-dir "$dir/etcd-data" \
+  start etcd "${cp_exec[@]}" "$bin/etcd" --name "kubedist-$name" --data-dir "$dir/etcd-data" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
     --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
     --initial-cluster "kubedist-$name=http://127.0.0.1:$etcd_peer_port" \
     --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes=4294967296 --log-level=warn
-  wait_for etcd 60 curl -sf "http://127.0.0.1:$etcd_port/health"
+  wait_for etcd 60 "${cp_exec[@]}" curl -sf "http://127.0.0.1:$etcd_port/health"
 
   start_apiserver
 
-  start kube-controller-manager "$bin/kube-controller-manager" \
+  start kube-controller-manager "${cp_exec[@]}" "$bin/kube-controller-manager" \
     --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
     --authorization-kubeconfig="$kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
@@ -252,13 +297,17 @@ up() {
     --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route,-bootstrapsigner,-tokencleaner' \
     --node-monitor-grace-period=60s
   start_scheduler
-  start kwok "$bin/kwok" --kubeconfig="$kubeconfig" --config="$dir/kwok.yaml"
-  wait_for kube-controller-manager 60 curl -skf "https://127.0.0.1:$kcm_port/healthz"
-  wait_for kwok 60 curl -sf "http://127.0.0.1:$kwok_port/healthz"
-
-  add_nodes "${KUBEDIST_NODES:-4}"
-  wait_for kwok 60 all_nodes_ready
-  log "up in $((SECONDS - t0))s: $(kctl get nodes --no-headers | wc -l) fake GPU nodes; KUBECONFIG=$kubeconfig"
+  wait_for kube-controller-manager 60 "${cp_exec[@]}" curl -skf "https://127.0.0.1:$kcm_port/healthz"
+  if [ "$fake" -gt 0 ]; then
+    start kwok "${cp_exec[@]}" "$bin/kwok" --kubeconfig="$kubeconfig" --config="$dir/kwok.yaml"
+    wait_for kwok 60 "${cp_exec[@]}" curl -sf "http://127.0.0.1:$kwok_port/healthz"
+    add_nodes "$fake"
+    wait_for kwok 60 all_nodes_ready "$fake"
+  fi
+  if [ "$real_nodes" -gt 0 ]; then
+    real_up "$real_nodes"
+  fi
+  log "up in $((SECONDS - t0))s: $fake fake GPU nodes, $real_nodes real nodes; KUBECONFIG=$kubeconfig"
   echo "$kubeconfig"
 }
 
@@ -289,7 +338,7 @@ EOF
 }
 
 all_nodes_ready() {
-  local want=${KUBEDIST_NODES:-4} ready
+  local want=$1 ready
   ready=$(kctl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
     grep -c '^True$' || true)
   [ "$ready" -ge "$want" ]
@@ -297,11 +346,15 @@ all_nodes_ready() {
 
 down_quiet() {
   local what
-  # The operator (started by demo.sh into the same run folder) goes first, the store last.
-  for what in kubedist-operator kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  # The operator (started by demo.sh into the same run folder) goes first, then the nodes, the store last.
+  stop kubedist-operator
+  stop kwok
+  [ "$real_nodes" -eq 0 ] || real_down
+  for what in kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop "$what"
   done
-  rm -rf "$dir/etcd-data" "$dir/run"
+  [ "$real_nodes" -eq 0 ] || { stop apiserver-forward; net_down; }
+  rm -rf "$dir/etcd-data" "$dir/run" "$dir/real-nodes"
 }
 
 down() {
@@ -314,8 +367,13 @@ down() {
 }
 
 status() {
-  local what state=0
-  for what in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+  local what state=0 parts=(etcd kube-apiserver kube-controller-manager kube-scheduler) i
+  [ "$real_nodes" -gt 0 ] && [ ! -f "$dir/run/kwok.pid" ] || parts+=(kwok)
+  if [ "$real_nodes" -gt 0 ]; then
+    parts+=(apiserver-forward registry registry-forward coredns)
+    for i in $(seq 0 $((real_nodes - 1))); do parts+=("containerd-w$i" "kubelet-w$i" "kube-proxy-w$i"); done
+  fi
+  for what in "${parts[@]}"; do
     if alive "$what"; then echo "$what: running (pid $(pid_of "$what"))"; else echo "$what: stopped"; state=1; fi
   done
   return $state
