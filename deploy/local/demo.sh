@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
-# The README's first command: on a fresh machine, installs what is needed, brings up the local control
-# plane (cluster "local"), builds and starts kubedist-operator, applies the CRD and the example
-# TrainingJob, and shows `kubectl get tj,pods`. Run it again at will; `deploy/local/cluster.sh down`
-# stops everything it started.
+# The README's first command. On a fresh machine it installs what is needed and brings up the local cluster
+# "local" with two real nodes (kubelet + containerd, deploy/local/nodes.sh), builds the images (cached by content)
+# into the cluster's registry, installs the operator with the Helm chart (the operator runs as a pod), applies the
+# CPU example (crd/examples/cpu: 2 nodes x 2 processes of gloo DDP), waits until it has Succeeded and prints the
+# ranks' logs. Run it again at will; `deploy/local/cluster.sh down` stops everything it started.
+#
+#   deploy/local/demo.sh          real nodes, the operator from the chart, the CPU example trained to the end
+#   deploy/local/demo.sh --kwok   fake GPU nodes (kwok): the operator as a local process on the GPU example,
+#                                 whose pods turn Running but run nothing
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 export KUBEDIST_CACHE=${KUBEDIST_CACHE:-$repo/.cache}
 build=${KUBEDIST_BUILD_DIR:-$repo/build/all}
 cluster=${KUBEDIST_CLUSTER:-local}
+mode=real
+case "${1:-}" in
+  "") ;;
+  --kwok) mode=kwok ;;
+  *) echo "usage: demo.sh [--kwok]" >&2; exit 2 ;;
+esac
 
 "$here/setup.sh"
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)"
+export PATH="$KUBEDIST_CACHE/bin:$PATH"
 
-kubeconfig=$("$here/cluster.sh" up "$cluster")
-export KUBECONFIG=$kubeconfig PATH="$KUBEDIST_CACHE/bin:$PATH"
-
-kubectl apply --server-side --force-conflicts -f "$repo/crd/kubedist.io_trainingjobs.yaml"
-kubectl wait --for=condition=Established --timeout=60s crd/trainingjobs.kubedist.io >/dev/null
-
-operator="$build/operator/kubedist-operator"
-if [ -x "$operator" ]; then
-  "$here/cluster.sh" run-operator "$cluster" "$operator"
-else
-  echo "[demo] $operator is not built yet: the TrainingJob is stored but nothing reconciles it" >&2
-fi
-
-kubectl apply -f "$repo/crd/examples/trainingjob.yaml"
-if [ -x "$operator" ]; then
+if [ "$mode" = kwok ]; then
+  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+  export KUBEDIST_REAL_NODES=0
+  KUBECONFIG=$("$here/cluster.sh" up "$cluster")
+  export KUBECONFIG
+  kubectl apply --server-side --force-conflicts -f "$repo/crd/kubedist.io_trainingjobs.yaml"
+  kubectl wait --for=condition=Established --timeout=60s crd/trainingjobs.kubedist.io >/dev/null
+  "$here/cluster.sh" run-operator "$cluster" "$build/operator/kubedist-operator"
+  kubectl apply -f "$repo/crd/examples/trainingjob.yaml"
   want=$(kubectl get tj resnet -o jsonpath='{.spec.replicas}')
   for _ in $(seq 1 150); do
     running=$(kubectl get pods -l kubedist.io/job-name=resnet --field-selector=status.phase=Running \
@@ -36,7 +41,42 @@ if [ -x "$operator" ]; then
     [ "$running" -ge "$want" ] && break
     sleep 0.2
   done
+  kubectl get tj,pods,svc -o wide
+  echo
+  echo "KUBECONFIG=$KUBECONFIG; stop everything with: deploy/local/cluster.sh down $cluster"
+  exit 0
 fi
-kubectl get tj,pods,svc -o wide
+
+export KUBEDIST_REAL_NODES=${KUBEDIST_REAL_NODES:-2}
+KUBECONFIG=$("$here/cluster.sh" up "$cluster")
+export KUBECONFIG
+# shellcheck disable=SC1091
+. "$KUBEDIST_CACHE/images/images.env"
+registry=10.250.0.1:5000  # the cluster's registry as its nodes see it (nodes.sh)
+operator_image="$registry/$KUBEDIST_OPERATOR_IMAGE"
+echo "[demo] installing the chart: operator $operator_image, launcher $registry/$KUBEDIST_LAUNCHER_IMAGE" >&2
+helm upgrade --install kubedist "$repo/helm/kubedist" --namespace kubedist-system --create-namespace \
+  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" \
+  --set launcherImage="$registry/$KUBEDIST_LAUNCHER_IMAGE" --wait --timeout 5m
+kubectl -n kubedist-system get pods -o wide
+
+example="$repo/crd/examples/cpu/trainingjob.yaml"
+job=$(kubectl create --dry-run=client -o jsonpath='{.metadata.name}' -f "$example")
+kubectl delete -f "$example" --ignore-not-found --wait >/dev/null  # a rerun trains afresh
+kubectl apply -f "$example"
+echo "[demo] waiting for tj/$job to succeed (the first run pulls the trainer image)" >&2
+start=$SECONDS
+until phase=$(kubectl get tj "$job" -o jsonpath='{.status.phase}') && [[ $phase =~ ^(Succeeded|Failed)$ ]]; do
+  [ $((SECONDS - start)) -lt 900 ] || { echo "[demo] tj/$job is still ${phase:-Pending} after 15 minutes" >&2; break; }
+  sleep 2
+done
+kubectl get tj,pods -o wide
+for pod in "$job-node-0" "$job-node-1"; do
+  echo
+  echo "--- kubectl logs $pod ---"
+  kubectl logs "$pod" -c trainer || true
+done
 echo
-echo "KUBECONFIG=$kubeconfig; stop everything with: deploy/local/cluster.sh down $cluster"
+echo "tj/$job: ${phase:-unknown} in $((SECONDS - start))s. KUBECONFIG=$KUBECONFIG"
+echo "Stop everything with: deploy/local/cluster.sh down $cluster"
+[ "$phase" = Succeeded ]
