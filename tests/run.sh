@@ -15,7 +15,7 @@ cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)"
 echo "[run] build done in $((SECONDS - start))s"
 
-# ctest stops the test cluster itself (fixture cleanup); this is for an interrupted run.
-trap 'deploy/local/cluster.sh down test >/dev/null 2>&1 || true' EXIT
+# ctest stops the test clusters itself (fixture cleanup); this is for an interrupted run.
+trap 'deploy/local/cluster.sh down test >/dev/null 2>&1 || true; deploy/local/cluster.sh down test-real >/dev/null 2>&1 || true' EXIT
 ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
 echo "[run] all tests done in $((SECONDS - start))s"
