@@ -27,34 +27,13 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from expect import Failure, check, eventually, log  # noqa: E402
 from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
 
 SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
 TRAIN = os.path.join(SOURCE, "tests/integration/launcher/workers/ddp_train.py")
 # Short graces and polls, so that the scenarios take seconds (the defaults are 30s, 60s, 10s).
 OPERATOR_FLAGS = ["--unschedulable-grace=3s", "--node-lost-grace=3s", "--launcher-poll-interval=1s"]
-
-
-class Failure(Exception):
-    pass
-
-
-def log(msg):
-    print(f"[e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def eventually(seconds, what, fn, interval=0.2):
-    deadline = time.monotonic() + seconds
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-            if last:
-                return last
-        except (RuntimeError, ValueError, KeyError, OSError) as e:
-            last = e
-        time.sleep(interval)
-    raise Failure(f"not within {seconds}s: {what} (last: {last!r})")
 
 
 class Env:
@@ -203,12 +182,6 @@ class Env:
         items = json.loads(kubectl("-n", self.ns, "get", "events", "--field-selector",
                                    f"involvedObject.name={name}", "-o", "json").stdout)["items"]
         return [(e.get("reason"), e.get("message", "")) for e in items]
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-    log(f"ok: {msg}")
 
 
 def assert_identical_weights(env, world):

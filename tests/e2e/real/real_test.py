@@ -18,6 +18,7 @@ scenarios:
            counted in status.restartsByReason, and Succeeded
   podloss  node 1's pod is deleted while it trains: the operator recreates it and the job still Succeeds
 """
+import contextlib
 import json
 import os
 import random
@@ -28,6 +29,12 @@ import time
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import expect  # noqa: E402
+from expect import Failure, check, eventually, log  # noqa: E402
+
+expect.log.tag = "real"
+
 SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
 CACHE = os.environ["KUBEDIST_CACHE"]
 CLUSTER_DIR = os.environ["KUBEDIST_CLUSTER_DIR"]
@@ -36,24 +43,10 @@ RELEASE, OPERATOR_NS = "kubedist", "kubedist-system"
 EXAMPLE = os.path.join(SOURCE, "crd/examples/cpu/trainingjob.yaml")
 
 
-class Failure(Exception):
-    pass
-
-
-def log(msg):
-    print(f"[real {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-    log(f"ok: {msg}")
-
-
 def run(*args, input=None, ok=True):
     p = subprocess.run(args, input=input, capture_output=True, text=True)
     if ok and p.returncode != 0:
-        raise Failure(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+        raise RuntimeError(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
     return p
 
 
@@ -63,20 +56,6 @@ def kubectl(*args, **kw):
 
 def kget(*args):
     return json.loads(kubectl("get", *args, "-o", "json").stdout)
-
-
-def eventually(seconds, what, fn, interval=0.5):
-    deadline = time.monotonic() + seconds
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-            if last:
-                return last
-        except (Failure, ValueError, KeyError, IndexError) as e:
-            last = e
-        time.sleep(interval)
-    raise Failure(f"not within {seconds}s: {what} (last: {last!r})")
 
 
 def images():
@@ -96,6 +75,19 @@ def new_namespace(prefix):
     eventually(60, f"serviceaccount default in {ns}", lambda: kubectl("-n", ns, "get", "sa", "default", ok=False)
                .returncode == 0)
     return ns
+
+
+@contextlib.contextmanager
+def namespace(prefix):
+    """A fresh namespace for one scenario: what it holds is printed when the scenario fails; deleted after."""
+    ns = new_namespace(prefix)
+    try:
+        yield ns
+    except (Failure, RuntimeError):
+        dump(ns)
+        raise
+    finally:
+        kubectl("delete", "namespace", ns, "--wait=false", ok=False)
 
 
 def dump(ns):
@@ -122,12 +114,9 @@ def wait_phase(ns, name, phase, seconds):
     def reached():
         st = kget("-n", ns, "tj", name).get("status", {})
         if st.get("phase") in ("Succeeded", "Failed") and st.get("phase") != phase:
-            raise RuntimeError(f"tj/{name} ended {st.get('phase')}, expected {phase}: {st.get('conditions')}")
+            raise Failure(f"tj/{name} ended {st.get('phase')}, expected {phase}: {st.get('conditions')}")
         return st if st.get("phase") == phase else None
-    try:
-        return eventually(seconds, f"tj/{name} {phase}", reached, interval=1)
-    except RuntimeError as e:
-        raise Failure(str(e))
+    return eventually(seconds, f"tj/{name} {phase}", reached, interval=1)
 
 
 def pod_uids(ns, name):
@@ -155,9 +144,8 @@ def scenario_nodes():
               f"{n['metadata']['name']}: Ready, kubelet {info['kubeletVersion']}, {info['containerRuntimeVersion']}")
         check(n["status"]["allocatable"].get("nvidia.com/gpu") == "4",
               f"{n['metadata']['name']} advertises nvidia.com/gpu 4 (an extended resource in node status)")
-    ns = new_namespace("nodes")
-    image = images()["KUBEDIST_EXAMPLE_CPU_IMAGE"]
-    try:
+    with namespace("nodes") as ns:
+        image = images()["KUBEDIST_EXAMPLE_CPU_IMAGE"]
         for pod, gpus in (("one-gpu", 1), ("five-gpus", 5)):
             kubectl("-n", ns, "apply", "-f", "-", input=json.dumps({
                 "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod},
@@ -173,8 +161,6 @@ def scenario_nodes():
             if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"])
         check("nvidia.com/gpu" in unschedulable[0].get("message", ""),
               f"a pod asking for 5 GPUs stays Pending: {unschedulable[0].get('message')}")
-    finally:
-        kubectl("delete", "namespace", ns, "--wait=false", ok=False)
 
 
 def scenario_chart():
@@ -217,8 +203,7 @@ def scenario_chart():
 
 
 def scenario_train():
-    ns = new_namespace("train")
-    try:
+    with namespace("train") as ns:
         name = apply_example(ns)
         st = wait_phase(ns, name, "Succeeded", 480)
         node0, node1 = logs(ns, f"{name}-node-0"), logs(ns, f"{name}-node-1")
@@ -241,18 +226,12 @@ def scenario_train():
             queries = [line for line in f if f'"A IN {master}.cluster.local.' in line and f"{ip1}:" in line]
         check(queries and "NOERROR" in queries[0],
               f"CoreDNS answered node 1's pod ({ip1}) for {master}.cluster.local: {queries[:1]}")
-    except Failure:
-        dump(ns)
-        raise
-    finally:
-        kubectl("delete", "namespace", ns, "--wait=false", ok=False)
 
 
 def scenario_crash():
-    ns = new_namespace("crash")
-    try:
+    with namespace("crash") as ns:
         name = apply_example(ns, "--crash-once-at-step", "20")
-        eventually(300, "both pods running", lambda: len(pod_uids(ns, name)) == 2)
+        eventually(300, "both pods created", lambda: len(pod_uids(ns, name)) == 2)
         uids = pod_uids(ns, name)
         st = wait_phase(ns, name, "Succeeded", 480)
         node0 = logs(ns, f"{name}-node-0")
@@ -262,16 +241,10 @@ def scenario_crash():
         by_reason = st.get("restartsByReason", {})
         check(st.get("restarts") == 1 and by_reason.get("worker_crash") == 1,
               f"status.restarts 1, restartsByReason worker_crash 1 ({st.get('restarts')}, {by_reason})")
-    except Failure:
-        dump(ns)
-        raise
-    finally:
-        kubectl("delete", "namespace", ns, "--wait=false", ok=False)
 
 
 def scenario_podloss():
-    ns = new_namespace("podloss")
-    try:
+    with namespace("podloss") as ns:
         name = apply_example(ns, "--epochs", "40")
         pod = f"{name}-node-1"
         eventually(300, "rank 0 has trained an epoch", lambda: "epoch 1/" in logs(ns, f"{name}-node-0"))
@@ -283,11 +256,6 @@ def scenario_podloss():
         check(after[pod] != before[pod], f"{pod} was recreated (uid {before[pod][:8]} -> {after[pod][:8]})")
         check(st.get("restarts", 0) >= 1, f"the loss is counted in status.restarts ({st.get('restartsByReason')})")
         check("training finished" in logs(ns, f"{name}-node-0"), "the job trained to the end after the loss")
-    except Failure:
-        dump(ns)
-        raise
-    finally:
-        kubectl("delete", "namespace", ns, "--wait=false", ok=False)
 
 
 if __name__ == "__main__":
@@ -297,7 +265,7 @@ if __name__ == "__main__":
         sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss (got {scenario!r})")
     try:
         fn()
-    except Failure as e:
+    except (Failure, RuntimeError) as e:
         print(f"FAIL: {e}", flush=True)
         sys.exit(1)
     log(f"scenario {scenario} passed")
