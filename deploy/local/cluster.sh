@@ -51,7 +51,14 @@ die() { printf 'cluster.sh: %s\n' "$*" >&2; exit 1; }
 kctl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 pid_of() { cat "$dir/run/$1.pid" 2>/dev/null || true; }
-alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# running PID: the process exists and has not exited. A process that is not our child stays a zombie until this
+# machine's init reaps it, which here takes up to 2 s.
+running() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+alive() { local p; p=$(pid_of "$1"); [ -n "$p" ] && running "$p"; }
 
 # start NAME CMD...: runs CMD in its own session (so that stopping it takes its children too), logging to
 # $dir/logs/NAME.log.
@@ -70,15 +77,16 @@ stop() {
   [ -n "$p" ] || return 0
   kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || return 0
   for i in $(seq 1 100); do
-    kill -0 "$p" 2>/dev/null || break
+    running "$p" || break
     sleep 0.1
   done
+  # What is left of its group (children that outlived it) goes now.
   kill -KILL -- "-$p" 2>/dev/null || true
   kill -KILL "$p" 2>/dev/null || true
-  # Reap it when it is our child; otherwise wait until the kernel has removed it.
+  # Reap it when it is our child; otherwise wait until it has exited.
   wait "$p" 2>/dev/null || true
   for i in $(seq 1 50); do
-    kill -0 "$p" 2>/dev/null || return 0
+    running "$p" || return 0
     sleep 0.1
   done
 }
