@@ -78,6 +78,13 @@ Result<int> find_trainer(const json& tmpl) {
     }
     if (c["name"] == "trainer" && trainer < 0) trainer = static_cast<int>(i);
   }
+  // One container is the trainer whatever its name; of several, the launcher must be told which (the schema's CEL
+  // rule refuses such a template already; this covers objects stored before it).
+  if (trainer < 0 && containers->size() > 1) {
+    return Error::invalid("spec.template.spec.containers: " + std::to_string(containers->size()) +
+                          " containers and none named \"trainer\": name the one that runs under the launcher "
+                          "\"trainer\"");
+  }
   if (trainer < 0) trainer = 0;
   const json& c = (*containers)[trainer];
   const std::string where = "spec.template.spec.containers[" + std::to_string(trainer) + "] (" +
@@ -120,6 +127,19 @@ Result<int> find_trainer(const json& tmpl) {
 std::string string_at(const json& obj, const char* key) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The first non-empty line of text, at most max bytes (cut at a UTF-8 character boundary).
+std::string first_line(const std::string& text, size_t max) {
+  size_t start = text.find_first_not_of("\r\n");
+  if (start == std::string::npos) return "";
+  std::string line = text.substr(start, text.find_first_of("\r\n", start) - start);
+  if (line.size() > max) {
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line.resize(cut);
+  }
+  return line;
 }
 
 }  // namespace
@@ -260,6 +280,12 @@ static Status parse_status_fields(const json& st) {
       if (uid.is_string()) s.lost_pods.push_back(uid.get<std::string>());
     }
   }
+  if (auto it = st.find("lastFailure"); it != st.end() && it->is_object()) {
+    LastFailure f{string_at(*it, "time"), string_at(*it, "pod"), string_at(*it, "node"), std::nullopt,
+                  string_at(*it, "reason"), string_at(*it, "message")};
+    if (auto code = it->find("exitCode"); code != it->end() && code->is_number_integer()) f.exit_code = code->get<int>();
+    s.last_failure = f;
+  }
   if (auto it = st.find("conditions"); it != st.end() && it->is_array()) {
     for (const auto& c : *it) {
       if (!c.is_object()) continue;
@@ -303,6 +329,13 @@ json status_to_json(const Status& s) {
                                                         {"lastChange", s.elastic.last_change},
                                                         {"specReplicas", s.elastic.spec_replicas}};
   j["lostPods"] = s.lost_pods.empty() ? json(nullptr) : json(s.lost_pods);
+  if (s.last_failure) {
+    const LastFailure& f = *s.last_failure;
+    j["lastFailure"] = {{"time", f.time}, {"pod", f.pod}, {"node", f.node}, {"reason", f.reason}, {"message", f.message}};
+    j["lastFailure"]["exitCode"] = f.exit_code ? json(*f.exit_code) : json(nullptr);
+  } else {
+    j["lastFailure"] = nullptr;
+  }
   return j;
 }
 
@@ -360,7 +393,7 @@ PodFacts parse_pod_facts(const json& pod) {
       }
     }
   }
-  // The trainer container is the one the operator wrapped: named "trainer", else the first.
+  // The trainer container is the one the operator wrapped: named "trainer", else the only one.
   std::string trainer;
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     auto cs = spec->find("containers");
@@ -378,6 +411,8 @@ PodFacts parse_pod_facts(const json& pod) {
       if (auto t = state.find("terminated"); t != state.end() && t->is_object()) {
         if (t->contains("exitCode") && (*t)["exitCode"].is_number_integer()) f.exit_code = (*t)["exitCode"].get<int>();
         if (f.failure_reason.empty()) f.failure_reason = string_at(*t, "reason");
+        f.finished_at = string_at(*t, "finishedAt");
+        f.termination_message = first_line(string_at(*t, "message"), kMaxTerminationMessage);
       }
     }
   }

@@ -19,7 +19,7 @@ Status parse_status(const nlohmann::json& status);
 nlohmann::json status_to_json(const Status& status);
 
 // Extracts the facts the reconciler uses from a core/v1 Pod; trainer_name picks the container whose
-// exit code counts (the container named "trainer", else the first).
+// exit code counts (the container named "trainer", else the only one).
 PodFacts parse_pod_facts(const nlohmann::json& pod);
 ServiceFacts parse_service_facts(const nlohmann::json& service);
 NodeFacts parse_node_facts(const nlohmann::json& node);

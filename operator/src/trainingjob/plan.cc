@@ -17,12 +17,22 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
+// "pod J-node-1 failed (exit code 3, reason Error): <the launcher's summary of the failed worker>".
 std::string describe_failure(const PodFacts& pod) {
   std::string d = "pod " + pod.name + " failed";
   std::string details;
   if (pod.exit_code) details = "exit code " + std::to_string(*pod.exit_code);
   if (!pod.failure_reason.empty()) details += (details.empty() ? "reason " : ", reason ") + pod.failure_reason;
-  return details.empty() ? d : d + " (" + details + ")";
+  if (!details.empty()) d += " (" + details + ")";
+  return pod.termination_message.empty() ? d : d + ": " + pod.termination_message;
+}
+
+// Pods that failed together, the first to end first (an unknown end last): the others usually failed because
+// their group broke, so the first is what a user needs to see.
+void sort_by_end(std::vector<const PodFacts*>& failed) {
+  std::stable_sort(failed.begin(), failed.end(), [](const PodFacts* a, const PodFacts* b) {
+    return !a->finished_at.empty() && (b->finished_at.empty() || a->finished_at < b->finished_at);
+  });
 }
 
 // The pods cleanPodPolicy removes once the job has finished.
@@ -73,7 +83,9 @@ class Decider {
     if (!job_.spec_error.empty()) return invalid_spec();
     const Condition* failed = find_condition(st, "Failed");
     if (st.phase == "Failed" && failed != nullptr && failed->reason == "InvalidSpec") {
-      // The user fixed the spec: start over instead of staying failed forever.
+      // Failed for its spec (ours or the API server's verdict on its pods): nothing is retried until the user
+      // changes the spec; then it starts over instead of staying failed forever.
+      if (job_.status.observed_generation == job_.generation) return finished();
       set_condition(st, "Failed", false, "SpecFixed", "the spec is valid again", now_);
       emit("Normal", "SpecFixed", "the spec is valid again; reconciling");
       st.phase = "";
@@ -106,6 +118,11 @@ class Decider {
   }
 
   void delete_pod(const PodFacts& pod, bool force = false) { plan_.delete_pods.push_back({pod.name, pod.uid, force}); }
+
+  void record_failure(const PodFacts& pod) {
+    plan_.status.last_failure = LastFailure{pod.finished_at.empty() ? format_rfc3339(now_) : pod.finished_at, pod.name,
+                                            pod.node_name, pod.exit_code, pod.failure_reason, pod.termination_message};
+  }
 
   void requeue(int64_t seconds) {
     seconds = std::max<int64_t>(seconds, 1);
@@ -334,9 +351,14 @@ class Decider {
                     "all " + std::to_string(target) + " nodes' trainer containers exited 0");
     }
 
-    std::vector<const PodFacts*> retryable;
+    std::vector<const PodFacts*> failed;
     for (const auto& [rank, pod] : by_rank) {
-      if (pod->phase != "Failed") continue;
+      if (pod->phase == "Failed") failed.push_back(pod);
+    }
+    sort_by_end(failed);
+    if (!failed.empty()) record_failure(*failed.front());
+    std::vector<const PodFacts*> retryable;
+    for (const PodFacts* pod : failed) {
       if (!failure_is_retryable(spec_.restart_policy, *pod)) {
         return finish(false, "PodFailed",
                       describe_failure(*pod) + "; restartPolicy " + to_string(spec_.restart_policy) +

@@ -18,6 +18,8 @@ inline constexpr const char* kKind = "TrainingJob";
 inline constexpr const char* kPlural = "trainingjobs";
 inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
+// What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
+inline constexpr size_t kMaxTerminationMessage = 1024;
 
 // Why a restart happened: the keys of status.restartsByReason and the reason label of kubedist_restarts_total.
 inline constexpr const char* kRestartWorkerCrash = "worker_crash";  // launchers restarted the group in place
@@ -81,6 +83,18 @@ struct ElasticStatus {
   bool operator==(const ElasticStatus&) const = default;
 };
 
+// The failure that ended a pod most recently, as its trainer container reported it: what kubectl describe tj shows
+// first when asking why a job restarted or failed.
+struct LastFailure {
+  std::string time;   // RFC 3339: when the trainer container ended (else when the operator saw it)
+  std::string pod;
+  std::string node;
+  std::optional<int> exit_code;
+  std::string reason;   // the container's or the pod's termination reason (Error, OOMKilled, Evicted, ...)
+  std::string message;  // the container's termination message: the launcher's one-line summary of the failed worker
+  bool operator==(const LastFailure&) const = default;
+};
+
 struct Status {
   std::string phase;  // "" until first written
   std::vector<Condition> conditions;
@@ -96,6 +110,7 @@ struct Status {
   LauncherSeen launcher;
   ElasticStatus elastic;
   std::vector<std::string> lost_pods;  // uids of pods already counted as node_lost that still exist
+  std::optional<LastFailure> last_failure;
   bool operator==(const Status&) const = default;
 };
 
@@ -134,6 +149,8 @@ struct PodFacts {
   bool ready = false;     // the Ready condition is True
   std::optional<int> exit_code;   // the trainer container's terminated exit code, if any
   std::string failure_reason;     // the pod's or the trainer container's termination reason
+  std::string finished_at;        // the trainer container's terminated.finishedAt
+  std::string termination_message;  // its terminated.message: first line, at most kMaxTerminationMessage bytes
   std::string start_time;         // status.startTime
   std::string node_name;          // spec.nodeName, empty until scheduled
   std::string pod_ip;             // status.podIP

@@ -54,14 +54,17 @@ all_running() {
 }
 has_event() { [ -n "$(kubectl -n "$NS" get events --field-selector "involvedObject.name=$1,reason=$2" --no-headers 2>/dev/null)" ]; }
 
-# finish_pod POD EXIT_CODE: makes a kwok pod end as the kubelet would report it, through the status subresource.
+# finish_pod POD EXIT_CODE [MESSAGE]: makes a kwok pod end as the kubelet would report it, through the status
+# subresource; MESSAGE is the trainer container's termination message (what the launcher writes).
 finish_pod() {
-  local pod=$1 code=$2 phase=Succeeded reason=Completed
+  local pod=$1 code=$2 phase=Succeeded reason=Completed message
   if [ "$code" -ne 0 ]; then phase=Failed; reason=Error; fi
+  message=$(printf '%s' "${3:-}" | /usr/bin/python3 -c 'import json, sys; print(json.dumps(sys.stdin.read()))')
   kubectl -n "$NS" patch pod "$pod" --subresource=status --type=merge -p "{\"status\":{\"phase\":\"$phase\",
     \"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}],
     \"containerStatuses\":[{\"name\":\"trainer\",\"image\":\"x\",\"imageID\":\"\",\"ready\":false,\"restartCount\":0,
-    \"state\":{\"terminated\":{\"exitCode\":$code,\"reason\":\"$reason\"}}}]}}" >/dev/null
+    \"state\":{\"terminated\":{\"exitCode\":$code,\"reason\":\"$reason\",\"message\":$message,
+    \"finishedAt\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}}}]}}" >/dev/null
 }
 
 # job_yaml NAME REPLICAS [EXTRA-SPEC-LINES] [EXTRA-POD-SPEC-LINES]: a job whose pods fit the fake nodes (no GPU

@@ -71,14 +71,25 @@ TEST(ParseSpec, AcceptsEveryNprocForm) {
   }
 }
 
-TEST(ParseSpec, PicksTheContainerNamedTrainerElseTheFirst) {
+TEST(ParseSpec, PicksTheContainerNamedTrainerOrTheOnlyOne) {
   json j = example_job_json();
   auto& cs = j["spec"]["template"]["spec"]["containers"];
+  cs[0]["name"] = "main";  // one container: the trainer, whatever its name
+  EXPECT_EQ(testing::job_from(j).spec.trainer_index, 0);
+  cs[0]["name"] = "trainer";
   cs.insert(cs.begin(), json{{"name", "sidecar"}, {"image", "x"}});
   EXPECT_EQ(testing::job_from(j).spec.trainer_index, 1);
-  cs[1]["name"] = "main";
-  cs[0]["command"] = json::array({"sleep", "1"});
-  EXPECT_EQ(testing::job_from(j).spec.trainer_index, 0);
+}
+
+TEST(ParseSpec, RefusesSeveralContainersNoneNamedTrainer) {
+  json j = example_job_json();
+  auto& cs = j["spec"]["template"]["spec"]["containers"];
+  cs[0]["name"] = "main";
+  cs.push_back(json{{"name", "sidecar"}, {"image", "x"}, {"command", json::array({"sleep", "1"})}});
+  auto job = testing::job_from(j);
+  EXPECT_EQ(job.spec_error,
+            "spec.template.spec.containers: 2 containers and none named \"trainer\": name the one that runs under the "
+            "launcher \"trainer\"");
 }
 
 // Every spec the schema cannot (or did not) refuse yields a clear message naming the field.
@@ -303,16 +314,40 @@ TEST(ParsePodFacts, NodeIpAndUnschedulableSince) {
   EXPECT_EQ(p.unschedulable_since, "2026-12-03T05:00:01Z");
 }
 
-TEST(StatusJson, LauncherElasticAndLostPodsRoundTripAndClear) {
+TEST(ParsePodFacts, KeepsTheFirstLineOfTheTrainersTerminationMessage) {
+  json pod = json::parse(R"({
+    "metadata": {"name": "j-node-1"},
+    "spec": {"containers": [{"name": "trainer"}]},
+    "status": {"phase": "Failed", "containerStatuses": [{"name": "trainer", "state": {"terminated": {
+      "exitCode": 3, "reason": "Error", "finishedAt": "2026-12-03T05:00:07Z",
+      "message": "\nworker rank 3 (local rank 1) on j-node-1 exited with code 3: ValueError: bad batch\nmore"}}}]}
+  })");
+  PodFacts f = parse_pod_facts(pod);
+  EXPECT_EQ(f.termination_message, "worker rank 3 (local rank 1) on j-node-1 exited with code 3: ValueError: bad batch");
+  EXPECT_EQ(f.finished_at, "2026-12-03T05:00:07Z");
+
+  // A message longer than kept is cut, never inside a UTF-8 character.
+  std::string long_message(kMaxTerminationMessage - 1, 'x');
+  long_message += "\u00e9\u00e9";  // two 2-byte characters straddling the limit
+  pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = long_message;
+  f = parse_pod_facts(pod);
+  EXPECT_EQ(f.termination_message, std::string(kMaxTerminationMessage - 1, 'x'));
+}
+
+TEST(StatusJson, LauncherElasticLostPodsAndLastFailureRoundTripAndClear) {
   Status s;
   s.launcher = {"uid-0", {{"worker_crash", 2}}};
   s.elastic = {3, "Unschedulable", "2026-12-03T05:00:01Z", 4};
   s.lost_pods = {"p1"};
+  s.last_failure = LastFailure{"2026-12-03T05:00:07Z", "j-node-1", "n1", 3, "Error", "worker rank 3 exited with code 3"};
+  EXPECT_EQ(parse_status(status_to_json(s)), s);
+  s.last_failure->exit_code.reset();  // ended by a signal the kubelet reported without a code, or evicted
   EXPECT_EQ(parse_status(status_to_json(s)), s);
   const auto cleared = status_to_json(Status{});
   EXPECT_TRUE(cleared["launcher"].is_null());
   EXPECT_TRUE(cleared["elastic"].is_null());
   EXPECT_TRUE(cleared["lostPods"].is_null());
+  EXPECT_TRUE(cleared["lastFailure"].is_null());
 }
 
 }  // namespace

@@ -393,11 +393,68 @@ TEST(Decide, FixingAnInvalidSpecStartsTheJob) {
   auto bad = testing::job_from(j);
   auto good = testing::example_job();
   good.status = decide(bad, {}, false, kNow).status;
+  good.generation = bad.generation + 1;  // the user's edit
   auto p = decide(good, {}, false, kNow);
   EXPECT_EQ(p.create_ranks.size(), 4u);
   EXPECT_EQ(p.status.phase, "Pending");
   EXPECT_FALSE(condition_true(p.status, "Failed"));
   EXPECT_TRUE(has_event(p, "SpecFixed"));
+}
+
+TEST(Decide, APodTemplateTheApiServerRejectsStaysFailedUntilTheSpecChanges) {
+  auto job = testing::example_job();
+  job.generation = 3;
+  // What the act layer writes when the API server refuses to create the first pod.
+  job.status = decide(job, {}, true, kNow).status;
+  job.status.phase = "Failed";
+  set_condition(job.status, "Failed", true, "InvalidSpec",
+                "the API server rejected pod resnet-node-0: spec.containers[1].name: Duplicate value", kNow);
+  auto p = decide(job, {}, true, kNow + 5);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_TRUE(p.events.empty());
+  EXPECT_EQ(p.status, job.status);
+  EXPECT_FALSE(p.requeue_after_s.has_value());
+
+  job.generation = 4;  // kubectl edit: now it is tried again
+  auto fixed = decide(job, {}, true, kNow + 10);
+  EXPECT_EQ(fixed.create_ranks.size(), 4u);
+  EXPECT_TRUE(has_event(fixed, "SpecFixed"));
+  EXPECT_EQ(fixed.status.observed_generation, 4);
+}
+
+TEST(Decide, TheFirstPodToFailIsTheLastFailureAndItsMessageReachesTheEvent) {
+  auto job = job_with(json::object(), "Running");
+  job.status.replicas = 4;
+  auto ps = pods(4, "Running");
+  ps[1] = pod(1, "Failed", 1);  // failed later, because its peer was gone
+  ps[1].finished_at = "2026-12-03T05:00:09Z";
+  ps[1].termination_message = "worker rank 2 (local rank 0) on resnet-node-1 exited with code 1: RuntimeError: gloo";
+  ps[3] = pod(3, "Failed", 3);
+  ps[3].finished_at = "2026-12-03T05:00:07Z";
+  ps[3].node_name = "n3";
+  ps[3].failure_reason = "Error";
+  ps[3].termination_message = "worker rank 6 (local rank 0) on resnet-node-3 exited with code 3: ValueError: bad batch";
+  auto p = decide(job, ps, true, kNow);
+  ASSERT_TRUE(p.status.last_failure.has_value());
+  EXPECT_EQ(*p.status.last_failure, (LastFailure{"2026-12-03T05:00:07Z", "resnet-node-3", "n3", 3, "Error",
+                                                 ps[3].termination_message}));
+  bool named = false;
+  for (const auto& e : p.events) {
+    named = named || (e.reason == "PodFailed" &&
+                      e.message.find("pod resnet-node-3 failed (exit code 3, reason Error): worker rank 6 (local rank "
+                                     "0) on resnet-node-3 exited with code 3: ValueError: bad batch") == 0);
+  }
+  EXPECT_TRUE(named) << "a PodFailed Event carries the launcher's summary";
+
+  // The same failure under restartPolicy ExitCode ends the job, and its condition says why.
+  auto permanent = job_with({{"restartPolicy", "ExitCode"}}, "Running");
+  permanent.status.replicas = 4;
+  auto q = decide(permanent, ps, true, kNow);
+  EXPECT_EQ(q.status.phase, "Failed");
+  EXPECT_EQ(q.status.last_failure->pod, "resnet-node-3");
+  const Condition* c = find_condition(q.status, "Failed");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->message.find("ValueError: bad batch"), std::string::npos) << c->message;
 }
 
 int sum(const std::map<std::string, int>& m) {
