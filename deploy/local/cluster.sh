@@ -18,7 +18,8 @@
 #
 # Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4, or 0 with real
 # nodes), KUBEDIST_REAL_NODES (real nodes, default 0), KUBEDIST_NODE_GPUS (nvidia.com/gpu each real node
-# advertises, default 4), KUBEDIST_PORT_BASE (first of 7 ports, default derived from NAME).
+# advertises, default 4), KUBEDIST_PORT_BASE (first of 7 ports, default derived from NAME), KUBEDIST_AUDIT=1 (the API
+# server writes an audit log of every write request to logs/audit.log, as the benchmarks count them).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -228,6 +229,11 @@ start_apiserver() {
     # while its default ServiceAccount is still being created.
     mode=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --disable-admission-plugins=ServiceAccount)
   fi
+  # KUBEDIST_AUDIT=1 at up (the benchmarks): every write, with its user agent, in logs/audit.log.
+  if [ -f "$dir/audit-policy.yaml" ]; then
+    mode+=(--audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/logs/audit.log"
+      --audit-log-maxsize=0 --audit-log-format=json)
+  fi
   start kube-apiserver "${cp_exec[@]}" "$bin/kube-apiserver" "${mode[@]}" --secure-port="$apiserver_port" \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
@@ -275,6 +281,18 @@ up() {
     port_free "$p" || die "port $p on 127.0.0.1 is in use; set KUBEDIST_PORT_BASE to another range"
   done
   echo "$real_nodes" >"$dir/real-nodes"
+  rm -f "$dir/audit-policy.yaml" "$dir/logs/audit.log"
+  if [ "${KUBEDIST_AUDIT:-0}" = 1 ]; then
+    cat >"$dir/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+EOF
+  fi
   make_pki
   write_kubeconfig
   write_kwok_config

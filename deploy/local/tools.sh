@@ -65,6 +65,7 @@ require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
 require_pin "$here/tools/registry" github.com/distribution/distribution/v3 "$REGISTRY_VERSION"
 require_pin "$here/tools/containerd" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
 require_pin "$here/tools/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
+require_pin "$here/tools/kubeflow" github.com/kubeflow/training-operator "$KUBEFLOW_TRAINING_OPERATOR_VERSION"
 
 build etcd "$ETCD_VERSION" "$here/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
 build kubernetes "$KUBERNETES_VERSION" "$here/tools/kubernetes" "$k8s_ldflags" \
@@ -91,4 +92,9 @@ GOFLAGS="$GOFLAGS -tags=no_btrfs,no_devmapper,no_zfs" build containerd "$CONTAIN
   containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
   ctr=github.com/containerd/containerd/v2/cmd/ctr
 build coredns "$COREDNS_VERSION" "$here/tools/coredns" "" coredns=github.com/coredns/coredns
+# `tools.sh bench`: also what only the benchmarks run (tests/bench/operator/bench.sh --compare).
+if [ "${1:-}" = bench ]; then
+  build kubeflow "$KUBEFLOW_TRAINING_OPERATOR_VERSION" "$here/tools/kubeflow" "" \
+    training-operator=github.com/kubeflow/training-operator/cmd/training-operator.v1
+fi
 log "tools ready in $cache/bin"

@@ -8,3 +8,5 @@ REGISTRY_VERSION=v3.1.2
 # Real nodes (KUBEDIST_REAL_NODES): the container runtime and the cluster DNS.
 CONTAINERD_VERSION=v2.3.7
 COREDNS_VERSION=v1.14.7
+# Benchmarks only (tools.sh bench): Kubeflow's Training Operator v1, run beside kubedist by tests/bench/operator.
+KUBEFLOW_TRAINING_OPERATOR_VERSION=v1.9.3
