@@ -44,6 +44,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"local-ranks-filter", false, nullptr, {}},
       {"use-env", true, nullptr, {}},
       {"legacy-launch", true, nullptr, {}},
+      {"local-rank-style", false, nullptr, {}},
       {"stop-timeout", false, nullptr, {}},
       {"metrics-port", false, nullptr, {"KUBEDIST_METRICS_PORT"}},
       {"metrics-addr", false, nullptr, {"KUBEDIST_METRICS_ADDR"}},
@@ -326,6 +327,13 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
       *field = v.value();
     }
   }
+  if (const RawValue* r = get("local-rank-style")) {
+    if (r->value != "dash" && r->value != "underscore")
+      return bad(*r, "dash (--local-rank=N, torch >= 2.0) or underscore (--local_rank=N, torch 1.x)");
+    if (!c.legacy_launch)
+      return make_error(r->source + ": only applies with --legacy-launch (torch.distributed.launch's --local-rank=N)");
+    c.local_rank_arg = r->value == "dash" ? "--local-rank" : "--local_rank";
+  }
   if (const RawValue* r = get("log-dir")) c.log_dir = r->value;
   if (const RawValue* r = get("local-ranks-filter")) {
     std::set<int> ranks;
@@ -396,6 +404,8 @@ A torchrun-compatible launcher. Every flag may be spelled with '-' or '_' and se
   --monitor-interval S        accepted; never polls       --role NAME
   --no-python  -m/--module    --redirects/-r  --tee/-t  0-3 or RANK:0-3,...   --log-dir DIR
   --local-ranks-filter 0,1    --use-env  --legacy-launch  (torch.distributed.launch: pass --local-rank=N)
+  --local-rank-style S        with --legacy-launch: dash (--local-rank=N, torch >= 2.0, default) or
+                              underscore (--local_rank=N, what torch 1.x passed)
   --stop-timeout S            SIGTERM->SIGKILL grace
   --metrics-port P (env KUBEDIST_METRICS_PORT)  --metrics-addr A (env KUBEDIST_METRICS_ADDR)  Prometheus /metrics
 )";

@@ -45,6 +45,9 @@ struct LaunchConfig {
   bool module = false;
   bool use_env = false;        // legacy launch: workers read LOCAL_RANK from the environment
   bool legacy_launch = false;  // torch.distributed.launch: pass --local-rank=N unless --use-env
+  // The argument --legacy-launch passes: torch >= 2.0's "--local-rank" (--local-rank-style=dash, the default) or
+  // torch 1.x's "--local_rank" (underscore). An argparse script accepts only the spelling it declares.
+  std::string local_rank_arg = "--local-rank";
   StreamSpec redirects;
   StreamSpec tee;
   std::string log_dir;

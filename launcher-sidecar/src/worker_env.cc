@@ -33,7 +33,8 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int lo
     if (config.module) w.argv.push_back("-m");
   }
   w.argv.push_back(config.command.front());
-  if (config.legacy_launch && !config.use_env) w.argv.push_back("--local-rank=" + std::to_string(local_rank));
+  if (config.legacy_launch && !config.use_env)
+    w.argv.push_back(config.local_rank_arg + "=" + std::to_string(local_rank));
   w.argv.insert(w.argv.end(), config.command.begin() + 1, config.command.end());
   return w;
 }

@@ -166,6 +166,14 @@ TEST(LaunchConfig, ModuleAndLegacyLaunchFlags) {
   EXPECT_TRUE(legacy.use_env);
 }
 
+TEST(LaunchConfig, LocalRankStyleDefaultsToTorch2DashAndTakesTorch1Underscore) {
+  EXPECT_EQ(parse_ok({"--legacy-launch", "t.py"}).local_rank_arg, "--local-rank");
+  EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=dash", "t.py"}).local_rank_arg, "--local-rank");
+  EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=underscore", "t.py"}).local_rank_arg, "--local_rank");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"PET_LEGACY_LAUNCH", "1"}, {"PET_LOCAL_RANK_STYLE", "underscore"}}).local_rank_arg,
+            "--local_rank");
+}
+
 TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
   struct Bad {
     Args args;
@@ -196,6 +204,9 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"-m", "--no-python", "mod"}, {}, "cannot be combined"},
       {{"t.py"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE"},
       {{"t.py"}, {{"KUBEDIST_METRICS_PORT", "x"}}, "KUBEDIST_METRICS_PORT"},
+      {{"--legacy-launch", "--local-rank-style=snake", "t.py"}, {}, "--local-rank-style: expected dash"},
+      {{"--legacy-launch", "t.py"}, {{"PET_LOCAL_RANK_STYLE", "--local_rank"}}, "PET_LOCAL_RANK_STYLE: expected"},
+      {{"--local-rank-style=underscore", "t.py"}, {}, "only applies with --legacy-launch"},
       {{"t.py"}, {{"KUBEDIST_RESTART_POLICY", "exitcode"}}, "KUBEDIST_RESTART_POLICY: expected OnFailure, Never or ExitCode"},
   };
   for (const auto& c : cases) {

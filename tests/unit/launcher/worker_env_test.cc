@@ -48,7 +48,10 @@ TEST(WorkerEnv, CommandShapes) {
       {{"-m", "pkg.mod", "a"}, {"python3", "-u", "-m", "pkg.mod", "a"}},
       {{"--no-python", "--", "python", "t.py"}, {"python", "t.py"}},
       {{"--legacy-launch", "t.py", "a"}, {"python3", "-u", "t.py", "--local-rank=1", "a"}},
+      {{"--legacy-launch", "--local-rank-style=dash", "t.py"}, {"python3", "-u", "t.py", "--local-rank=1"}},
+      {{"--legacy-launch", "--local_rank_style", "underscore", "t.py"}, {"python3", "-u", "t.py", "--local_rank=1"}},
       {{"--legacy-launch", "--use-env", "t.py", "a"}, {"python3", "-u", "t.py", "a"}},
+      {{"--legacy-launch", "--use-env", "--local-rank-style=underscore", "t.py"}, {"python3", "-u", "t.py"}},
       {{"--use-env", "t.py"}, {"python3", "-u", "t.py"}},
   };
   for (const auto& c : cases) EXPECT_EQ(render_worker(config_for(c.args), {}, 2, 1, "e", {}).argv, c.argv);
