@@ -244,6 +244,11 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
                              {"module", &c.module}, {"use-env", &c.use_env}, {"legacy-launch", &c.legacy_launch}})
     if (auto err = flag_bool(name, *field)) return *err;
   if (c.help) return c;
+  if (auto it = env.find("KUBEDIST_JOB"); it != env.end() && !it->second.empty()) c.in_training_job = true;
+  if (auto it = env.find("PYTHON_EXEC"); it != env.end() && !it->second.empty()) {
+    c.python = it->second;
+    c.python_source = "PYTHON_EXEC";
+  }
 
   if (const RawValue* r = get("nnodes")) {
     auto v = parse_nnodes(*r);

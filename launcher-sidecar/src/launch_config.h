@@ -42,6 +42,14 @@ struct LaunchConfig {
   double monitor_interval = 0.1;  // accepted for torchrun compatibility; the launcher never polls
   std::string role = "default";
   bool no_python = false;
+  // The interpreter for scripts and -m: PYTHON_EXEC (as torchrun honours it), else python3 from PATH. torchrun's
+  // default is its own sys.executable; a C++ launcher has none, and python3 on PATH is what `python3 -m
+  // torch.distributed.run` would most often have been.
+  std::string python = "python3";
+  std::string python_source;  // "PYTHON_EXEC" when it came from there (named in errors), else ""
+  // In a TrainingJob's pod (the operator sets KUBEDIST_JOB): its plain env (NNODES...) applies, and
+  // --nproc-per-node=auto without GPUs means 1 as the TrainingJob's nprocPerNode does.
+  bool in_training_job = false;
   bool module = false;
   bool use_env = false;        // legacy launch: workers read LOCAL_RANK from the environment
   bool legacy_launch = false;  // torch.distributed.launch: pass --local-rank=N unless --use-env

@@ -93,15 +93,27 @@ int main(int argc, char** argv) {
     write_all(1, usage_text());
     return 0;
   }
-  auto nproc = local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count());
+  auto nproc =
+      local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
   if (!nproc) return fail_usage(nproc.error());
+  if (!config.no_python) {
+    // Once here rather than as many "cannot run" failures as there are workers.
+    auto python = find_program(config.python, getenv("PATH"));
+    if (!python && !config.python_source.empty())
+      return fail_usage(config.python_source + ": cannot run the interpreter " + python.error());
+    if (!python)
+      return fail_usage("cannot run the script: " + python.error() +
+                        " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
+  }
   if (config.master_port == 0) {  // --standalone
     auto port = pick_free_port("127.0.0.1");
     if (!port) return fail(port.error(), 1);
     config.master_port = *port;
   }
-  if (!env.count("OMP_NUM_THREADS") && *nproc > 1)
-    write_all(2, "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker (set it yourself to tune)\n");
+  if (!env.count("OMP_NUM_THREADS") && *nproc > 1)  // torchrun's notice, as one line
+    write_all(2,
+              "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker process by default, to avoid overloading "
+              "your system; tune it for the best performance of your application (set OMP_NUM_THREADS yourself)\n");
 
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our workers come to us to be reaped
   const int signal_fd = setup_signals();

@@ -71,5 +71,81 @@ class LegacyLaunch(LauncherTest):
             self.assertEqual(l.stdout(), "")
 
 
+
+class Interpreter(LauncherTest):
+    def test_python_exec_names_the_interpreter_of_every_worker_as_in_torchrun(self):
+        record = self.path("used")
+        wrapper = self.path("python-wrapper")
+        with open(wrapper, "w") as f:
+            f.write(f'#!/bin/sh\necho "$LOCAL_RANK $*" >> {record}\nexec /usr/bin/python3 "$@"\n')
+        os.chmod(wrapper, 0o755)
+        with open(self.path("hello.py"), "w") as f:
+            f.write("import os\nprint('hello', os.environ['LOCAL_RANK'])\n")
+        l = self.launch(["--nproc-per-node=2", "--tee=1", self.path("hello.py"), "z"], env={"PYTHON_EXEC": wrapper})
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assertEqual(sorted(self.read("used").splitlines()),
+                         [f"0 -u {self.path('hello.py')} z", f"1 -u {self.path('hello.py')} z"])
+        self.assertEqual(sorted(l.stdout().splitlines()), ["[rank 0]: hello 0", "[rank 1]: hello 1"])
+
+    def test_an_interpreter_that_cannot_run_is_one_clear_error_before_any_worker_starts(self):
+        with open(self.path("t.py"), "w") as f:
+            f.write("open(__file__ + '.ran', 'w')\n")
+        os.mkdir(self.path("dir"))
+        cases = [({"PYTHON_EXEC": "/nonexistent/python"}, "PYTHON_EXEC: cannot run the interpreter /nonexistent/python: "
+                                                          "No such file or directory"),
+                 ({"PYTHON_EXEC": self.path("dir")}, "PYTHON_EXEC: cannot run the interpreter"),
+                 ({"PYTHON_EXEC": "no-such-python"}, "no-such-python: not found on PATH"),
+                 ({"PATH": self.path("dir")}, "python3: not found on PATH")]
+        for env, fragment in cases:
+            l = self.launch(["--nproc-per-node=2", self.path("t.py")], env=env)
+            self.assertEqual(l.wait(), 2, env)
+            self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
+            self.assertTrue(l.stderr().startswith("kubedist-launcher: "), l.stderr())
+            self.assertIn(fragment, l.stderr())
+            self.assertFalse(os.path.exists(self.path("t.py.ran")))
+
+    def test_no_python_needs_no_interpreter(self):
+        l = self.launch(["--no-python", "--", "/bin/true"], env={"PYTHON_EXEC": "/nonexistent/python"})
+        self.assertEqual(l.wait(), 0, l.stderr())
+
+
+class LocalWorldSize(LauncherTest):
+    SHOW = ["--no-python", "--", "sh", "-c", 'echo "$LOCAL_WORLD_SIZE ${OMP_NUM_THREADS:-unset}"']
+    NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+    def test_auto_without_gpus_runs_one_worker_per_cpu_as_torchrun(self):
+        cpus = len(os.sched_getaffinity(0))
+        l = self.launch(["--nproc-per-node=auto", *self.SHOW], env=self.NO_GPU)
+        self.assertEqual(l.wait(), 0, l.stderr())
+        omp = "1" if cpus > 1 else "unset"
+        self.assertEqual(l.stdout().splitlines(), [f"{cpus} {omp}"] * cpus)
+
+    def test_auto_without_gpus_in_a_trainingjob_pod_runs_one_worker(self):
+        l = self.launch(["--nproc-per-node=auto", *self.SHOW], env=dict(self.NO_GPU, KUBEDIST_JOB="job"))
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assertEqual(l.stdout(), "1 unset\n")
+
+    def test_gpu_without_gpus_is_one_clear_error(self):
+        l = self.launch(["--nproc-per-node=gpu", *self.SHOW], env=self.NO_GPU)
+        self.assertEqual(l.wait(), 2)
+        self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
+        self.assertIn("--nproc-per-node=gpu: no GPU visible", l.stderr())
+
+    def test_several_workers_get_one_omp_thread_with_torchruns_notice_unless_the_user_chose(self):
+        l = self.launch(["--nproc-per-node=2", *self.SHOW])
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assertEqual(l.stdout(), "2 1\n" * 2)
+        self.assertIn("setting OMP_NUM_THREADS=1 for each worker process by default, to avoid overloading your system",
+                      l.stderr())
+        chosen = self.launch(["--nproc-per-node=2", *self.SHOW], env={"OMP_NUM_THREADS": "4"})
+        self.assertEqual(chosen.wait(), 0, chosen.stderr())
+        self.assertEqual(chosen.stdout(), "2 4\n" * 2)
+        self.assertNotIn("OMP_NUM_THREADS", chosen.stderr())
+        single = self.launch(self.SHOW)
+        self.assertEqual(single.wait(), 0, single.stderr())
+        self.assertEqual(single.stdout(), "1 unset\n")
+        self.assertNotIn("OMP_NUM_THREADS", single.stderr())
+
+
 if __name__ == "__main__":
     unittest.main()

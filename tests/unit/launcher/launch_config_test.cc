@@ -217,6 +217,14 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
   }
 }
 
+TEST(LaunchConfig, PythonExecNamesTheInterpreterElsePython3) {
+  EXPECT_EQ(parse_ok({"t.py"}).python, "python3");
+  EXPECT_EQ(parse_ok({"t.py"}).python_source, "");
+  const auto c = parse_ok({"t.py"}, {{"PYTHON_EXEC", "/venv/bin/python"}});
+  EXPECT_EQ(c.python, "/venv/bin/python");
+  EXPECT_EQ(c.python_source, "PYTHON_EXEC");
+}
+
 TEST(LaunchConfig, HelpNeedsNoScript) {
   EXPECT_TRUE(parse_ok({"--help"}).help);
   EXPECT_TRUE(parse_ok({"-h"}).help);
