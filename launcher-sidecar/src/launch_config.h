@@ -66,12 +66,17 @@ struct LaunchConfig {
   int metrics_port = -1;          // -1: no /metrics endpoint; 0: any free port (printed)
   std::string metrics_addr = "0.0.0.0";
   std::vector<std::string> command;  // script (or module, or program with --no-python) and its args
+  // Settings taken from the environment, "--nnodes=2 (PET_NNODES)", and the operator's plain variables that were
+  // set but ignored outside a TrainingJob's pod ("NNODES"): the launcher prints both, so nothing changes silently.
+  std::vector<std::string> from_env;
+  std::vector<std::string> ignored_env;
 
   bool elastic() const { return min_nodes != max_nodes; }
   bool multi_node() const { return max_nodes > 1; }
 };
 
-// Decides the configuration. Precedence: command-line flag > PET_* env > operator env > default.
+// Decides the configuration. Precedence: command-line flag > PET_* env > operator env > default; the operator's
+// plain NNODES, NPROC_PER_NODE, NODE_RANK, MASTER_ADDR, MASTER_PORT count only when KUBEDIST_JOB is set.
 // Errors are one line naming the flag (and the variable it came from).
 Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, const Env& env);
 

@@ -33,6 +33,12 @@ int fail(const std::string& message, int code) {
 
 int fail_usage(const std::string& message) { return fail(message, 2); }
 
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+
 Env current_env() {
   Env env;
   for (char** e = environ; e && *e; ++e) {
@@ -93,6 +99,11 @@ int main(int argc, char** argv) {
     write_all(1, usage_text());
     return 0;
   }
+  if (!config.from_env.empty())
+    write_all(2, "kubedist-launcher: from the environment: " + join(config.from_env, ", ") + "\n");
+  if (!config.ignored_env.empty())
+    write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
+                     ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
   auto nproc =
       local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
   if (!nproc) return fail_usage(nproc.error());

@@ -4,7 +4,7 @@ import os
 import textwrap
 import unittest
 
-from harness import LauncherTest
+from harness import LauncherTest, free_port, free_port_pair
 
 # What torch.distributed.launch scripts do: declare the local rank argument in one spelling, and check it.
 LEGACY_SCRIPT = """\
@@ -145,6 +145,53 @@ class LocalWorldSize(LauncherTest):
         self.assertEqual(single.wait(), 0, single.stderr())
         self.assertEqual(single.stdout(), "1 unset\n")
         self.assertNotIn("OMP_NUM_THREADS", single.stderr())
+
+
+
+class Environment(LauncherTest):
+    SHOW = ["--no-python", "--", "sh", "-c", 'echo "$RANK $WORLD_SIZE $MASTER_PORT"']
+
+    def test_plain_nnodes_and_node_rank_in_a_shell_do_not_change_a_single_node_run(self):
+        # Without the rule this launcher would be node 1 of 2, waiting for node 0 for join_timeout (600 s).
+        port = free_port()
+        shell = {"NNODES": "2", "NODE_RANK": "1", "NPROC_PER_NODE": "3", "MASTER_ADDR": "127.0.0.2", "MASTER_PORT": "1"}
+        l = self.launch(["--nproc-per-node=2", f"--master-port={port}", *self.SHOW], env=shell)
+        self.assertEqual(l.wait(timeout=30), 0, l.stderr())
+        self.assertEqual(sorted(l.stdout().splitlines()), [f"0 2 {port}", f"1 2 {port}"])
+        self.assertIn("kubedist-launcher: ignoring NNODES, NODE_RANK, MASTER_ADDR: read only in a TrainingJob's pod "
+                      "(KUBEDIST_JOB set)", l.stderr())
+        self.assertNotIn("from the environment", l.stderr())
+
+    def test_pet_variables_still_apply_outside_a_pod_and_are_named(self):
+        port = free_port()
+        l = self.launch(self.SHOW, env={"PET_NPROC_PER_NODE": "2", "PET_MASTER_PORT": str(port)})
+        self.assertEqual(l.wait(timeout=30), 0, l.stderr())
+        self.assertEqual(sorted(l.stdout().splitlines()), [f"0 2 {port}", f"1 2 {port}"])
+        self.assertIn(f"kubedist-launcher: from the environment: --nproc-per-node=2 (PET_NPROC_PER_NODE), "
+                      f"--master-port={port} (PET_MASTER_PORT)\n", l.stderr())
+
+    def test_in_a_trainingjob_pod_the_operators_plain_variables_form_the_job(self):
+        # Only the plain names (no PET_ twins): two launchers as the operator's two pods would run them.
+        port = free_port_pair()
+        launchers = []
+        for node_rank in (1, 0):
+            env = {"KUBEDIST_JOB": "j", "NNODES": "2", "NODE_RANK": str(node_rank), "NPROC_PER_NODE": "1",
+                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+            launchers.append(self.launch(self.SHOW, env=env))
+        for l in launchers:
+            self.assertEqual(l.wait(), 0, l.stderr())
+            self.assertIn("--nnodes=2 (NNODES)", l.stderr())
+            self.assertIn("--rdzv-id=j (KUBEDIST_JOB)", l.stderr())
+            self.assertNotIn("ignoring", l.stderr())
+        self.assertEqual(launchers[0].stdout(), f"1 2 {port}\n")
+        self.assertEqual(launchers[1].stdout(), f"0 2 {port}\n")
+
+    def test_a_bad_plain_variable_in_a_pod_is_one_line_naming_it(self):
+        l = self.launch(self.SHOW, env={"KUBEDIST_JOB": "j", "NNODES": "two"})
+        self.assertEqual(l.wait(), 2)
+        self.assertEqual(l.stderr(), "kubedist-launcher: NNODES: expected N or MIN:MAX with 1 <= MIN <= MAX, got 'two'\n")
+        ignored = self.launch(self.SHOW, env={"NNODES": "two"})
+        self.assertEqual(ignored.wait(), 0, ignored.stderr())
 
 
 if __name__ == "__main__":
