@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -64,18 +65,21 @@ int setup_signals() {
   return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-// The directory for error files and logs: LOG_DIR/RUN_ID, else a fresh temporary one (temporary=true: ours to
-// remove). Without a writable temporary directory (an image without /tmp) workers run without error files.
-std::string make_run_dir(const LaunchConfig& config, bool& temporary) {
+// The directory for error files and logs. With --log-dir, a fresh LOG_DIR/RUN_ID_XXXXXX per run, as torchrun
+// makes one (tempfile.mkdtemp(prefix=RUN_ID + "_", dir=LOG_DIR)): a rerun with the same run id keeps the earlier
+// run's logs. Without, a fresh temporary directory (temporary=true: ours to remove unless it holds logs); without a
+// writable temporary directory (an image without /tmp) workers run without error files.
+Result<std::string> make_run_dir(const LaunchConfig& config, bool& temporary) {
   temporary = false;
   if (!config.log_dir.empty()) {
-    std::string dir = config.log_dir + "/" + config.run_id;
-    if (!make_dirs(dir)) write_all(2, "kubedist-launcher: cannot create the log directory " + dir + "\n");
-    return dir;
+    std::string tmpl = config.log_dir + "/" + config.run_id + "_XXXXXX";
+    if (!make_dirs(config.log_dir) || !mkdtemp(tmpl.data()))
+      return make_error("--log-dir: cannot create a directory in " + config.log_dir + ": " + std::strerror(errno));
+    return tmpl;
   }
   const char* tmp = getenv("TMPDIR");
   std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kubedist-launcher-XXXXXX";
-  if (!mkdtemp(tmpl.data())) return "/nonexistent/kubedist-launcher";
+  if (!mkdtemp(tmpl.data())) return std::string("/nonexistent/kubedist-launcher");
   temporary = true;
   return tmpl;
 }
@@ -162,7 +166,10 @@ int main(int argc, char** argv) {
   if (!host) config.node_rank = config.node_rank_given ? config.node_rank : 1;  // the round assigns GROUP_RANK
 
   bool temporary_run_dir = false;
-  const std::string run_dir = make_run_dir(config, temporary_run_dir);
+  auto made_run_dir = make_run_dir(config, temporary_run_dir);
+  if (!made_run_dir) return fail(made_run_dir.error(), 1);
+  const std::string run_dir = *made_run_dir;
+  if (!config.log_dir.empty()) write_all(2, "kubedist-launcher: worker logs in " + run_dir + "\n");
   if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
     write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
   Agent agent(loop, config, env, *nproc, run_dir, metrics);

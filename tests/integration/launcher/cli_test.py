@@ -1,6 +1,7 @@
 """The launcher's command line as users meet it: legacy torch.distributed.launch scripts, the interpreter, the
 environment it reads, log directories. Real processes, real /usr/bin/python3 (no torch import: fast)."""
 import os
+import re
 import textwrap
 import unittest
 
@@ -192,6 +193,39 @@ class Environment(LauncherTest):
         self.assertEqual(l.stderr(), "kubedist-launcher: NNODES: expected N or MIN:MAX with 1 <= MIN <= MAX, got 'two'\n")
         ignored = self.launch(self.SHOW, env={"NNODES": "two"})
         self.assertEqual(ignored.wait(), 0, ignored.stderr())
+
+
+
+class LogDir(LauncherTest):
+    def run_once(self, logs, word):
+        l = self.launch(["--nproc-per-node=2", "--redirects=3", f"--log-dir={logs}", "--rdzv-id=job", "--no-python",
+                         "--", "sh", "-c", f"echo {word}-$RANK; echo {word}-err >&2"])
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assertEqual(l.stdout(), "")
+        return re.search(r"^kubedist-launcher: worker logs in (\S+)$", l.stderr(), re.M).group(1)
+
+    def test_a_rerun_with_the_same_log_dir_and_run_id_keeps_the_earlier_runs_logs(self):
+        logs = self.path("logs")
+        first, second = self.run_once(logs, "first"), self.run_once(logs, "second")
+        self.assertNotEqual(first, second)
+        self.assertEqual(sorted(os.listdir(logs)), sorted([os.path.basename(first), os.path.basename(second)]))
+        for run_dir, word in ((first, "first"), (second, "second")):
+            self.assertRegex(os.path.basename(run_dir), r"^job_\w+$")  # torchrun's RUN_ID_<random>
+            for rank in (0, 1):
+                with open(os.path.join(run_dir, "attempt_0", str(rank), "stdout.log")) as f:
+                    self.assertEqual(f.read(), f"{word}-{rank}\n")
+                with open(os.path.join(run_dir, "attempt_0", str(rank), "stderr.log")) as f:
+                    self.assertEqual(f.read(), f"{word}-err\n")
+
+    def test_a_log_dir_that_cannot_be_created_is_one_clear_error(self):
+        with open(self.path("afile"), "w"):
+            pass
+        for log_dir in (self.path("afile"), self.path("afile") + "/sub"):
+            l = self.launch([f"--log-dir={log_dir}", "--no-python", "--", "sh", "-c", f"touch {self.path('ran')}"])
+            self.assertEqual(l.wait(), 1)
+            self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
+            self.assertIn(f"kubedist-launcher: --log-dir: cannot create a directory in {log_dir}: ", l.stderr())
+            self.assertFalse(os.path.exists(self.path("ran")))
 
 
 if __name__ == "__main__":
