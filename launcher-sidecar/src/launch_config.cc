@@ -262,9 +262,10 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
     if (!r && f.pod_only && !c.in_training_job && env.count(f.operator_env) && !env.at(f.operator_env).empty())
       c.ignored_env.push_back(f.operator_env);
   }
-  if (auto it = env.find("PYTHON_EXEC"); it != env.end() && !it->second.empty()) {
+  if (auto it = env.find("PYTHON_EXEC"); it != env.end() && !it->second.empty() && !c.no_python) {
     c.python = it->second;
     c.python_source = "PYTHON_EXEC";
+    c.from_env.push_back("interpreter " + c.python + " (PYTHON_EXEC)");
   }
 
   if (const RawValue* r = get("nnodes")) {

@@ -103,11 +103,6 @@ int main(int argc, char** argv) {
     write_all(1, usage_text());
     return 0;
   }
-  if (!config.from_env.empty())
-    write_all(2, "kubedist-launcher: from the environment: " + join(config.from_env, ", ") + "\n");
-  if (!config.ignored_env.empty())
-    write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
-                     ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
   auto nproc =
       local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
   if (!nproc) return fail_usage(nproc.error());
@@ -120,6 +115,12 @@ int main(int argc, char** argv) {
       return fail_usage("cannot run the script: " + python.error() +
                         " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
   }
+  // Valid: say what the environment decided, so that nothing it changed (or would have) goes unseen.
+  if (!config.from_env.empty())
+    write_all(2, "kubedist-launcher: from the environment: " + join(config.from_env, ", ") + "\n");
+  if (!config.ignored_env.empty())
+    write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
+                     ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
   if (config.master_port == 0) {  // --standalone
     auto port = pick_free_port("127.0.0.1");
     if (!port) return fail(port.error(), 1);

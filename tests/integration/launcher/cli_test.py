@@ -87,6 +87,7 @@ class Interpreter(LauncherTest):
         self.assertEqual(sorted(self.read("used").splitlines()),
                          [f"0 -u {self.path('hello.py')} z", f"1 -u {self.path('hello.py')} z"])
         self.assertEqual(sorted(l.stdout().splitlines()), ["[rank 0]: hello 0", "[rank 1]: hello 1"])
+        self.assertIn(f"kubedist-launcher: from the environment: interpreter {wrapper} (PYTHON_EXEC)\n", l.stderr())
 
     def test_an_interpreter_that_cannot_run_is_one_clear_error_before_any_worker_starts(self):
         with open(self.path("t.py"), "w") as f:
@@ -127,10 +128,11 @@ class LocalWorldSize(LauncherTest):
         self.assertEqual(l.stdout(), "1 unset\n")
 
     def test_gpu_without_gpus_is_one_clear_error(self):
-        l = self.launch(["--nproc-per-node=gpu", *self.SHOW], env=self.NO_GPU)
-        self.assertEqual(l.wait(), 2)
-        self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
-        self.assertIn("--nproc-per-node=gpu: no GPU visible", l.stderr())
+        for args, env in ((["--nproc-per-node=gpu"], self.NO_GPU), ([], dict(self.NO_GPU, PET_NPROC_PER_NODE="gpu"))):
+            l = self.launch([*args, *self.SHOW], env=env)
+            self.assertEqual(l.wait(), 2)
+            self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
+            self.assertIn("--nproc-per-node=gpu: no GPU visible", l.stderr())
 
     def test_several_workers_get_one_omp_thread_with_torchruns_notice_unless_the_user_chose(self):
         l = self.launch(["--nproc-per-node=2", *self.SHOW])

@@ -270,6 +270,8 @@ TEST(LaunchConfig, PythonExecNamesTheInterpreterElsePython3) {
   const auto c = parse_ok({"t.py"}, {{"PYTHON_EXEC", "/venv/bin/python"}});
   EXPECT_EQ(c.python, "/venv/bin/python");
   EXPECT_EQ(c.python_source, "PYTHON_EXEC");
+  EXPECT_EQ(c.from_env, std::vector<std::string>{"interpreter /venv/bin/python (PYTHON_EXEC)"});
+  EXPECT_TRUE(parse_ok({"--no-python", "prog"}, {{"PYTHON_EXEC", "/venv/bin/python"}}).from_env.empty());
 }
 
 TEST(LaunchConfig, HelpNeedsNoScript) {
