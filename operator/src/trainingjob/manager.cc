@@ -34,15 +34,21 @@ std::string identity() {
 
 constexpr const char* kGangApi = "/apis/scheduling.k8s.io/v1alpha2";
 
-// Whether the API server serves PodGroups (scheduling.k8s.io/v1alpha2 and the GenericWorkload gate).
-bool serves_pod_groups(kube::Client& api) {
+// Why the operator cannot gang-schedule here ("" when it can): the API server must serve PodGroups
+// (scheduling.k8s.io/v1alpha2 and the GenericWorkload gate) and let the operator list them where it watches; an
+// informer that may not list would never sync and keep the operator from ever starting.
+std::string gang_unavailable(kube::Client& api, const std::string& podgroups_path) {
   auto r = api.get(kGangApi);
-  if (!r) return false;
-  const auto resources = r->value("resources", nlohmann::json::array());
-  for (const auto& res : resources) {
-    if (res.is_object() && res.value("name", "") == "podgroups") return true;
+  bool served = false;
+  if (r) {
+    for (const auto& res : r->value("resources", nlohmann::json::array())) {
+      served = served || (res.is_object() && res.value("name", "") == "podgroups");
+    }
   }
-  return false;
+  if (!served) return std::string("the cluster does not serve ") + kGangApi + " podgroups";
+  auto list = api.get(podgroups_path + "?limit=1");
+  if (!list) return "the operator may not list podgroups (HTTP " + std::to_string(list.error().http_status) + ")";
+  return "";
 }
 
 long peak_rss_kib() {
@@ -96,14 +102,14 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   // would never sync. Without them a job asking for a gang fails with a condition saying what is missing.
   std::unique_ptr<PodGroupInformer> pod_groups;
   if (options.gang_scheduling != GangMode::kOff) {
-    if (serves_pod_groups(api)) {
+    const std::string path = scoped(kGangApi, options.ns, "podgroups");
+    if (const std::string why = gang_unavailable(api, path); why.empty()) {
       pod_groups = std::make_unique<PodGroupInformer>(
-          api, kube::InformerOptions{scoped(kGangApi, options.ns, "podgroups"), kJobNameLabel}, parse_pod_group_facts,
+          api, kube::InformerOptions{path, kJobNameLabel}, parse_pod_group_facts,
           [](const PodGroupFacts& g) { return g.ns + "/" + g.name; },
           [&](const std::string& key, const std::string&) { queue.add(key); });
     } else {
-      log_warn("manager", std::string("the cluster does not serve ") + kGangApi +
-                              " podgroups: gang scheduling is off (jobs asking for it fail)");
+      log_warn("manager", why + ": gang scheduling is off (jobs asking for it fail)");
     }
   }
   PodOptions pod_options = options.pods;

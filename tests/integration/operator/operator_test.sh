@@ -651,6 +651,14 @@ YAML
   eventually 10 "Created event" has_event j Created
   ! grep -q 'Forbidden\|forbidden' "$OP_LOG" || fail "the operator needed a permission the Role lacks"
   pass "token from a tokenFile and a CA file: the operator works as service account sa1 with least privilege"
+  # This Role grants no podgroups: the operator starts without gang scheduling, and a job asking for it says why.
+  grep -q 'may not list podgroups (HTTP 403): gang scheduling is off' "$OP_LOG" || fail "no word that gang scheduling is off"
+  job_yaml g 1 "  scheduling: {gang: true}" | kubectl -n "$NS" apply -f - >/dev/null
+  eventually 30 "gang job Failed" phase_is g Failed
+  [ "$(jp tj/g '{.status.conditions[?(@.type=="Failed")].reason}')" = GangSchedulingUnavailable ] ||
+    fail "gang job without the Workload API: $(jp tj/g '{.status.conditions}')"
+  [ "$(pod_count g)" -eq 0 ] || fail "a gang job the operator cannot gang-schedule must create no pod"
+  pass "an operator that may not list PodGroups starts without gang scheduling; a gang job fails saying why (GangSchedulingUnavailable)"
   token1=$(cat "$dir/token")
   kubectl -n "$NS" create token sa2 --duration=1h >"$dir/token.new"
   mv "$dir/token.new" "$dir/token"
