@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "descendants.h"
 #include "fs_util.h"
 
 namespace kubedist::launcher {
@@ -89,6 +90,7 @@ WorkerGroup::WorkerGroup(EventLoop& loop, LogMux& logs, Events events)
 WorkerGroup::~WorkerGroup() {
   if (kill_timer_) loop_.cancel(kill_timer_);
   signal_all(SIGKILL);
+  kill_descendants();
 }
 
 Result<bool> WorkerGroup::start(const std::vector<WorkerLaunch>& launches) {
@@ -135,7 +137,8 @@ bool WorkerGroup::on_child_exit(pid_t pid, int status) {
       if (running_ == 0) {
         if (kill_timer_) loop_.cancel(kill_timer_);
         kill_timer_ = 0;
-        signal_all(SIGKILL);  // whatever the workers left behind in their groups
+        signal_all(SIGKILL);  // whatever the workers left behind in their groups,
+        kill_descendants();   // and outside them (setsid()): nothing of this round survives into the next
         events_.on_stopped();
       }
     } else if (exit.exit_code != 0 && !failed_) {

@@ -52,7 +52,7 @@ class WorkerGroup {
     std::function<void()> on_stopped;                   // every worker is gone after stop()
   };
   WorkerGroup(EventLoop& loop, LogMux& logs, Events events);
-  ~WorkerGroup();  // SIGKILLs every process group still alive: no orphans
+  ~WorkerGroup();  // SIGKILLs every process group still alive and every descendant: no orphans
   WorkerGroup(const WorkerGroup&) = delete;
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 

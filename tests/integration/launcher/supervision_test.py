@@ -74,6 +74,81 @@ class Supervision(LauncherTest):
         l.proc.wait()
         wait_until(lambda: not pid_alive(worker), what="worker to die with its launcher")
 
+    # A worker with a child in its process group and a grandchild that escaped into its own session (setsid):
+    # the shapes of dataloader workers and daemonized helpers. Each writes its pid, the grandchild also its sid.
+    FAMILY = """import os, sys, time
+def note(text):
+    with open(sys.argv[1], "a") as f:
+        f.write(text + "\\n")
+note(f"worker {os.getpid()}")
+if os.fork() == 0:
+    note(f"child {os.getpid()}")
+    if os.fork() == 0:
+        os.setsid()
+        note(f"grandchild {os.getpid()} {os.getsid(0)}")
+        time.sleep(300)
+        os._exit(0)
+    time.sleep(300)
+    os._exit(0)
+if sys.argv[2] == "sleep":
+    time.sleep(300)
+"""
+
+    def start_family(self, then="sleep", prefix=None):
+        """A launcher of one FAMILY worker; returns it and the family's pids once all three are up."""
+        os.chmod(self.tmp, 0o777)  # also for an unprivileged launcher
+        with open(self.path("family.py"), "w") as f:
+            f.write(self.FAMILY)
+        notes = self.path("family")
+        l = self.launch(["--no-python", "--", "/usr/bin/python3", self.path("family.py"), notes, then], prefix=prefix)
+        lines = wait_until(lambda: os.path.exists(notes) and (lambda t: t if len(t) == 3 else None)(
+            self.read("family").splitlines()), what="the worker, its child and its grandchild")
+        family = {line.split()[0]: [int(x) for x in line.split()[1:]] for line in lines}
+        grandchild, sid = family["grandchild"]
+        self.assertEqual(sid, grandchild, "the grandchild has its own session")
+        return l, [family["worker"][0], family["child"][0], grandchild]
+
+    def assert_all_gone(self, pids):
+        try:
+            wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=10, what="every process to be gone")
+        finally:
+            for pid in pids:
+                terminate(pid, signal.SIGKILL)
+
+    def test_sigkill_of_the_launcher_leaves_no_process_behind(self):
+        l, pids = self.start_family()
+        l.proc.kill()
+        l.proc.wait()
+        self.assert_all_gone(pids)
+
+    def test_sigkill_of_an_unprivileged_launcher_leaves_no_process_behind(self):
+        # As in a pod whose image runs as a plain user: no CAP_SYS_ADMIN, no PID namespace, no cgroup to write.
+        l, pids = self.start_family(prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        self.assertEqual({os.stat(f"/proc/{p}").st_uid for p in pids}, {65534})
+        l.proc.kill()
+        l.proc.wait()
+        self.assert_all_gone(pids)
+
+    def test_sigkill_of_the_supervisor_process_leaves_no_process_behind_and_exits_137(self):
+        l, pids = self.start_family()
+        # The launcher's child that is not a worker's parent-to-be: the supervisor (see guard.h).
+        supervisor = int(subprocess.run(["pgrep", "-P", str(l.proc.pid)], capture_output=True, text=True).stdout)
+        terminate(supervisor, signal.SIGKILL)
+        self.assertEqual(l.wait(), 128 + signal.SIGKILL)
+        self.assert_all_gone(pids)
+
+    def test_sigkill_of_the_launchers_process_group_leaves_no_process_behind(self):
+        # `kill -9 %1` in a shell: the whole job's process group, in which the launcher was started.
+        l, pids = self.start_family(prefix=["setsid"])
+        os.killpg(l.proc.pid, signal.SIGKILL)
+        l.proc.wait()
+        self.assert_all_gone(pids)
+
+    def test_a_successful_job_leaves_no_escaped_grandchild_behind(self):
+        l, pids = self.start_family(then="exit")
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assert_all_gone(pids)
+
     def test_reaps_orphaned_grandchildren(self):
         orphan_file = self.path("orphan")
         # The subshell exits at once; its `sleep 0.3` is orphaned and re-parented to the launcher (a subreaper).
