@@ -16,13 +16,14 @@ void say(const std::string& line) { write_all(2, "kubedist-launcher: " + line + 
 }  // namespace
 
 Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
-             LauncherMetrics& metrics)
+             LauncherMetrics& metrics, TerminalState terminal)
     : loop_(loop),
       config_(std::move(config)),
       base_env_(std::move(base_env)),
       local_world_size_(local_world_size),
       run_dir_(std::move(run_dir)),
       metrics_(metrics),
+      terminal_(terminal),
       logs_(loop) {}
 
 MemberEvents Agent::member_events() {
@@ -55,6 +56,7 @@ void Agent::on_round(const Assignment& a) {
     w.spec = render_worker(config_, a, local_world_size_, lr, w.error_file, base_env_);
     w.out = route_for(config_, lr, w.rank, 1, dir);
     w.err = route_for(config_, lr, w.rank, 2, dir);
+    w.stdin_mode = stdin_for(terminal_, lr);
     launches.push_back(std::move(w));
   }
   group_ = std::make_unique<WorkerGroup>(
@@ -65,7 +67,8 @@ void Agent::on_round(const Assignment& a) {
                             metrics_.workers_running = 0;
                             member_->done(assignment_.round);
                           },
-                          [this] { loop_.defer([this] { on_workers_stopped(); }); }});
+                          [this] { loop_.defer([this] { on_workers_stopped(); }); }},
+      terminal_.launcher_pgrp);
   state_ = State::Running;
   auto started = group_->start(launches);
   metrics_.rendezvous_rounds_total++;
@@ -87,6 +90,11 @@ void Agent::on_round(const Assignment& a) {
 }
 
 void Agent::on_worker_failure(const WorkerExit& e) {
+  if (e.had_terminal && (e.signal == SIGINT || e.signal == SIGQUIT)) {
+    // Ctrl-C (or Ctrl-\) reached only the worker holding the terminal: the user stops the job, no restart.
+    say("rank " + std::to_string(e.rank) + " was interrupted from the terminal: stopping");
+    return shutdown(e.signal);
+  }
   say("worker failed: " + describe_exit(e));
   std::string error = read_file_prefix(e.error_file, 4096);
   if (!error.empty()) {

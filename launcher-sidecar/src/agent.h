@@ -12,6 +12,7 @@
 #include "log_mux.h"
 #include "metrics.h"
 #include "rendezvous_member.h"
+#include "terminal.h"
 #include "worker_group.h"
 
 namespace kubedist::launcher {
@@ -20,7 +21,7 @@ class Agent {
  public:
   // run_dir holds attempt_N/LOCAL_RANK/{error.json,stdout.log,stderr.log}.
   Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
-        LauncherMetrics& metrics);
+        LauncherMetrics& metrics, TerminalState terminal = {});
   MemberEvents member_events();
   void start(RendezvousMember& member);
   // A SIGCHLD arrived: reaps every child (workers and orphans re-parented to us) without blocking.
@@ -46,6 +47,7 @@ class Agent {
   int local_world_size_;
   std::string run_dir_;
   LauncherMetrics& metrics_;
+  TerminalState terminal_;
   LogMux logs_;
   RendezvousMember* member_ = nullptr;
   std::unique_ptr<WorkerGroup> group_;

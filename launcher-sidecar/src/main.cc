@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans come to us to be reaped
   const sigset_t stop_signals = block_signals();
   const pid_t guard = getpid();
+  const TerminalState terminal = probe_terminal();  // from the launcher's own process group, before the fork
   const pid_t supervisor = fork();
   if (supervisor < 0) return fail(std::string("fork: ") + std::strerror(errno), 1);
   if (supervisor > 0) return run_guard(supervisor, stop_signals);
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   const std::string run_dir = make_run_dir(config, temporary_run_dir);
   if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
     write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
-  Agent agent(loop, config, env, *nproc, run_dir, metrics);
+  Agent agent(loop, config, env, *nproc, run_dir, metrics, terminal);
   loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
     signalfd_siginfo info;
     while (read(signal_fd, &info, sizeof info) == sizeof info) {
