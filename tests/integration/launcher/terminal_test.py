@@ -1,6 +1,7 @@
 """The launcher on a real terminal (a pty it controls, as in an interactive shell): workers that read stdin."""
 import fcntl
 import os
+import re
 import select
 import signal
 import subprocess
@@ -8,7 +9,12 @@ import termios
 import time
 import unittest
 
-from harness import DEADLINE, LAUNCHER, LauncherTest, worker_env
+from harness import DEADLINE, LAUNCHER, LauncherTest, wait_until, worker_env
+
+
+def proc_state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 class OnATerminal:
@@ -60,12 +66,15 @@ class OnATerminal:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        os.close(self.master)
+        if self.master is not None:
+            os.close(self.master)
+            self.master = None
 
 
 class Terminal(LauncherTest):
     READER = ("import os\n"
               "rank = os.environ['LOCAL_RANK']\n"
+              "print(f'rank {rank} is pid {os.getpid()}', flush=True)\n"
               "try:\n"
               "    print(f'rank {rank} read', repr(input(f'rank {rank} asks> ')), flush=True)\n"
               "except EOFError:\n"
@@ -95,7 +104,10 @@ class Terminal(LauncherTest):
 
     def test_ctrl_c_at_the_workers_prompt_stops_the_job_without_a_restart(self):
         t = self.on_terminal(["--max-restarts=3"])
-        t.read_until("rank 0 asks> ")
+        worker = int(re.search(r"rank 0 is pid (\d+)", t.read_until("rank 0 asks> ")).group(1))
+        # Python notices a signal only in its blocking read; one that comes between the prompt and the read waits
+        # for the next input. So wait until the worker sleeps (in that read) before typing.
+        wait_until(lambda: proc_state(worker) == "S", what="the worker to block reading the terminal")
         t.type("\x03")  # the terminal sends SIGINT to its foreground group: the worker's
         self.assertEqual(t.wait(), 128 + signal.SIGINT)
         shown = t.read_until("interrupted from the terminal")
