@@ -81,15 +81,18 @@ def note(text):
     with open(sys.argv[1], "a") as f:
         f.write(text + "\\n")
 note(f"worker {os.getpid()}")
+up_r, up_w = os.pipe()
 if os.fork() == 0:
     note(f"child {os.getpid()}")
     if os.fork() == 0:
         os.setsid()
         note(f"grandchild {os.getpid()} {os.getsid(0)}")
+        os.write(up_w, b"up")
         time.sleep(300)
         os._exit(0)
     time.sleep(300)
     os._exit(0)
+os.read(up_r, 2)  # the whole family is up (and noted) before the worker goes on
 if sys.argv[2] == "sleep":
     time.sleep(300)
 """
