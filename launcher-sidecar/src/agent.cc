@@ -3,8 +3,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
+#include "failure_summary.h"
 #include "fs_util.h"
 #include "output_routes.h"
 
@@ -12,6 +15,11 @@ namespace kubedist::launcher {
 namespace {
 
 void say(const std::string& line) { write_all(2, "kubedist-launcher: " + line + "\n"); }
+
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "unknown-host";
+}
 
 }  // namespace
 
@@ -44,6 +52,7 @@ void Agent::join() {
 void Agent::on_round(const Assignment& a) {
   if (state_ != State::Joining) return;
   assignment_ = a;
+  failure_line_.clear();
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(a.restart_count);
   std::vector<WorkerLaunch> launches;
   for (int lr = 0; lr < local_world_size_; ++lr) {
@@ -96,6 +105,7 @@ void Agent::on_worker_failure(const WorkerExit& e) {
     return shutdown(e.signal);
   }
   say("worker failed: " + describe_exit(e));
+  failure_line_ = failure_summary(e, host_name(), read_file_prefix(e.error_file, 1 << 20));
   std::string error = read_file_prefix(e.error_file, 4096);
   if (!error.empty()) {
     while (!error.empty() && error.back() == '\n') error.pop_back();
@@ -126,7 +136,10 @@ void Agent::on_workers_stopped() {
 }
 
 void Agent::on_end(int code, const std::string& reason) {
-  if (code != 0) say(reason);
+  if (code != 0) {
+    say(reason);
+    end_reason_ = reason;
+  }
   if (state_ == State::Running) {
     pending_end_ = code;
     return stop_workers(SIGTERM);
@@ -165,8 +178,19 @@ void Agent::finish(int code) {
   state_ = State::Exiting;
   group_.reset();  // SIGKILLs whatever is left in the workers' process groups
   logs_.drain_all();
+  write_termination_log(code);
   exit_code_ = code;
   loop_.stop();
+}
+
+// The job failed (not stopped by a signal to the launcher): say why where Kubernetes looks. A file that cannot be
+// written costs a warning, never the exit code.
+void Agent::write_termination_log(int code) {
+  if (code == 0 || shutdown_signal_ || config_.termination_log.empty()) return;
+  std::string line = failure_line_.empty() ? one_line(end_reason_) : failure_line_;
+  if (line.empty()) line = "kubedist-launcher exited with code " + std::to_string(code);
+  auto written = kubedist::launcher::write_termination_log(config_.termination_log, line);
+  if (!written) say("warning: " + written.error());
 }
 
 }  // namespace kubedist::launcher

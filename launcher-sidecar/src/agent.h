@@ -39,6 +39,7 @@ class Agent {
   void on_workers_stopped();
   void stop_workers(int signal);
   void finish(int code);
+  void write_termination_log(int code);
   void join();
 
   EventLoop& loop_;
@@ -56,6 +57,8 @@ class Agent {
   bool started_once_ = false;
   std::optional<std::chrono::steady_clock::time_point> failure_seen_at_;
   std::optional<int> pending_end_;
+  std::string failure_line_;  // this round's first local worker failure, for the termination log
+  std::string end_reason_;    // why the job ended, when no local worker failed (another node's did)
   int shutdown_signal_ = 0;
   std::optional<int> exit_code_;
 };

@@ -54,6 +54,7 @@ struct LaunchConfig {
   double stop_timeout = 10;       // SIGTERM -> SIGKILL grace period for stopping workers
   int metrics_port = -1;          // -1: no /metrics endpoint; 0: any free port (printed)
   std::string metrics_addr = "0.0.0.0";
+  std::string termination_log;    // where a failed launcher writes its one-line summary ("" for nowhere)
   std::vector<std::string> command;  // script (or module, or program with --no-python) and its args
 
   bool elastic() const { return min_nodes != max_nodes; }

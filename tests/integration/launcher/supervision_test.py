@@ -2,6 +2,7 @@
 import os
 import re
 import signal
+import socket
 import subprocess
 import unittest
 import urllib.request
@@ -194,6 +195,48 @@ if sys.argv[2] == "sleep":
         l = self.launch(["--no-python", "--", "sh", "-c", script])
         self.assertEqual(l.wait(), 1)
         self.assertRegex(l.stderr(), r"rank 0 error file \S+/attempt_0/0/error.json: .*ValueError: boom")
+
+    def test_a_failed_job_leaves_one_line_with_the_python_error_in_the_termination_log(self):
+        # The worker records its exception in TORCHELASTIC_ERROR_FILE the way torch's @record does
+        # (torch/distributed/elastic/multiprocessing/errors/error_handler.py), then dies of it.
+        with open(self.path("raises.py"), "w") as f:
+            f.write("import json, os, time, traceback\n"
+                    "try:\n"
+                    "    raise ValueError('learning rate must be positive\\nnot -1')\n"
+                    "except Exception as e:\n"
+                    "    with open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w') as f:\n"
+                    "        json.dump({'message': {'message': f'{type(e).__name__}: {e}', 'extraInfo': {\n"
+                    "            'py_callstack': traceback.format_exc(), 'timestamp': str(int(time.time()))}}}, f)\n"
+                    "    raise\n")
+        log = self.path("termination-log")
+        l = self.launch(["--nproc-per-node=2", "--no-python", "--", "sh", "-c",
+                         f'if [ "$RANK" = 1 ]; then exec /usr/bin/python3 {self.path("raises.py")}; fi; exec sleep 300'],
+                        env={"KUBEDIST_TERMINATION_LOG": log})
+        self.assertEqual(l.wait(), 1)
+        self.assertEqual(self.read("termination-log"),
+                         f"rank 1 (local rank 1) on {socket.gethostname()} exited with code 1: "
+                         "ValueError: learning rate must be positive")
+
+    def test_a_worker_killed_by_a_signal_is_named_in_the_termination_log(self):
+        l = self.launch(["--termination-log", self.path("t"), "--max-restarts=1", "--no-python", "--",
+                         "sh", "-c", "kill -SEGV $$"])
+        self.assertEqual(l.wait(), 128 + signal.SIGSEGV)
+        self.assertEqual(self.read("t"), f"rank 0 (local rank 0) on {socket.gethostname()} was killed by signal SIGSEGV")
+
+    def test_a_successful_job_writes_no_termination_log(self):
+        l = self.launch(["--termination-log", self.path("t"), "--no-python", "--", "true"])
+        self.assertEqual(l.wait(), 0)
+        self.assertFalse(os.path.exists(self.path("t")))
+
+    def test_an_unwritable_termination_log_is_a_warning_not_a_crash(self):
+        l = self.launch(["--termination-log=/nonexistent/dir/termination-log", "--no-python", "--", "sh", "-c", "exit 4"])
+        self.assertEqual(l.wait(), 4)
+        self.assertIn("kubedist-launcher: warning: cannot write the termination log /nonexistent/dir/termination-log: "
+                      "No such file or directory\n", l.stderr())
+        bad = self.launch(["--termination-log=", "--no-python", "--", "true"])
+        self.assertEqual(bad.wait(), 2)
+        self.assertEqual(bad.stderr(), "kubedist-launcher: --termination-log: expected a file path (in Kubernetes, the "
+                                       "container's terminationMessagePath), got ''\n")
 
     def test_tee_prefixes_each_rank_and_writes_log_files(self):
         logs = self.path("logs")
