@@ -4,8 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include "descendants.h"
 
 namespace kubedist::launcher {
@@ -35,6 +33,8 @@ bool become_supervisor(pid_t guard) {
   setpgid(0, 0);
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our workers come to us, not to the guard
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // Our own group is a background one on a terminal: with `stty tostop` our writes to it would stop us.
+  signal(SIGTTOU, SIG_IGN);
   return getppid() == guard;
 }
 
