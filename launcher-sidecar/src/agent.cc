@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <sys/wait.h>
-
 #include <unistd.h>
 
 #include <cstring>
@@ -176,7 +175,7 @@ void Agent::reap_children() {
 void Agent::finish(int code) {
   if (exit_code_) return;
   state_ = State::Exiting;
-  group_.reset();  // SIGKILLs whatever is left in the workers' process groups
+  group_.reset();  // SIGKILLs whatever is left in the workers' process groups and below us
   logs_.drain_all();
   write_termination_log(code);
   exit_code_ = code;
