@@ -37,6 +37,9 @@ constexpr const char* kUsage = R"(usage: kubedist-operator [flags]
   --node-lost-grace D      pods on a node NotReady longer than D are force-deleted and recreated (default 60s)
   --launcher-poll-interval D   ask each running job's node-0 launcher for its STATUS (in-place restarts by
                            reason) every D; 0 disables (default 10s)
+  --gang-scheduling MODE   per-job: jobs with spec.scheduling.gang: true are gang-scheduled (default);
+                           all: every job unless it says false; off: none (jobs asking for it fail).
+                           Needs the cluster's scheduling.k8s.io/v1alpha2 PodGroups (else treated as off)
 Durations D: an integer with unit ms, s or m (e.g. 500ms, 30s, 2m); a bare integer is seconds.
 )";
 
@@ -138,6 +141,17 @@ bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o
         return false;
       }
       o->launcher_poll_interval_ms = ms;
+    } else if (arg == "--gang-scheduling") {
+      if (!next()) return false;
+      using kubedist::trainingjob::GangMode;
+      const std::map<std::string, GangMode> modes = {
+          {"per-job", GangMode::kPerJob}, {"all", GangMode::kAll}, {"off", GangMode::kOff}};
+      auto mode = modes.find(value);
+      if (mode == modes.end()) {
+        *error = "--gang-scheduling must be per-job, all or off, got \"" + value + "\"";
+        return false;
+      }
+      o->gang_scheduling = mode->second;
     } else if (arg == "--workers") {
       if (!next()) return false;
       long n = 0;

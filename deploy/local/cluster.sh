@@ -235,6 +235,7 @@ start_apiserver() {
       --audit-log-maxsize=0 --audit-log-format=json)
   fi
   start kube-apiserver "${cp_exec[@]}" "$bin/kube-apiserver" "${mode[@]}" --secure-port="$apiserver_port" \
+    --feature-gates="$feature_gates" --runtime-config=scheduling.k8s.io/v1alpha2=true \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \
@@ -248,11 +249,15 @@ start_apiserver() {
   wait_for kube-apiserver 120 kctl get --raw /readyz
 }
 
+# Gang scheduling through the Workload API (KEP-4671, alpha): Workloads, PodGroups and pods' schedulingGroup in the
+# API server, the GangScheduling plugin in the scheduler.
+feature_gates=GenericWorkload=true,GangScheduling=true
+
 start_scheduler() {
   start kube-scheduler "${cp_exec[@]}" "$bin/kube-scheduler" \
     --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
     --authorization-kubeconfig="$kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false
+    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false --feature-gates="$feature_gates"
   wait_for kube-scheduler 60 "${cp_exec[@]}" curl -skf "https://127.0.0.1:$scheduler_port/healthz"
 }
 
@@ -321,7 +326,7 @@ EOF
     --root-ca-file="$pki/ca.crt" --service-account-private-key-file="$pki/sa.key" \
     --use-service-account-credentials=false \
     --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route,-bootstrapsigner,-tokencleaner' \
-    --node-monitor-grace-period=60s
+    --node-monitor-grace-period=60s --feature-gates="$feature_gates"
   start_scheduler
   wait_for kube-controller-manager 60 "${cp_exec[@]}" curl -skf "https://127.0.0.1:$kcm_port/healthz"
   if [ "$fake" -gt 0 ]; then

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace kubedist::launcher {
 
@@ -43,6 +44,37 @@ std::string read_file_prefix(const std::string& path, size_t max_bytes) {
   close(fd);
   out.resize(got);
   return out;
+}
+
+namespace {
+
+// 0 when path is an executable regular file, else an errno value.
+int executable_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return errno;
+  if (!S_ISREG(st.st_mode)) return S_ISDIR(st.st_mode) ? EISDIR : EACCES;
+  return access(path.c_str(), X_OK) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+Result<std::string> find_program(const std::string& program, const char* path_env) {
+  if (program.empty()) return make_error("an empty program name");
+  if (program.find('/') != std::string::npos) {
+    if (int err = executable_file(program)) return make_error(program + ": " + std::strerror(err));
+    return program;
+  }
+  const std::string path = path_env ? path_env : "/bin:/usr/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;  // an empty entry is the current directory
+    if (executable_file(candidate) == 0) return candidate;
+    start = end + 1;
+  }
+  return make_error(program + ": not found on PATH (" + path + ")");
 }
 
 }  // namespace kubedist::launcher

@@ -9,46 +9,50 @@
 namespace kubedist::launcher {
 namespace {
 
-// One row per flag. The PET_* name is derived from the flag (PET_ + upper-case, '-' -> '_'), as torchrun does;
-// operator_env lists the plain variables the kubedist operator sets on every pod.
+// One row per flag. The PET_* name is derived from the flag (PET_ + upper-case, '-' -> '_'), as torchrun does.
+// operator_env is the plain variable the kubedist operator sets on every pod. The KUBEDIST_* ones are ours and
+// always read; the torch-like ones (NNODES, MASTER_PORT...) only in a TrainingJob's pod (KUBEDIST_JOB set): left
+// in a user's shell they would silently turn a single-node command into a node of a job that never forms.
 struct FlagSpec {
   const char* name;  // canonical dash spelling, without "--"
   bool boolean;
   const char* short_alias;  // e.g. "-m", or nullptr
-  std::vector<const char*> operator_env;
+  const char* operator_env = nullptr;
+  bool pod_only = false;  // operator_env is read only in a TrainingJob's pod
 };
 
 const std::vector<FlagSpec>& flag_table() {
   static const std::vector<FlagSpec> table = {
-      {"nnodes", false, nullptr, {"NNODES"}},
-      {"nproc-per-node", false, nullptr, {"NPROC_PER_NODE"}},
-      {"node-rank", false, nullptr, {"NODE_RANK"}},
-      {"master-addr", false, nullptr, {"MASTER_ADDR"}},
-      {"master-port", false, nullptr, {"MASTER_PORT"}},
-      {"rdzv-endpoint", false, nullptr, {}},
-      {"rdzv-id", false, nullptr, {"KUBEDIST_JOB"}},
-      {"rdzv-backend", false, nullptr, {}},
-      {"rdzv-conf", false, nullptr, {}},
-      {"standalone", true, nullptr, {}},
-      {"max-restarts", false, nullptr, {}},
-      {"restart-policy", false, nullptr, {"KUBEDIST_RESTART_POLICY"}},
-      {"monitor-interval", false, nullptr, {}},
-      {"start-method", false, nullptr, {}},
-      {"role", false, nullptr, {}},
-      {"no-python", true, nullptr, {}},
-      {"module", true, "-m", {}},
-      {"run-path", true, nullptr, {}},  // accepted: there is no Python agent to run the script in; it runs as usual
-      {"redirects", false, "-r", {}},
-      {"tee", false, "-t", {}},
-      {"log-dir", false, nullptr, {}},
-      {"local-ranks-filter", false, nullptr, {}},
-      {"use-env", true, nullptr, {}},
-      {"legacy-launch", true, nullptr, {}},
-      {"stop-timeout", false, nullptr, {}},
-      {"metrics-port", false, nullptr, {"KUBEDIST_METRICS_PORT"}},
-      {"metrics-addr", false, nullptr, {"KUBEDIST_METRICS_ADDR"}},
-      {"termination-log", false, nullptr, {"KUBEDIST_TERMINATION_LOG"}},
-      {"help", true, "-h", {}},
+      {"nnodes", false, nullptr, "NNODES", true},
+      {"nproc-per-node", false, nullptr, "NPROC_PER_NODE", true},
+      {"node-rank", false, nullptr, "NODE_RANK", true},
+      {"master-addr", false, nullptr, "MASTER_ADDR", true},
+      {"master-port", false, nullptr, "MASTER_PORT", true},
+      {"rdzv-endpoint", false, nullptr},
+      {"rdzv-id", false, nullptr, "KUBEDIST_JOB"},
+      {"rdzv-backend", false, nullptr},
+      {"rdzv-conf", false, nullptr},
+      {"standalone", true, nullptr},
+      {"max-restarts", false, nullptr},
+      {"restart-policy", false, nullptr, "KUBEDIST_RESTART_POLICY"},
+      {"monitor-interval", false, nullptr},
+      {"start-method", false, nullptr},
+      {"role", false, nullptr},
+      {"no-python", true, nullptr},
+      {"module", true, "-m"},
+      {"run-path", true, nullptr},  // accepted: there is no Python agent to run the script in; it runs as usual
+      {"redirects", false, "-r"},
+      {"tee", false, "-t"},
+      {"log-dir", false, nullptr},
+      {"local-ranks-filter", false, nullptr},
+      {"use-env", true, nullptr},
+      {"legacy-launch", true, nullptr},
+      {"local-rank-style", false, nullptr},
+      {"stop-timeout", false, nullptr},
+      {"metrics-port", false, nullptr, "KUBEDIST_METRICS_PORT"},
+      {"metrics-addr", false, nullptr, "KUBEDIST_METRICS_ADDR"},
+      {"termination-log", false, nullptr, "KUBEDIST_TERMINATION_LOG"},
+      {"help", true, "-h"},
   };
   return table;
 }
@@ -57,6 +61,11 @@ std::string pet_name(const std::string& flag) {
   std::string out = "PET_";
   for (char c : flag) out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
+}
+
+bool in_training_job(const Env& env) {
+  auto it = env.find("KUBEDIST_JOB");
+  return it != env.end() && !it->second.empty();
 }
 
 struct RawValue {
@@ -162,9 +171,11 @@ Result<double> parse_seconds(const RawValue& raw, double lo) {
 Result<std::map<std::string, RawValue>> collect(const std::vector<std::string>& args, const Env& env,
                                                 std::vector<std::string>& command) {
   std::map<std::string, RawValue> raw;
+  const bool in_pod = in_training_job(env);
   for (const auto& f : flag_table()) {
-    for (const char* name : f.operator_env)
-      if (auto it = env.find(name); it != env.end() && !it->second.empty()) raw[f.name] = {it->second, name};
+    if (f.operator_env && (in_pod || !f.pod_only))
+      if (auto it = env.find(f.operator_env); it != env.end() && !it->second.empty())
+        raw[f.name] = {it->second, f.operator_env};
     if (auto it = env.find(pet_name(f.name)); it != env.end() && !it->second.empty())
       raw[f.name] = {it->second, pet_name(f.name)};
   }
@@ -244,6 +255,19 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
                              {"module", &c.module}, {"use-env", &c.use_env}, {"legacy-launch", &c.legacy_launch}})
     if (auto err = flag_bool(name, *field)) return *err;
   if (c.help) return c;
+  c.in_training_job = in_training_job(env);
+  for (const auto& f : flag_table()) {
+    const RawValue* r = get(f.name);
+    const bool from_env = r && r->source[0] != '-';  // not "--flag" or "-m"
+    if (from_env) c.from_env.push_back("--" + std::string(f.name) + "=" + r->value + " (" + r->source + ")");
+    if (!r && f.pod_only && !c.in_training_job && env.count(f.operator_env) && !env.at(f.operator_env).empty())
+      c.ignored_env.push_back(f.operator_env);
+  }
+  if (auto it = env.find("PYTHON_EXEC"); it != env.end() && !it->second.empty() && !c.no_python) {
+    c.python = it->second;
+    c.python_source = "PYTHON_EXEC";
+    c.from_env.push_back("interpreter " + c.python + " (PYTHON_EXEC)");
+  }
 
   if (const RawValue* r = get("nnodes")) {
     auto v = parse_nnodes(*r);
@@ -327,6 +351,13 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
       *field = v.value();
     }
   }
+  if (const RawValue* r = get("local-rank-style")) {
+    if (r->value != "dash" && r->value != "underscore")
+      return bad(*r, "dash (--local-rank=N, torch >= 2.0) or underscore (--local_rank=N, torch 1.x)");
+    if (!c.legacy_launch)
+      return make_error(r->source + ": only applies with --legacy-launch (torch.distributed.launch's --local-rank=N)");
+    c.local_rank_arg = r->value == "dash" ? "--local-rank" : "--local_rank";
+  }
   if (const RawValue* r = get("log-dir")) c.log_dir = r->value;
   if (const RawValue* r = get("local-ranks-filter")) {
     std::set<int> ranks;
@@ -392,15 +423,19 @@ std::string usage_text() {
        kubedist-launcher [flags] --no-python [--] PROGRAM [ARGS...]
        kubedist-launcher --install DIR    copy this executable to DIR/kubedist-launcher (mode 0755) and exit
 A torchrun-compatible launcher. Every flag may be spelled with '-' or '_' and set as PET_<NAME> in the env.
-  --nnodes N|MIN:MAX          nodes (env NNODES)          --nproc-per-node N|auto|gpu|cpu (env NPROC_PER_NODE)
-  --node-rank R               (env NODE_RANK)             --master-addr HOST (env MASTER_ADDR)
-  --master-port P             (env MASTER_PORT)           --rdzv-endpoint HOST:PORT (default MASTER_ADDR:MASTER_PORT+1)
+In a TrainingJob's pod (KUBEDIST_JOB set), the operator's plain NNODES, NPROC_PER_NODE, NODE_RANK, MASTER_ADDR and
+MASTER_PORT apply too (below PET_*); elsewhere they are ignored, as torchrun ignores them.
+  --nnodes N|MIN:MAX          nodes (pod env NNODES)      --nproc-per-node N|auto|gpu|cpu (pod env NPROC_PER_NODE)
+  --node-rank R               (pod env NODE_RANK)         --master-addr HOST (pod env MASTER_ADDR)
+  --master-port P             (pod env MASTER_PORT)       --rdzv-endpoint HOST:PORT (default MASTER_ADDR:MASTER_PORT+1)
   --rdzv-id ID                (env KUBEDIST_JOB)          --rdzv-conf join_timeout=S,last_call_timeout=S
   --standalone                one node, free port         --max-restarts N
   --restart-policy P          (env KUBEDIST_RESTART_POLICY) OnFailure | Never | ExitCode (1-127: no restart)
   --monitor-interval S        accepted; never polls       --role NAME
   --no-python  -m/--module    --redirects/-r  --tee/-t  0-3 or RANK:0-3,...   --log-dir DIR
   --local-ranks-filter 0,1    --use-env  --legacy-launch  (torch.distributed.launch: pass --local-rank=N)
+  --local-rank-style S        with --legacy-launch: dash (--local-rank=N, torch >= 2.0, default) or
+                              underscore (--local_rank=N, what torch 1.x passed)
   --stop-timeout S            SIGTERM->SIGKILL grace
   --metrics-port P (env KUBEDIST_METRICS_PORT)  --metrics-addr A (env KUBEDIST_METRICS_ADDR)  Prometheus /metrics
   --termination-log PATH      (env KUBEDIST_TERMINATION_LOG) on failure, one line: rank, host, exit code, error

@@ -42,9 +42,20 @@ struct LaunchConfig {
   double monitor_interval = 0.1;  // accepted for torchrun compatibility; the launcher never polls
   std::string role = "default";
   bool no_python = false;
+  // The interpreter for scripts and -m: PYTHON_EXEC (as torchrun honours it), else python3 from PATH. torchrun's
+  // default is its own sys.executable; a C++ launcher has none, and python3 on PATH is what `python3 -m
+  // torch.distributed.run` would most often have been.
+  std::string python = "python3";
+  std::string python_source;  // "PYTHON_EXEC" when it came from there (named in errors), else ""
+  // In a TrainingJob's pod (the operator sets KUBEDIST_JOB): its plain env (NNODES...) applies, and
+  // --nproc-per-node=auto without GPUs means 1 as the TrainingJob's nprocPerNode does.
+  bool in_training_job = false;
   bool module = false;
   bool use_env = false;        // legacy launch: workers read LOCAL_RANK from the environment
   bool legacy_launch = false;  // torch.distributed.launch: pass --local-rank=N unless --use-env
+  // The argument --legacy-launch passes: torch >= 2.0's "--local-rank" (--local-rank-style=dash, the default) or
+  // torch 1.x's "--local_rank" (underscore). An argparse script accepts only the spelling it declares.
+  std::string local_rank_arg = "--local-rank";
   StreamSpec redirects;
   StreamSpec tee;
   std::string log_dir;
@@ -56,12 +67,17 @@ struct LaunchConfig {
   std::string metrics_addr = "0.0.0.0";
   std::string termination_log;    // where a failed launcher writes its one-line summary ("" for nowhere)
   std::vector<std::string> command;  // script (or module, or program with --no-python) and its args
+  // Settings taken from the environment, "--nnodes=2 (PET_NNODES)", and the operator's plain variables that were
+  // set but ignored outside a TrainingJob's pod ("NNODES"): the launcher prints both, so nothing changes silently.
+  std::vector<std::string> from_env;
+  std::vector<std::string> ignored_env;
 
   bool elastic() const { return min_nodes != max_nodes; }
   bool multi_node() const { return max_nodes > 1; }
 };
 
-// Decides the configuration. Precedence: command-line flag > PET_* env > operator env > default.
+// Decides the configuration. Precedence: command-line flag > PET_* env > operator env > default; the operator's
+// plain NNODES, NPROC_PER_NODE, NODE_RANK, MASTER_ADDR, MASTER_PORT count only when KUBEDIST_JOB is set.
 // Errors are one line naming the flag (and the variable it came from).
 Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, const Env& env);
 

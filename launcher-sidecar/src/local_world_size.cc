@@ -44,14 +44,15 @@ int count_visible_gpus(const Env& env, const std::vector<std::string>& dev_entri
 }
 
 Result<int> local_world_size(const std::string& nproc_per_node, const Env& env,
-                             const std::vector<std::string>& dev_entries, int cpu_count) {
-  if (nproc_per_node == "cpu") return cpu_count < 1 ? 1 : cpu_count;
+                             const std::vector<std::string>& dev_entries, int cpu_count, bool in_training_job) {
+  if (cpu_count < 1) cpu_count = 1;
+  if (nproc_per_node == "cpu") return cpu_count;
   if (nproc_per_node == "auto" || nproc_per_node == "gpu") {
     int gpus = count_visible_gpus(env, dev_entries);
     if (gpus > 0) return gpus;
     if (nproc_per_node == "gpu")
       return make_error("--nproc-per-node=gpu: no GPU visible (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, /dev/nvidiaN)");
-    return 1;
+    return in_training_job ? 1 : cpu_count;
   }
   int n = 0;
   auto [p, ec] = std::from_chars(nproc_per_node.data(), nproc_per_node.data() + nproc_per_node.size(), n);

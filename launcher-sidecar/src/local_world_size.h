@@ -14,9 +14,10 @@ namespace kubedist::launcher {
 // CUDA sees, so CUDA_VISIBLE_DEVICES is passed to workers unchanged.
 int count_visible_gpus(const Env& env, const std::vector<std::string>& dev_entries);
 
-// auto: GPUs, else 1; gpu: GPUs, else an error; cpu: cpu_count; N: N.
+// auto: GPUs, else cpu_count as torchrun (in a TrainingJob's pod: else 1, the TrainingJob's nprocPerNode rule);
+// gpu: GPUs, else an error; cpu: cpu_count; N: N.
 Result<int> local_world_size(const std::string& nproc_per_node, const Env& env,
-                             const std::vector<std::string>& dev_entries, int cpu_count);
+                             const std::vector<std::string>& dev_entries, int cpu_count, bool in_training_job);
 
 std::vector<std::string> list_directory(const std::string& path);
 int usable_cpu_count();

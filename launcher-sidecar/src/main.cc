@@ -36,6 +36,12 @@ int fail(const std::string& message, int code) {
 
 int fail_usage(const std::string& message) { return fail(message, 2); }
 
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+
 Env current_env() {
   Env env;
   for (char** e = environ; e && *e; ++e) {
@@ -64,18 +70,21 @@ sigset_t block_signals() {
   return stops;
 }
 
-// The directory for error files and logs: LOG_DIR/RUN_ID, else a fresh temporary one (temporary=true: ours to
-// remove). Without a writable temporary directory (an image without /tmp) workers run without error files.
-std::string make_run_dir(const LaunchConfig& config, bool& temporary) {
+// The directory for error files and logs. With --log-dir, a fresh LOG_DIR/RUN_ID_XXXXXX per run, as torchrun
+// makes one (tempfile.mkdtemp(prefix=RUN_ID + "_", dir=LOG_DIR)): a rerun with the same run id keeps the earlier
+// run's logs. Without, a fresh temporary directory (temporary=true: ours to remove unless it holds logs); without a
+// writable temporary directory (an image without /tmp) workers run without error files.
+Result<std::string> make_run_dir(const LaunchConfig& config, bool& temporary) {
   temporary = false;
   if (!config.log_dir.empty()) {
-    std::string dir = config.log_dir + "/" + config.run_id;
-    if (!make_dirs(dir)) write_all(2, "kubedist-launcher: cannot create the log directory " + dir + "\n");
-    return dir;
+    std::string tmpl = config.log_dir + "/" + config.run_id + "_XXXXXX";
+    if (!make_dirs(config.log_dir) || !mkdtemp(tmpl.data()))
+      return make_error("--log-dir: cannot create a directory in " + config.log_dir + ": " + std::strerror(errno));
+    return tmpl;
   }
   const char* tmp = getenv("TMPDIR");
   std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kubedist-launcher-XXXXXX";
-  if (!mkdtemp(tmpl.data())) return "/nonexistent/kubedist-launcher";
+  if (!mkdtemp(tmpl.data())) return std::string("/nonexistent/kubedist-launcher");
   temporary = true;
   return tmpl;
 }
@@ -99,15 +108,33 @@ int main(int argc, char** argv) {
     write_all(1, usage_text());
     return 0;
   }
-  auto nproc = local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count());
+  auto nproc =
+      local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
   if (!nproc) return fail_usage(nproc.error());
+  if (!config.no_python) {
+    // Once here rather than as many "cannot run" failures as there are workers.
+    auto python = find_program(config.python, getenv("PATH"));
+    if (!python && !config.python_source.empty())
+      return fail_usage(config.python_source + ": cannot run the interpreter " + python.error());
+    if (!python)
+      return fail_usage("cannot run the script: " + python.error() +
+                        " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
+  }
+  // Valid: say what the environment decided, so that nothing it changed (or would have) goes unseen.
+  if (!config.from_env.empty())
+    write_all(2, "kubedist-launcher: from the environment: " + join(config.from_env, ", ") + "\n");
+  if (!config.ignored_env.empty())
+    write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
+                     ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
   if (config.master_port == 0) {  // --standalone
     auto port = pick_free_port("127.0.0.1");
     if (!port) return fail(port.error(), 1);
     config.master_port = *port;
   }
-  if (!env.count("OMP_NUM_THREADS") && *nproc > 1)
-    write_all(2, "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker (set it yourself to tune)\n");
+  if (!env.count("OMP_NUM_THREADS") && *nproc > 1)  // torchrun's notice, as one line
+    write_all(2,
+              "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker process by default, to avoid overloading "
+              "your system; tune it for the best performance of your application (set OMP_NUM_THREADS yourself)\n");
 
   // Two processes, so that no SIGKILL leaves a worker behind (see guard.h).
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans come to us to be reaped
@@ -155,7 +182,10 @@ int main(int argc, char** argv) {
   if (!host) config.node_rank = config.node_rank_given ? config.node_rank : 1;  // the round assigns GROUP_RANK
 
   bool temporary_run_dir = false;
-  const std::string run_dir = make_run_dir(config, temporary_run_dir);
+  auto made_run_dir = make_run_dir(config, temporary_run_dir);
+  if (!made_run_dir) return fail(made_run_dir.error(), 1);
+  const std::string run_dir = *made_run_dir;
+  if (!config.log_dir.empty()) write_all(2, "kubedist-launcher: worker logs in " + run_dir + "\n");
   if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
     write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
   Agent agent(loop, config, env, *nproc, run_dir, metrics, terminal);

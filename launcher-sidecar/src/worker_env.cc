@@ -26,14 +26,16 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int lo
   set("TORCHELASTIC_USE_AGENT_STORE", "False");
   set("TORCHELASTIC_ERROR_FILE", error_file);
   if (!w.env.count("NCCL_ASYNC_ERROR_HANDLING")) set("NCCL_ASYNC_ERROR_HANDLING", "1");
-  if (!w.env.count("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", "1");
+  // As torchrun: one thread each when several workers share the node, unless the user chose.
+  if (!w.env.count("OMP_NUM_THREADS") && local_world_size > 1) set("OMP_NUM_THREADS", "1");
 
   if (!config.no_python) {
-    w.argv = {"python3", "-u"};
+    w.argv = {config.python, "-u"};
     if (config.module) w.argv.push_back("-m");
   }
   w.argv.push_back(config.command.front());
-  if (config.legacy_launch && !config.use_env) w.argv.push_back("--local-rank=" + std::to_string(local_rank));
+  if (config.legacy_launch && !config.use_env)
+    w.argv.push_back(config.local_rank_arg + "=" + std::to_string(local_rank));
   w.argv.insert(w.argv.end(), config.command.begin() + 1, config.command.end());
   return w;
 }

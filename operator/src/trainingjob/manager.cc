@@ -32,6 +32,19 @@ std::string identity() {
   return std::string(host) + "_" + std::to_string(::getpid());
 }
 
+constexpr const char* kGangApi = "/apis/scheduling.k8s.io/v1alpha2";
+
+// Whether the API server serves PodGroups (scheduling.k8s.io/v1alpha2 and the GenericWorkload gate).
+bool serves_pod_groups(kube::Client& api) {
+  auto r = api.get(kGangApi);
+  if (!r) return false;
+  const auto resources = r->value("resources", nlohmann::json::array());
+  for (const auto& res : resources) {
+    if (res.is_object() && res.value("name", "") == "podgroups") return true;
+  }
+  return false;
+}
+
 long peak_rss_kib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -79,6 +92,22 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
           for (const auto& key : jobs.keys()) queue.add(key);
         });
   }
+  // PodGroups (gang scheduling) only where the cluster serves them: an informer on an API that is not there
+  // would never sync. Without them a job asking for a gang fails with a condition saying what is missing.
+  std::unique_ptr<PodGroupInformer> pod_groups;
+  if (options.gang_scheduling != GangMode::kOff) {
+    if (serves_pod_groups(api)) {
+      pod_groups = std::make_unique<PodGroupInformer>(
+          api, kube::InformerOptions{scoped(kGangApi, options.ns, "podgroups"), kJobNameLabel}, parse_pod_group_facts,
+          [](const PodGroupFacts& g) { return g.ns + "/" + g.name; },
+          [&](const std::string& key, const std::string&) { queue.add(key); });
+    } else {
+      log_warn("manager", std::string("the cluster does not serve ") + kGangApi +
+                              " podgroups: gang scheduling is off (jobs asking for it fail)");
+    }
+  }
+  PodOptions pod_options = options.pods;
+  pod_options.gang_by_default = pod_groups && options.gang_scheduling == GangMode::kAll;
   LauncherPoller poller(
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
       [&] {
@@ -136,12 +165,13 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   JobMetrics job_metrics(metrics);
   ReconcilerExtras extras;
   extras.nodes = nodes.get();
+  extras.pod_groups = pod_groups.get();
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&](const std::string& key) { return poller.latest(key); };
   }
   extras.unschedulable_grace_s = options.unschedulable_grace_s;
   extras.node_lost_grace_s = options.node_lost_grace_s;
-  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods, std::move(extras), &job_metrics);
+  Reconciler reconciler(api, jobs, pods, services, recorder, pod_options, std::move(extras), &job_metrics);
   auto reconcile = [&](const std::string& key) {
     const auto start = std::chrono::steady_clock::now();
     ReconcileResult result;
@@ -160,7 +190,9 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   pods.start();
   services.start();
   if (nodes) nodes->start();
-  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && (!nodes || nodes->synced()))) {
+  if (pod_groups) pod_groups->start();
+  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && (!nodes || nodes->synced()) &&
+                             (!pod_groups || pod_groups->synced()))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!stop && !lost) {
@@ -188,6 +220,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   pods.stop();
   services.stop();
   if (nodes) nodes->stop();
+  if (pod_groups) pod_groups->stop();
   probes.stop();
   if (elector) {
     stop_holding = true;

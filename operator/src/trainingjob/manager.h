@@ -11,6 +11,9 @@
 
 namespace kubedist::trainingjob {
 
+// Which jobs are gang-scheduled through PodGroups: those asking (spec.scheduling.gang), all but those refusing, none.
+enum class GangMode { kPerJob, kAll, kOff };
+
 struct ManagerOptions {
   std::string kubeconfig;      // "" = $KUBECONFIG, in-cluster, ~/.kube/config
   std::string context;         // kubeconfig context, "" = current
@@ -27,6 +30,7 @@ struct ManagerOptions {
   int64_t unschedulable_grace_s = 30;    // elastic jobs give up pods unschedulable this long
   int64_t node_lost_grace_s = 60;        // pods on a node NotReady this long are force-deleted and recreated
   int64_t launcher_poll_interval_ms = 10000;  // STATUS of each running job's node 0; 0 disables
+  GangMode gang_scheduling = GangMode::kPerJob;
 };
 
 // Runs until *stop becomes true; returns an error for a setup failure (bad config, port in use) or when

@@ -205,6 +205,13 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
     else if (*it == "None") s.clean_pod_policy = CleanPodPolicy::kNone;
     else return Error::invalid("spec.cleanPodPolicy: must be Running, All or None, got " + show(*it));
   }
+  if (auto it = spec.find("scheduling"); it != spec.end() && !it->is_null()) {
+    if (!it->is_object()) return Error::invalid("spec.scheduling: must be an object, got " + show(*it));
+    if (auto g = it->find("gang"); g != it->end() && !g->is_null()) {
+      if (!g->is_boolean()) return Error::invalid("spec.scheduling.gang: must be true or false, got " + show(*g));
+      s.gang = g->get<bool>();
+    }
+  }
   if (auto it = spec.find("suspend"); it != spec.end() && !it->is_null()) {
     if (!it->is_boolean()) return Error::invalid("spec.suspend: must be true or false, got " + show(*it));
     s.suspend = it->get<bool>();
@@ -451,6 +458,30 @@ NodeFacts parse_node_facts(const json& node) {
   const std::string created = string_at(md, "creationTimestamp");
   if (f.ready && created > f.schedulable_since) f.schedulable_since = created;  // RFC 3339 UTC sorts as text
   if (!f.ready) f.schedulable_since.clear();
+  return f;
+}
+
+PodGroupFacts parse_pod_group_facts(const json& pg) {
+  PodGroupFacts f;
+  const json md = pg.value("metadata", json::object());
+  f.ns = string_at(md, "namespace");
+  f.name = string_at(md, "name");
+  f.owner_uid = controller_uid(pg);
+  const json spec = pg.value("spec", json::object());
+  const json policy = spec.is_object() ? spec.value("schedulingPolicy", json::object()) : json::object();
+  const json gang = policy.is_object() ? policy.value("gang", json::object()) : json::object();
+  if (gang.is_object() && gang.contains("minCount") && gang["minCount"].is_number_integer()) {
+    f.min_count = gang["minCount"].get<int>();
+  }
+  const json st = pg.value("status", json::object());
+  if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
+    for (const auto& c : *conds) {
+      if (!c.is_object() || string_at(c, "type") != "PodGroupScheduled") continue;
+      f.scheduled = string_at(c, "status");
+      f.reason = string_at(c, "reason");
+      f.message = first_line(string_at(c, "message"), kMaxTerminationMessage);
+    }
+  }
   return f;
 }
 

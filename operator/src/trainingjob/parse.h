@@ -23,6 +23,7 @@ nlohmann::json status_to_json(const Status& status);
 PodFacts parse_pod_facts(const nlohmann::json& pod);
 ServiceFacts parse_service_facts(const nlohmann::json& service);
 NodeFacts parse_node_facts(const nlohmann::json& node);
+PodGroupFacts parse_pod_group_facts(const nlohmann::json& pod_group);
 
 // Parses the rendezvous service's answer to STATUS (launcher-sidecar/src/rendezvous_wire.h):
 // "STATUS round=3 restarts=2 worker_crash=1 node_lost=1 scale=0 nodes=2 world_size=8 phase=running".

@@ -2,12 +2,19 @@
 
 #include <algorithm>
 
+#include "trainingjob/status.h"
+
 namespace kubedist::trainingjob {
 
 std::chrono::milliseconds PendingWrites::hold(const std::string& key, const Status& before, const Status& after,
                                               Clock::time_point now) {
+  // The scheduler's verdict on a gang (waits whole, or placed) is news a user waits for, never mere progress.
+  const auto gang = [](const Status& s) {
+    const Condition* c = find_condition(s, "GangScheduled");
+    return c == nullptr ? std::string() : c->status + c->reason;
+  };
   const bool progress_only = after.phase == "Pending" && (before.phase.empty() || before.phase == "Pending") &&
-                             after.restarts == before.restarts;
+                             after.restarts == before.restarts && gang(after) == gang(before);
   if (!progress_only) {
     held_.erase(key);
     return std::chrono::milliseconds(0);

@@ -109,6 +109,23 @@ class Decider {
       plan_.requeue_after_s = left;
     }
     plan_.create_service = !service_exists_;
+    if (const auto gang = gang_min_count(job_, obs_.gang_by_default)) {
+      if (!obs_.gang_api) {
+        return finish(false, "GangSchedulingUnavailable",
+                      "spec.scheduling.gang asks for gang scheduling, but the cluster does not serve "
+                      "scheduling.k8s.io/v1alpha2 PodGroups (Kubernetes 1.36+ with the feature gates GenericWorkload "
+                      "and GangScheduling and that API enabled) or the operator runs with --gang-scheduling=off");
+      }
+      if (obs_.pod_group && obs_.pod_group->owner_uid != job_.uid) {
+        return finish(false, "GangSchedulingConflict",
+                      "PodGroup " + job_.name + " exists but is not this job's: delete it or rename the job");
+      }
+      if (!obs_.pod_group) {
+        plan_.create_gang = *gang;
+      } else if (obs_.pod_group->min_count != *gang) {
+        plan_.delete_gang = true;  // minReplicas changed; a PodGroup's policy is immutable: the next pass recreates it
+      }
+    }
     return active();
   }
 
@@ -464,7 +481,29 @@ class Decider {
     } else {
       st.phase = "Pending";
     }
+    note_gang();
     return std::move(plan_);
+  }
+
+  // Condition GangScheduled mirrors the scheduler's verdict on PodGroup J: a gang that waits whole says why.
+  void note_gang() {
+    if (!obs_.pod_group || !gang_min_count(job_, obs_.gang_by_default)) return;
+    const PodGroupFacts& pg = *obs_.pod_group;
+    Status& st = plan_.status;
+    const Condition* before = find_condition(st, "GangScheduled");
+    const std::string gang = "the gang of " + std::to_string(pg.min_count) + " pods (minReplicas)";
+    if (pg.scheduled == "False") {
+      const std::string reason = pg.reason.empty() ? "Unschedulable" : pg.reason;
+      const std::string message = gang + " waits: the scheduler cannot place it whole" +
+                                  (pg.message.empty() ? std::string() : ": " + pg.message);
+      if (before == nullptr || before->status != "False" || before->reason != reason) {
+        emit("Warning", "GangWaiting", message);
+      }
+      set_condition(st, "GangScheduled", false, reason, message, now_);
+    } else if (pg.scheduled == "True") {
+      if (before != nullptr && before->status == "False") emit("Normal", "GangScheduled", gang + " was placed");
+      set_condition(st, "GangScheduled", true, "Scheduled", gang + " was placed together", now_);
+    }
   }
 
   const TrainingJob& job_;

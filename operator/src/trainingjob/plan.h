@@ -31,12 +31,17 @@ struct Observed {
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
+  bool gang_api = false;                   // the cluster serves PodGroups and the operator watches them
+  bool gang_by_default = false;            // jobs without spec.scheduling.gang are gang-scheduled
+  std::optional<PodGroupFacts> pod_group;  // PodGroup J, when it exists and the job controls it
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
 };
 
 struct Plan {
   bool create_service = false;
+  std::optional<int> create_gang;         // create Workload J and PodGroup J with this gang minCount (before pods)
+  bool delete_gang = false;               // PodGroup J has another minCount: delete it and Workload J, then recreate
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed

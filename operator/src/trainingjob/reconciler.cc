@@ -76,6 +76,9 @@ Observed Reconciler::observe(const std::string& key, std::vector<PodFacts> pods,
     o.nodes = extras_.nodes->by_index("");
   }
   if (extras_.launcher) o.launcher = extras_.launcher(key);
+  o.gang_api = extras_.pod_groups != nullptr;
+  o.gang_by_default = pod_options_.gang_by_default;
+  if (extras_.pod_groups != nullptr) o.pod_group = extras_.pod_groups->get(key);
   o.unschedulable_grace_s = extras_.unschedulable_grace_s;
   o.node_lost_grace_s = extras_.node_lost_grace_s;
   return o;
@@ -137,6 +140,26 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     auto r = client_.create(ns_path + "/services", render_service(*job));
     if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
       return ReconcileResult::failed("create service " + job->name + ": " + r.error().message);
+    }
+  }
+  const std::string gang_path = "/apis/scheduling.k8s.io/v1alpha2/namespaces/" + job->ns;
+  if (plan.delete_gang) {
+    for (const char* plural : {"/podgroups/", "/workloads/"}) {
+      auto r = client_.remove(gang_path + plural + job->name, json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}});
+      if (!r && r.error().kind != Error::Kind::kNotFound) {
+        return ReconcileResult::failed("delete " + std::string(plural + 1) + job->name + ": " + r.error().message);
+      }
+    }
+  }
+  if (plan.create_gang) {
+    // The Workload first: the PodGroup names it. Pods may come before the PodGroup is in the scheduler's cache;
+    // they wait for it.
+    for (const auto& [plural, obj] : {std::pair{"/workloads", render_workload(*job, *plan.create_gang)},
+                                      std::pair{"/podgroups", render_pod_group(*job, *plan.create_gang)}}) {
+      auto r = client_.create(gang_path + plural, obj);
+      if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
+        return ReconcileResult::failed("create " + std::string(plural + 1) + " " + job->name + ": " + r.error().message);
+      }
     }
   }
   Expectations expect;

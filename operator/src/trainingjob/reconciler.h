@@ -27,10 +27,12 @@ using JobInformer = kube::Informer<TrainingJob>;
 using PodInformer = kube::Informer<PodFacts>;
 using ServiceInformer = kube::Informer<ServiceFacts>;
 using NodeInformer = kube::Informer<NodeFacts>;
+using PodGroupInformer = kube::Informer<PodGroupFacts>;
 
 // What the reconciler needs beyond the job, pod and service caches; everything here is optional.
 struct ReconcilerExtras {
   const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
+  const PodGroupInformer* pod_groups = nullptr;  // null: no gang scheduling (the cluster serves no PodGroups)
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;

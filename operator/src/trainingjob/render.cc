@@ -84,6 +84,42 @@ json render_service(const TrainingJob& job) {
                           {{"name", "rendezvous"}, {"port", job.spec.master_port + 1}, {"protocol", "TCP"}}})}}}};
 }
 
+std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default) {
+  if (!job.spec.gang.value_or(gang_by_default)) return std::nullopt;
+  return job.spec.min_replicas;
+}
+
+namespace {
+
+json gang_policy(int min_count) { return {{"gang", {{"minCount", min_count}}}}; }
+
+json gang_metadata(const TrainingJob& job) {
+  return {{"name", job.name},
+          {"namespace", job.ns},
+          {"labels", labels_for(job)},
+          {"ownerReferences", json::array({owner_reference(job)})}};
+}
+
+}  // namespace
+
+json render_workload(const TrainingJob& job, int min_count) {
+  return {{"apiVersion", "scheduling.k8s.io/v1alpha2"},
+          {"kind", "Workload"},
+          {"metadata", gang_metadata(job)},
+          {"spec",
+           {{"controllerRef", {{"apiGroup", kGroup}, {"kind", kKind}, {"name", job.name}}},
+            {"podGroupTemplates", json::array({{{"name", "nodes"}, {"schedulingPolicy", gang_policy(min_count)}}})}}}};
+}
+
+json render_pod_group(const TrainingJob& job, int min_count) {
+  return {{"apiVersion", "scheduling.k8s.io/v1alpha2"},
+          {"kind", "PodGroup"},
+          {"metadata", gang_metadata(job)},
+          {"spec",
+           {{"podGroupTemplateRef", {{"workload", {{"workloadName", job.name}, {"podGroupTemplateName", "nodes"}}}}},
+            {"schedulingPolicy", gang_policy(min_count)}}}};
+}
+
 json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   const std::string name = pod_name(job.name, rank);
   json tmpl_md = job.spec.template_.value("metadata", json::object());
@@ -105,6 +141,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   spec["subdomain"] = job.name;
   // The operator decides when a node's pod is recreated, so the kubelet never restarts it.
   spec["restartPolicy"] = "Never";
+  if (gang_min_count(job, options.gang_by_default)) spec["schedulingGroup"] = {{"podGroupName", job.name}};
 
   if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
   spec["volumes"].push_back({{"name", kBinVolume}, {"emptyDir", json::object()}});

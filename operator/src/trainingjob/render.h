@@ -1,6 +1,7 @@
 // Pure rendering of the objects the operator owns for a TrainingJob: its headless Service and node pods.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,18 @@ inline constexpr int kDefaultLauncherMetricsPort = 9402;
 struct PodOptions {
   std::string launcher_image = kDefaultLauncherImage;
   int launcher_metrics_port = kDefaultLauncherMetricsPort;  // 0: the launchers serve no /metrics
+  bool gang_by_default = false;  // jobs that leave spec.scheduling.gang unset are gang-scheduled
 };
+
+// The gang size of the job's PodGroup, or nullopt when the job is not gang-scheduled (spec.scheduling.gang, else
+// the operator's default): minReplicas, the fewest nodes the job can run on, so an elastic job still starts (and
+// shrinks) down to it.
+std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default);
+
+// Workload J (scheduling.k8s.io/v1alpha2): the job's scheduling policy, one pod group template "nodes" with a gang
+// of min_count. PodGroup J: its runtime instance, which every pod names in spec.schedulingGroup.
+nlohmann::json render_workload(const TrainingJob& job, int min_count);
+nlohmann::json render_pod_group(const TrainingJob& job, int min_count);
 
 std::string pod_name(const std::string& job, int rank);
 
@@ -26,6 +38,7 @@ nlohmann::json render_service(const TrainingJob& job);
 
 // Pod J-node-<rank>: the user's template plus the launcher init container, the wrapped trainer command,
 // the node env, hostname/subdomain for DNS, labels, the controller owner reference and restartPolicy Never.
+// A gang-scheduled job's pods belong to PodGroup J (spec.schedulingGroup).
 // With a launcher metrics port the launcher serves /metrics on the pod's IP there (port "kd-metrics").
 // Requires a job without spec_error.
 nlohmann::json render_pod(const TrainingJob& job, int rank, const PodOptions& options);

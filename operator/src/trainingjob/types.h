@@ -50,6 +50,7 @@ struct Spec {
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  std::optional<bool> gang;  // spec.scheduling.gang; unset: the operator's default (--gang-scheduling)
   nlohmann::json template_;  // core/v1 PodTemplateSpec, validated to have containers with a command
   int trainer_index = 0;     // index of the container that runs under the launcher
 };
@@ -134,6 +135,19 @@ struct ServiceFacts {
   std::string name;
   std::string owner_uid;
   bool operator==(const ServiceFacts&) const = default;
+};
+
+// What the operator needs to know of the job's PodGroup (scheduling.k8s.io/v1alpha2): its gang size and whether
+// the scheduler could place the gang (the PodGroupScheduled condition).
+struct PodGroupFacts {
+  std::string ns;
+  std::string name;
+  std::string owner_uid;
+  int min_count = 0;        // spec.schedulingPolicy.gang.minCount; 0 when the group is no gang
+  std::string scheduled;    // PodGroupScheduled's status: "True", "False", or "" before the scheduler's first try
+  std::string reason;       // its reason (Unschedulable, SchedulerError, ...)
+  std::string message;      // its message: what the scheduler could not place
+  bool operator==(const PodGroupFacts&) const = default;
 };
 
 // What the operator needs to know about one of a job's pods, small so that thousands fit in the cache.

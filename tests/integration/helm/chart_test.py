@@ -73,6 +73,10 @@ check("--leader-elect" in args and "--leader-election-namespace=kubedist-system"
       "leader election is on by default")
 check(not any(a.startswith("--namespace=") for a in args), "default values watch all namespaces")
 check("--launcher-metrics-port=9402" in args, "the launchers serve metrics at port 9402 by default")
+check("--gang-scheduling=per-job" in args, "jobs asking for gang scheduling get it by default")
+check(not any("scheduling.k8s.io" in r["apiGroups"] for r in find(render("gangScheduling=off"), "ClusterRole")[0]["rules"])
+      and "--gang-scheduling=off" in operator_args(render("gangScheduling=off")),
+      "gangScheduling=off reaches the operator and drops the Workload API from its RBAC")
 check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule")
       and not find(docs, "PodMonitor"), "default values: metrics Service, no ServiceMonitor, PodMonitor or PrometheusRule")
 dep = find(docs, "Deployment")[0]["spec"]["template"]["spec"]
@@ -117,7 +121,7 @@ check(dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containe
       "replicaCount and image.tag are honoured")
 
 for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel"),
-                         ("metrics.launcherPort=70000", "launcherPort")]:
+                         ("metrics.launcherPort=70000", "launcherPort"), ("gangScheduling=sometimes", "gangScheduling")]:
     bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
@@ -153,13 +157,16 @@ try:
     needed = [("list", "trainingjobs.kubedist.io"), ("watch", "trainingjobs.kubedist.io"),
               ("update", "trainingjobs.kubedist.io/status"), ("create", "pods"), ("delete", "pods"),
               ("watch", "pods"), ("create", "services"), ("delete", "services"), ("create", "events"),
-              ("create", "events.events.k8s.io")]
+              ("create", "events.events.k8s.io"), ("create", "workloads.scheduling.k8s.io"),
+              ("delete", "workloads.scheduling.k8s.io"), ("create", "podgroups.scheduling.k8s.io"),
+              ("watch", "podgroups.scheduling.k8s.io"), ("delete", "podgroups.scheduling.k8s.io")]
     missing = [f"{v} {r}" for v, r in needed if not can(v, r)]
     check(not missing, "the chart's ServiceAccount may do all the operator needs" + (f" (missing: {missing})" if missing else ""))
     check(can("update", "leases.coordination.k8s.io", ns), "it may hold its leader-election Lease in its namespace")
     excess = [f"{v} {r}" for v, r in [("get", "secrets"), ("create", "deployments.apps"), ("update", "pods"),
                                        ("delete", "nodes"), ("create", "trainingjobs.kubedist.io"),
-                                       ("update", "leases.coordination.k8s.io")] if can(v, r)]
+                                       ("update", "leases.coordination.k8s.io"),
+                                       ("update", "podgroups.scheduling.k8s.io")] if can(v, r)]
     check(not excess, "and nothing more (no secrets, no other workloads, no leases elsewhere)" + (f" (excess: {excess})" if excess else ""))
     dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", ok=False)
     check(dep.returncode == 0, "the operator Deployment exists in the cluster")

@@ -243,11 +243,13 @@ if sys.argv[2] == "sleep":
         l = self.launch(["--nproc-per-node=2", "--tee=3", f"--log-dir={logs}", "--rdzv-id=job", "--no-python", "--",
                          "sh", "-c", 'echo out-$RANK; echo err-$RANK >&2; printf partial-$RANK'])
         self.assertEqual(l.wait(), 0)
+        run_dir = re.search(r"worker logs in (\S+)\n", l.stderr()).group(1)
+        self.assertRegex(run_dir, "^" + re.escape(logs) + r"/job_\w+$")
         for rank in (0, 1):
             self.assertIn(f"[rank {rank}]: out-{rank}\n", l.stdout())
             self.assertIn(f"[rank {rank}]: partial-{rank}\n", l.stdout())
             self.assertIn(f"[rank {rank}]: err-{rank}\n", l.stderr())
-            with open(f"{logs}/job/attempt_0/{rank}/stdout.log") as f:
+            with open(f"{run_dir}/attempt_0/{rank}/stdout.log") as f:
                 self.assertEqual(f.read(), f"out-{rank}\npartial-{rank}")
 
     def test_redirects_hide_output_and_ranks_filter_limits_the_console(self):

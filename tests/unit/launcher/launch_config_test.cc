@@ -37,7 +37,7 @@ TEST(LaunchConfig, AcceptsDashAndUnderscoreSpellingsAndEnvEquivalents) {
        2, 2, "gpu", 1, "p", 7},
       {{"t.py"},
        {{"NNODES", "2:4"}, {"NPROC_PER_NODE", "cpu"}, {"NODE_RANK", "3"}, {"MASTER_ADDR", "j-node-0.j.ns.svc"},
-        {"MASTER_PORT", "29500"}},
+        {"MASTER_PORT", "29500"}, {"KUBEDIST_JOB", "j"}},
        2, 4, "cpu", 3, "j-node-0.j.ns.svc", 29500},
       {{"t.py"}, {}, 1, 1, "1", 0, "127.0.0.1", 29500},
   };
@@ -54,10 +54,10 @@ TEST(LaunchConfig, AcceptsDashAndUnderscoreSpellingsAndEnvEquivalents) {
 }
 
 TEST(LaunchConfig, FlagBeatsPetEnvBeatsOperatorEnvBeatsDefault) {
-  Env env = {{"MASTER_PORT", "1000"}, {"PET_MASTER_PORT", "2000"}, {"NNODES", "3"}};
+  Env env = {{"MASTER_PORT", "1000"}, {"PET_MASTER_PORT", "2000"}, {"NNODES", "3"}, {"KUBEDIST_JOB", "j"}};
   EXPECT_EQ(parse_ok({"--master-port=3000", "t.py"}, env).master_port, 3000);
   EXPECT_EQ(parse_ok({"t.py"}, env).master_port, 2000);
-  EXPECT_EQ(parse_ok({"t.py"}, {{"MASTER_PORT", "1000"}}).master_port, 1000);
+  EXPECT_EQ(parse_ok({"t.py"}, {{"MASTER_PORT", "1000"}, {"KUBEDIST_JOB", "j"}}).master_port, 1000);
   EXPECT_EQ(parse_ok({"t.py"}, env).max_nodes, 3);
   EXPECT_EQ(parse_ok({"--nnodes=1", "t.py"}, env).max_nodes, 1);
 }
@@ -87,7 +87,8 @@ TEST(LaunchConfig, EveryTorchrunFlagIsSettableFromPetEnv) {
 }
 
 TEST(LaunchConfig, RendezvousDefaultsToMasterPortPlusOneOnTheMaster) {
-  auto cfg = parse_ok({"t.py"}, {{"MASTER_ADDR", "j-node-0.j.ns.svc"}, {"MASTER_PORT", "29500"}, {"NNODES", "2"}});
+  auto cfg = parse_ok({"t.py"}, {{"MASTER_ADDR", "j-node-0.j.ns.svc"}, {"MASTER_PORT", "29500"}, {"NNODES", "2"},
+                                 {"KUBEDIST_JOB", "j"}});
   EXPECT_EQ(cfg.rdzv_host, "j-node-0.j.ns.svc");
   EXPECT_EQ(cfg.rdzv_port, 29501);
   auto explicit_endpoint = parse_ok({"--rdzv-endpoint=other:5000", "--nnodes=2", "t.py"});
@@ -99,8 +100,54 @@ TEST(LaunchConfig, RendezvousDefaultsToMasterPortPlusOneOnTheMaster) {
 TEST(LaunchConfig, KnowsWhetherANodeRankWasGiven) {
   EXPECT_FALSE(parse_ok({"--nnodes=2", "t.py"}).node_rank_given);
   EXPECT_TRUE(parse_ok({"--nnodes=2", "--node-rank=0", "t.py"}).node_rank_given);
-  EXPECT_TRUE(parse_ok({"--nnodes=2", "t.py"}, {{"NODE_RANK", "1"}}).node_rank_given);
+  EXPECT_TRUE(parse_ok({"--nnodes=2", "t.py"}, {{"NODE_RANK", "1"}, {"KUBEDIST_JOB", "j"}}).node_rank_given);
   EXPECT_TRUE(parse_ok({"--nnodes=2", "t.py"}, {{"PET_NODE_RANK", "1"}}).node_rank_given);
+}
+
+TEST(LaunchConfig, OperatorsPlainEnvAppliesOnlyInATrainingJobPod) {
+  const Env shell = {{"NNODES", "2"}, {"NODE_RANK", "1"}, {"NPROC_PER_NODE", "4"}, {"MASTER_ADDR", "far"},
+                     {"MASTER_PORT", "1234"}};
+  auto outside = parse_ok({"--nproc-per-node=2", "t.py"}, shell);
+  EXPECT_FALSE(outside.in_training_job);
+  EXPECT_EQ(outside.max_nodes, 1);
+  EXPECT_EQ(outside.node_rank, 0);
+  EXPECT_FALSE(outside.node_rank_given);
+  EXPECT_EQ(outside.nproc_per_node, "2");
+  EXPECT_EQ(outside.master_addr, "127.0.0.1");
+  EXPECT_EQ(outside.master_port, 29500);
+  // Named so users see why; NPROC_PER_NODE was overridden by the flag anyway.
+  EXPECT_EQ(outside.ignored_env, (std::vector<std::string>{"NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"}));
+  EXPECT_TRUE(outside.from_env.empty());
+
+  Env pod = shell;
+  pod["KUBEDIST_JOB"] = "resnet";
+  auto inside = parse_ok({"t.py"}, pod);
+  EXPECT_TRUE(inside.in_training_job);
+  EXPECT_EQ(inside.max_nodes, 2);
+  EXPECT_EQ(inside.node_rank, 1);
+  EXPECT_EQ(inside.nproc_per_node, "4");
+  EXPECT_EQ(inside.master_addr, "far");
+  EXPECT_EQ(inside.master_port, 1234);
+  EXPECT_TRUE(inside.ignored_env.empty());
+  EXPECT_EQ(parse_ok({"t.py"}, {{"NNODES", "2"}, {"KUBEDIST_JOB", ""}}).max_nodes, 1);  // empty is unset
+}
+
+TEST(LaunchConfig, PetEnvAndKubedistEnvApplyEverywhere) {
+  const Env env = {{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"KUBEDIST_RESTART_POLICY", "ExitCode"},
+                   {"KUBEDIST_METRICS_PORT", "9402"}};
+  auto c = parse_ok({"t.py"}, env);
+  EXPECT_EQ(c.max_nodes, 2);
+  EXPECT_EQ(c.node_rank, 1);
+  EXPECT_TRUE(c.permanent_exit_codes);
+  EXPECT_EQ(c.metrics_port, 9402);
+}
+
+TEST(LaunchConfig, ListsTheSettingsTakenFromTheEnvironmentInFlagOrder) {
+  const Env env = {{"PET_NNODES", "2"}, {"NODE_RANK", "1"}, {"PET_MASTER_PORT", "7"}, {"KUBEDIST_JOB", "j"}};
+  EXPECT_EQ(parse_ok({"--master-port=8", "t.py"}, env).from_env,
+            (std::vector<std::string>{"--nnodes=2 (PET_NNODES)", "--node-rank=1 (NODE_RANK)",
+                                      "--rdzv-id=j (KUBEDIST_JOB)"}));
+  EXPECT_TRUE(parse_ok({"--nnodes=1", "t.py"}).from_env.empty());
 }
 
 TEST(LaunchConfig, RunIdDefaultsToTheOperatorsJobName) {
@@ -175,6 +222,14 @@ TEST(LaunchConfig, ModuleAndLegacyLaunchFlags) {
   EXPECT_TRUE(legacy.use_env);
 }
 
+TEST(LaunchConfig, LocalRankStyleDefaultsToTorch2DashAndTakesTorch1Underscore) {
+  EXPECT_EQ(parse_ok({"--legacy-launch", "t.py"}).local_rank_arg, "--local-rank");
+  EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=dash", "t.py"}).local_rank_arg, "--local-rank");
+  EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=underscore", "t.py"}).local_rank_arg, "--local_rank");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"PET_LEGACY_LAUNCH", "1"}, {"PET_LOCAL_RANK_STYLE", "underscore"}}).local_rank_arg,
+            "--local_rank");
+}
+
 TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
   struct Bad {
     Args args;
@@ -186,7 +241,7 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--nnodes=3:2", "t.py"}, {}, "--nnodes"},
       {{"--nnodes=a", "t.py"}, {}, "expected N or MIN:MAX"},
       {{"t.py"}, {{"PET_NNODES", "x"}}, "PET_NNODES"},
-      {{"t.py"}, {{"NPROC_PER_NODE", "many"}}, "NPROC_PER_NODE"},
+      {{"t.py"}, {{"NPROC_PER_NODE", "many"}, {"KUBEDIST_JOB", "j"}}, "NPROC_PER_NODE"},
       {{"--nproc-per-node=0", "t.py"}, {}, "--nproc-per-node"},
       {{"--master-port=70000", "t.py"}, {}, "--master-port"},
       {{"--max-restarts=-1", "t.py"}, {}, "--max-restarts"},
@@ -205,6 +260,9 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"-m", "--no-python", "mod"}, {}, "cannot be combined"},
       {{"t.py"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE"},
       {{"t.py"}, {{"KUBEDIST_METRICS_PORT", "x"}}, "KUBEDIST_METRICS_PORT"},
+      {{"--legacy-launch", "--local-rank-style=snake", "t.py"}, {}, "--local-rank-style: expected dash"},
+      {{"--legacy-launch", "t.py"}, {{"PET_LOCAL_RANK_STYLE", "--local_rank"}}, "PET_LOCAL_RANK_STYLE: expected"},
+      {{"--local-rank-style=underscore", "t.py"}, {}, "only applies with --legacy-launch"},
       {{"t.py"}, {{"KUBEDIST_RESTART_POLICY", "exitcode"}}, "KUBEDIST_RESTART_POLICY: expected OnFailure, Never or ExitCode"},
       {{"--termination-log=", "t.py"}, {}, "--termination-log: expected a file path"},
   };
@@ -214,6 +272,16 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
     EXPECT_NE(r.error().find(c.expected_fragment), std::string::npos) << r.error();
     EXPECT_EQ(r.error().find('\n'), std::string::npos) << r.error();
   }
+}
+
+TEST(LaunchConfig, PythonExecNamesTheInterpreterElsePython3) {
+  EXPECT_EQ(parse_ok({"t.py"}).python, "python3");
+  EXPECT_EQ(parse_ok({"t.py"}).python_source, "");
+  const auto c = parse_ok({"t.py"}, {{"PYTHON_EXEC", "/venv/bin/python"}});
+  EXPECT_EQ(c.python, "/venv/bin/python");
+  EXPECT_EQ(c.python_source, "PYTHON_EXEC");
+  EXPECT_EQ(c.from_env, std::vector<std::string>{"interpreter /venv/bin/python (PYTHON_EXEC)"});
+  EXPECT_TRUE(parse_ok({"--no-python", "prog"}, {{"PYTHON_EXEC", "/venv/bin/python"}}).from_env.empty());
 }
 
 TEST(LaunchConfig, HelpNeedsNoScript) {

@@ -38,6 +38,24 @@ TEST(WorkerEnv, KeepsUserThreadSettingAndDeviceList) {
   EXPECT_EQ(w.env.at("CUDA_VISIBLE_DEVICES"), "2,3");  // LOCAL_RANK indexes into it
 }
 
+TEST(WorkerEnv, SetsOneOmpThreadOnlyWhenSeveralWorkersShareTheNodeAsTorchrun) {
+  auto cfg = config_for({"t.py"});
+  EXPECT_EQ(render_worker(cfg, {}, 2, 0, "e", {}).env.count("OMP_NUM_THREADS"), 1u);
+  EXPECT_EQ(render_worker(cfg, {}, 1, 0, "e", {}).env.count("OMP_NUM_THREADS"), 0u);
+}
+
+TEST(WorkerEnv, PythonExecChoosesTheInterpreterAsTorchrun) {
+  const Env env = {{"PYTHON_EXEC", "/opt/conda/bin/python"}};
+  EXPECT_EQ(render_worker(config_for({"t.py", "a"}, env), {}, 1, 0, "e", {}).argv,
+            (std::vector<std::string>{"/opt/conda/bin/python", "-u", "t.py", "a"}));
+  EXPECT_EQ(render_worker(config_for({"-m", "pkg"}, env), {}, 1, 0, "e", {}).argv,
+            (std::vector<std::string>{"/opt/conda/bin/python", "-u", "-m", "pkg"}));
+  EXPECT_EQ(render_worker(config_for({"--no-python", "prog"}, env), {}, 1, 0, "e", {}).argv,
+            (std::vector<std::string>{"prog"}));
+  EXPECT_EQ(render_worker(config_for({"t.py"}, {{"PYTHON_EXEC", ""}}), {}, 1, 0, "e", {}).argv,
+            (std::vector<std::string>{"python3", "-u", "t.py"}));
+}
+
 TEST(WorkerEnv, CommandShapes) {
   struct Case {
     std::vector<std::string> args;
@@ -48,7 +66,10 @@ TEST(WorkerEnv, CommandShapes) {
       {{"-m", "pkg.mod", "a"}, {"python3", "-u", "-m", "pkg.mod", "a"}},
       {{"--no-python", "--", "python", "t.py"}, {"python", "t.py"}},
       {{"--legacy-launch", "t.py", "a"}, {"python3", "-u", "t.py", "--local-rank=1", "a"}},
+      {{"--legacy-launch", "--local-rank-style=dash", "t.py"}, {"python3", "-u", "t.py", "--local-rank=1"}},
+      {{"--legacy-launch", "--local_rank_style", "underscore", "t.py"}, {"python3", "-u", "t.py", "--local_rank=1"}},
       {{"--legacy-launch", "--use-env", "t.py", "a"}, {"python3", "-u", "t.py", "a"}},
+      {{"--legacy-launch", "--use-env", "--local-rank-style=underscore", "t.py"}, {"python3", "-u", "t.py"}},
       {{"--use-env", "t.py"}, {"python3", "-u", "t.py"}},
   };
   for (const auto& c : cases) EXPECT_EQ(render_worker(config_for(c.args), {}, 2, 1, "e", {}).argv, c.argv);

@@ -33,9 +33,11 @@ expect 2 "--node-lost-grace must be a whole number of seconds from 1s to 24h (e.
 expect 2 "--node-lost-grace needs a value" --node-lost-grace
 expect 2 "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"5h\"" --launcher-poll-interval=5h
 expect 2 "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"10ms\"" --launcher-poll-interval=10ms
+expect 2 "--gang-scheduling must be per-job, all or off, got \"sometimes\"" --gang-scheduling sometimes
+expect 2 "--gang-scheduling needs a value" --gang-scheduling
 # Good values pass the flag checks and fail later, at the (missing) kubeconfig.
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig --watch-nodes \
-  --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0
+  --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0 --gang-scheduling=all
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

@@ -116,6 +116,8 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
       {"bad restartPolicy", {{"restartPolicy", "Always"}}, "spec.restartPolicy: must be OnFailure, Never or ExitCode"},
       {"bad cleanPodPolicy", {{"cleanPodPolicy", "Some"}}, "spec.cleanPodPolicy: must be Running, All or None"},
       {"suspend string", {{"suspend", "yes"}}, "spec.suspend: must be true or false"},
+      {"scheduling not object", {{"scheduling", "gang"}}, "spec.scheduling: must be an object, got \"gang\""},
+      {"gang string", {{"scheduling", {{"gang", "yes"}}}}, "spec.scheduling.gang: must be true or false, got \"yes\""},
       {"zero deadline", {{"activeDeadlineSeconds", 0}}, "spec.activeDeadlineSeconds"},
       {"negative ttl", {{"ttlSecondsAfterFinished", -5}}, "spec.ttlSecondsAfterFinished"},
       {"no template", {{"template", nullptr}}, "spec.template: required"},
@@ -291,6 +293,32 @@ TEST(ParseLauncherReport, BadAnswersSayWhatIsWrong) {
     ASSERT_FALSE(r.ok()) << line;
     EXPECT_NE(r.error().message.find(want), std::string::npos) << line << " -> " << r.error().message;
   }
+}
+
+TEST(ParseSpec, GangIsUnsetUnlessTheJobSaysSo) {
+  auto spec = testing::example_job_json()["spec"];
+  EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::nullopt);
+  spec["scheduling"] = {{"gang", false}};
+  EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::optional<bool>(false));
+  spec["scheduling"] = {{"gang", true}};
+  EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::optional<bool>(true));
+}
+
+TEST(ParsePodGroupFacts, ReadsGangSizeOwnerAndTheSchedulersVerdict) {
+  auto g = parse_pod_group_facts(nlohmann::json::parse(R"({
+    "metadata": {"name": "resnet", "namespace": "team-a",
+                 "ownerReferences": [{"uid": "uid-1", "controller": true}]},
+    "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+    "status": {"conditions": [{"type": "Other", "status": "True"},
+      {"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable",
+       "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\nmore"}]}})"));
+  EXPECT_EQ(g, (PodGroupFacts{"team-a", "resnet", "uid-1", 3, "False", "Unschedulable",
+                              "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}));
+  // A basic (non-gang) group, or one the scheduler has not tried yet, and malformed fields.
+  auto basic = parse_pod_group_facts(nlohmann::json::parse(R"({"metadata": {"name": "x", "namespace": "n"},
+    "spec": {"schedulingPolicy": {"basic": {}}}, "status": {"conditions": "bad"}})"));
+  EXPECT_EQ(basic, (PodGroupFacts{"n", "x", "", 0, "", "", ""}));
+  EXPECT_EQ(parse_pod_group_facts(nlohmann::json::parse(R"({"metadata": {"name": "y"}, "spec": 3})")).min_count, 0);
 }
 
 TEST(ParseNodeFacts, ReadyCordonedAndNotReadySince) {

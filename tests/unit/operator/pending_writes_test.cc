@@ -61,6 +61,20 @@ TEST(PendingWrites, WritesEveryOtherChangeAtOnce) {
   EXPECT_EQ(w.hold("ns/j", Status{}, failed, t0), milliseconds(0));
 }
 
+TEST(PendingWrites, WritesTheSchedulersVerdictOnAGangAtOnce) {
+  PendingWrites w(seconds(5), seconds(30));
+  Status waiting = pending(2, 0);
+  waiting.conditions.push_back({"GangScheduled", "False", "Unschedulable", "waits", ""});
+  EXPECT_EQ(w.hold("ns/j", pending(2, 0), waiting, t0), milliseconds(0));
+  Status placed = pending(2, 1);
+  placed.conditions.push_back({"GangScheduled", "True", "Scheduled", "placed", ""});
+  EXPECT_EQ(w.hold("ns/j", waiting, placed, t0 + seconds(1)), milliseconds(0));
+  // The same verdict with moving pod counts is progress again.
+  Status more = placed;
+  more.ready_replicas = 2;
+  EXPECT_GT(w.hold("ns/j", placed, more, t0 + seconds(2)).count(), 0);
+}
+
 TEST(PendingWrites, ForgetsADeletedJob) {
   PendingWrites w(seconds(5), seconds(30));
   w.hold("ns/j", Status{}, pending(8, 0), t0);
