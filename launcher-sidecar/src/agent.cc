@@ -2,9 +2,11 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 
+#include "failure_summary.h"
 #include "fs_util.h"
 #include "output_routes.h"
 
@@ -13,16 +15,22 @@ namespace {
 
 void say(const std::string& line) { write_all(2, "kubedist-launcher: " + line + "\n"); }
 
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "unknown-host";
+}
+
 }  // namespace
 
 Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
-             LauncherMetrics& metrics)
+             LauncherMetrics& metrics, TerminalState terminal)
     : loop_(loop),
       config_(std::move(config)),
       base_env_(std::move(base_env)),
       local_world_size_(local_world_size),
       run_dir_(std::move(run_dir)),
       metrics_(metrics),
+      terminal_(terminal),
       logs_(loop) {}
 
 MemberEvents Agent::member_events() {
@@ -43,6 +51,7 @@ void Agent::join() {
 void Agent::on_round(const Assignment& a) {
   if (state_ != State::Joining) return;
   assignment_ = a;
+  failure_line_.clear();
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(a.restart_count);
   std::vector<WorkerLaunch> launches;
   for (int lr = 0; lr < local_world_size_; ++lr) {
@@ -55,6 +64,7 @@ void Agent::on_round(const Assignment& a) {
     w.spec = render_worker(config_, a, local_world_size_, lr, w.error_file, base_env_);
     w.out = route_for(config_, lr, w.rank, 1, dir);
     w.err = route_for(config_, lr, w.rank, 2, dir);
+    w.stdin_mode = stdin_for(terminal_, lr);
     launches.push_back(std::move(w));
   }
   group_ = std::make_unique<WorkerGroup>(
@@ -65,7 +75,8 @@ void Agent::on_round(const Assignment& a) {
                             metrics_.workers_running = 0;
                             member_->done(assignment_.round);
                           },
-                          [this] { loop_.defer([this] { on_workers_stopped(); }); }});
+                          [this] { loop_.defer([this] { on_workers_stopped(); }); }},
+      terminal_.launcher_pgrp);
   state_ = State::Running;
   auto started = group_->start(launches);
   metrics_.rendezvous_rounds_total++;
@@ -87,7 +98,13 @@ void Agent::on_round(const Assignment& a) {
 }
 
 void Agent::on_worker_failure(const WorkerExit& e) {
+  if (e.had_terminal && (e.signal == SIGINT || e.signal == SIGQUIT)) {
+    // Ctrl-C (or Ctrl-\) reached only the worker holding the terminal: the user stops the job, no restart.
+    say("rank " + std::to_string(e.rank) + " was interrupted from the terminal: stopping");
+    return shutdown(e.signal);
+  }
   say("worker failed: " + describe_exit(e));
+  failure_line_ = failure_summary(e, host_name(), read_file_prefix(e.error_file, 1 << 20));
   std::string error = read_file_prefix(e.error_file, 4096);
   if (!error.empty()) {
     while (!error.empty() && error.back() == '\n') error.pop_back();
@@ -118,7 +135,10 @@ void Agent::on_workers_stopped() {
 }
 
 void Agent::on_end(int code, const std::string& reason) {
-  if (code != 0) say(reason);
+  if (code != 0) {
+    say(reason);
+    end_reason_ = reason;
+  }
   if (state_ == State::Running) {
     pending_end_ = code;
     return stop_workers(SIGTERM);
@@ -155,10 +175,21 @@ void Agent::reap_children() {
 void Agent::finish(int code) {
   if (exit_code_) return;
   state_ = State::Exiting;
-  group_.reset();  // SIGKILLs whatever is left in the workers' process groups
+  group_.reset();  // SIGKILLs whatever is left in the workers' process groups and below us
   logs_.drain_all();
+  write_termination_log(code);
   exit_code_ = code;
   loop_.stop();
+}
+
+// The job failed (not stopped by a signal to the launcher): say why where Kubernetes looks. A file that cannot be
+// written costs a warning, never the exit code.
+void Agent::write_termination_log(int code) {
+  if (code == 0 || shutdown_signal_ || config_.termination_log.empty()) return;
+  std::string line = failure_line_.empty() ? one_line(end_reason_) : failure_line_;
+  if (line.empty()) line = "kubedist-launcher exited with code " + std::to_string(code);
+  auto written = kubedist::launcher::write_termination_log(config_.termination_log, line);
+  if (!written) say("warning: " + written.error());
 }
 
 }  // namespace kubedist::launcher

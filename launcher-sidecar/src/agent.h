@@ -12,6 +12,7 @@
 #include "log_mux.h"
 #include "metrics.h"
 #include "rendezvous_member.h"
+#include "terminal.h"
 #include "worker_group.h"
 
 namespace kubedist::launcher {
@@ -20,7 +21,7 @@ class Agent {
  public:
   // run_dir holds attempt_N/LOCAL_RANK/{error.json,stdout.log,stderr.log}.
   Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
-        LauncherMetrics& metrics);
+        LauncherMetrics& metrics, TerminalState terminal = {});
   MemberEvents member_events();
   void start(RendezvousMember& member);
   // A SIGCHLD arrived: reaps every child (workers and orphans re-parented to us) without blocking.
@@ -38,6 +39,7 @@ class Agent {
   void on_workers_stopped();
   void stop_workers(int signal);
   void finish(int code);
+  void write_termination_log(int code);
   void join();
 
   EventLoop& loop_;
@@ -46,6 +48,7 @@ class Agent {
   int local_world_size_;
   std::string run_dir_;
   LauncherMetrics& metrics_;
+  TerminalState terminal_;
   LogMux logs_;
   RendezvousMember* member_ = nullptr;
   std::unique_ptr<WorkerGroup> group_;
@@ -54,6 +57,8 @@ class Agent {
   bool started_once_ = false;
   std::optional<std::chrono::steady_clock::time_point> failure_seen_at_;
   std::optional<int> pending_end_;
+  std::string failure_line_;  // this round's first local worker failure, for the termination log
+  std::string end_reason_;    // why the job ended, when no local worker failed (another node's did)
   int shutdown_signal_ = 0;
   std::optional<int> exit_code_;
 };

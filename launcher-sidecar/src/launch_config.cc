@@ -51,6 +51,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"stop-timeout", false, nullptr},
       {"metrics-port", false, nullptr, "KUBEDIST_METRICS_PORT"},
       {"metrics-addr", false, nullptr, "KUBEDIST_METRICS_ADDR"},
+      {"termination-log", false, nullptr, "KUBEDIST_TERMINATION_LOG"},
       {"help", true, "-h"},
   };
   return table;
@@ -378,6 +379,10 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
     c.metrics_port = *v;
   }
   if (const RawValue* r = get("metrics-addr")) c.metrics_addr = r->value;
+  if (const RawValue* r = get("termination-log")) {
+    if (r->value.empty()) return bad(*r, "a file path (in Kubernetes, the container's terminationMessagePath)");
+    c.termination_log = r->value;
+  }
 
   if (c.standalone) {
     // torchrun --standalone: one node, everything on this host, a free port for the workers' store.
@@ -433,6 +438,7 @@ MASTER_PORT apply too (below PET_*); elsewhere they are ignored, as torchrun ign
                               underscore (--local_rank=N, what torch 1.x passed)
   --stop-timeout S            SIGTERM->SIGKILL grace
   --metrics-port P (env KUBEDIST_METRICS_PORT)  --metrics-addr A (env KUBEDIST_METRICS_ADDR)  Prometheus /metrics
+  --termination-log PATH      (env KUBEDIST_TERMINATION_LOG) on failure, one line: rank, host, exit code, error
 )";
 }
 

@@ -12,7 +12,9 @@
 #include <cstring>
 
 #include "agent.h"
+#include "descendants.h"
 #include "fs_util.h"
+#include "guard.h"
 #include "install.h"
 #include "local_world_size.h"
 #include "metrics_server.h"
@@ -49,20 +51,23 @@ Env current_env() {
   return env;
 }
 
-// Signals arrive through a signalfd. A handler is installed anyway: as PID 1 the kernel drops signals that
-// have the default disposition, and a blocked signal with a handler stays pending for the signalfd.
-int setup_signals() {
-  sigset_t mask;
-  sigemptyset(&mask);
+// Signals are blocked and taken synchronously (sigwaitinfo in the guard, a signalfd in the supervisor). A handler
+// is installed anyway: as PID 1 the kernel drops signals that have the default disposition, and a blocked signal
+// with a handler stays pending. Returns the stop signals (SIGCHLD is blocked too).
+sigset_t block_signals() {
+  sigset_t stops, all;
+  sigemptyset(&stops);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, sig);
+  all = stops;
+  sigaddset(&all, SIGCHLD);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) {
-    sigaddset(&mask, sig);
     struct sigaction sa {};
     sa.sa_handler = [](int) {};
     sigaction(sig, &sa, nullptr);
   }
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  sigprocmask(SIG_BLOCK, &all, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  return stops;
 }
 
 // The directory for error files and logs. With --log-dir, a fresh LOG_DIR/RUN_ID_XXXXXX per run, as torchrun
@@ -131,8 +136,18 @@ int main(int argc, char** argv) {
               "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker process by default, to avoid overloading "
               "your system; tune it for the best performance of your application (set OMP_NUM_THREADS yourself)\n");
 
-  prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our workers come to us to be reaped
-  const int signal_fd = setup_signals();
+  // Two processes, so that no SIGKILL leaves a worker behind (see guard.h).
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans come to us to be reaped
+  const sigset_t stop_signals = block_signals();
+  const pid_t guard = getpid();
+  const TerminalState terminal = probe_terminal();  // from the launcher's own process group, before the fork
+  const pid_t supervisor = fork();
+  if (supervisor < 0) return fail(std::string("fork: ") + std::strerror(errno), 1);
+  if (supervisor > 0) return run_guard(supervisor, stop_signals);
+  if (!become_supervisor(guard)) return 128 + SIGKILL;  // the guard is gone already: nothing was started yet
+  sigset_t signalfd_mask = stop_signals;
+  sigaddset(&signalfd_mask, SIGCHLD);
+  const int signal_fd = signalfd(-1, &signalfd_mask, SFD_NONBLOCK | SFD_CLOEXEC);
   EventLoop loop;
   LauncherMetrics metrics;
 
@@ -173,12 +188,17 @@ int main(int argc, char** argv) {
   if (!config.log_dir.empty()) write_all(2, "kubedist-launcher: worker logs in " + run_dir + "\n");
   if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
     write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
-  Agent agent(loop, config, env, *nproc, run_dir, metrics);
+  Agent agent(loop, config, env, *nproc, run_dir, metrics, terminal);
   loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
     signalfd_siginfo info;
     while (read(signal_fd, &info, sizeof info) == sizeof info) {
       if (info.ssi_signo == SIGCHLD) {
         agent.reap_children();
+      } else if (info.ssi_signo == SIGTERM && guard_died(guard)) {
+        // The launcher was killed (SIGKILL, say) and nobody waits for us: no grace, leave nothing behind.
+        write_all(2, "kubedist-launcher: the launcher process died: killing every worker\n");
+        kill_descendants();
+        _exit(128 + SIGKILL);
       } else {
         agent.shutdown(static_cast<int>(info.ssi_signo));
       }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "descendants.h"
 #include "fs_util.h"
 
 namespace kubedist::launcher {
@@ -52,15 +53,28 @@ Result<int> open_route(const StreamRoute& route, LogMux& logs) {
 }
 
 // In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_worker(pid_t parent, int out_fd, int err_fd, char* const argv[], char* const envp[]) {
+// in_fd: -1 inherits stdin, -2 closes it (no /dev/null to read), else the fd to read.
+[[noreturn]] void exec_worker(pid_t parent, StdinMode stdin_mode, int in_fd, int out_fd, int err_fd,
+                              char* const argv[], char* const envp[]) {
   setpgid(0, 0);                        // own process group: stop() signals the worker and its children
   prctl(PR_SET_PDEATHSIG, SIGKILL);     // the launcher dying (even by SIGKILL) takes its workers along
   if (getppid() != parent) _exit(125);  // the launcher died before prctl took effect
+  // Before exec, as the parent does after fork: whichever runs first, the worker never reads in the background.
+  if (stdin_mode == StdinMode::Terminal) give_terminal(getpid());
+  if (in_fd >= 0) dup2(in_fd, 0);
+  if (in_fd == -2) close(0);
   if (out_fd >= 0) dup2(out_fd, 1);
   if (err_fd >= 0) dup2(err_fd, 2);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  if (stdin_mode == StdinMode::Terminal) {
+    // Ctrl-Z would stop the worker while the shell waits for the launcher, which does not stop: a frozen
+    // terminal. An ignored SIGTSTP stays ignored across exec.
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTSTP, &ign, nullptr);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -83,12 +97,20 @@ std::string describe_exit(const WorkerExit& e) {
          std::to_string(e.pid) + ") " + what + " at " + iso_time(e.when);
 }
 
-WorkerGroup::WorkerGroup(EventLoop& loop, LogMux& logs, Events events)
-    : loop_(loop), logs_(logs), events_(std::move(events)) {}
+WorkerGroup::WorkerGroup(EventLoop& loop, LogMux& logs, Events events, pid_t terminal_home)
+    : loop_(loop), logs_(logs), events_(std::move(events)), terminal_home_(terminal_home) {}
 
 WorkerGroup::~WorkerGroup() {
   if (kill_timer_) loop_.cancel(kill_timer_);
   signal_all(SIGKILL);
+  kill_descendants();
+  return_terminal();
+}
+
+void WorkerGroup::return_terminal() {
+  if (!terminal_given_) return;
+  terminal_given_ = false;
+  give_terminal(terminal_home_);
 }
 
 Result<bool> WorkerGroup::start(const std::vector<WorkerLaunch>& launches) {
@@ -107,13 +129,24 @@ Result<bool> WorkerGroup::start(const std::vector<WorkerLaunch>& launches) {
     argv.push_back(nullptr);
     for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
+    int in_fd = -1;
+    if (w.stdin_mode == StdinMode::DevNull) {
+      in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (in_fd < 0) in_fd = -2;
+    }
     pid_t pid = fork();
-    if (pid == 0) exec_worker(parent, *out, *err, argv.data(), envp.data());
+    if (pid == 0) exec_worker(parent, w.stdin_mode, in_fd, *out, *err, argv.data(), envp.data());
+    if (in_fd >= 0) close(in_fd);
     if (*out >= 0) close(*out);
     if (*err >= 0) close(*err);
     if (pid < 0) return make_error(std::string("fork: ") + std::strerror(errno));
     setpgid(pid, pid);  // also here, so that a stop() right after start() cannot miss the group
-    workers_.push_back(Worker{pid, w.local_rank, w.rank, w.error_file, true});
+    const bool terminal = w.stdin_mode == StdinMode::Terminal;
+    if (terminal) {
+      give_terminal(pid);
+      terminal_given_ = true;
+    }
+    workers_.push_back(Worker{pid, w.local_rank, w.rank, w.error_file, true, terminal});
     ++running_;
   }
   return true;
@@ -124,7 +157,8 @@ bool WorkerGroup::on_child_exit(pid_t pid, int status) {
     if (w.pid != pid || !w.alive) continue;
     w.alive = false;
     --running_;
-    WorkerExit exit{w.local_rank, w.rank, pid, 0, 0, std::chrono::system_clock::now(), w.error_file};
+    WorkerExit exit{w.local_rank, w.rank, pid, 0, 0, std::chrono::system_clock::now(), w.error_file, w.terminal};
+    if (w.terminal) return_terminal();
     if (WIFSIGNALED(status)) {
       exit.signal = WTERMSIG(status);
       exit.exit_code = 128 + exit.signal;
@@ -135,7 +169,8 @@ bool WorkerGroup::on_child_exit(pid_t pid, int status) {
       if (running_ == 0) {
         if (kill_timer_) loop_.cancel(kill_timer_);
         kill_timer_ = 0;
-        signal_all(SIGKILL);  // whatever the workers left behind in their groups
+        signal_all(SIGKILL);  // whatever the workers left behind in their groups,
+        kill_descendants();   // and outside them (setsid()): nothing of this round survives into the next
         events_.on_stopped();
       }
     } else if (exit.exit_code != 0 && !failed_) {

@@ -11,6 +11,7 @@
 #include "event_loop.h"
 #include "log_mux.h"
 #include "result.h"
+#include "terminal.h"
 #include "worker_env.h"
 
 namespace kubedist::launcher {
@@ -29,6 +30,7 @@ struct WorkerLaunch {
   int rank = 0;
   std::string error_file;
   StreamRoute out, err;
+  StdinMode stdin_mode = StdinMode::Inherit;
 };
 
 struct WorkerExit {
@@ -39,6 +41,7 @@ struct WorkerExit {
   int signal = 0;     // 0 unless killed by a signal
   std::chrono::system_clock::time_point when;
   std::string error_file;
+  bool had_terminal = false;  // its process group was the terminal's foreground group (Ctrl-C reached only it)
 };
 
 // One line: "rank 3 (local rank 1, pid 42) exited with code 3 at 2026-01-01T00:00:00.000Z".
@@ -51,8 +54,9 @@ class WorkerGroup {
     std::function<void()> on_success;                   // every worker exited 0
     std::function<void()> on_stopped;                   // every worker is gone after stop()
   };
-  WorkerGroup(EventLoop& loop, LogMux& logs, Events events);
-  ~WorkerGroup();  // SIGKILLs every process group still alive: no orphans
+  // terminal_home: the process group that gets the terminal back when a worker that held it is gone.
+  WorkerGroup(EventLoop& loop, LogMux& logs, Events events, pid_t terminal_home = 0);
+  ~WorkerGroup();  // SIGKILLs every process group still alive and every descendant: no orphans
   WorkerGroup(const WorkerGroup&) = delete;
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
@@ -70,7 +74,9 @@ class WorkerGroup {
     int rank = 0;
     std::string error_file;
     bool alive = false;
+    bool terminal = false;
   };
+  void return_terminal();
   void signal_all(int signal);
   EventLoop& loop_;
   LogMux& logs_;
@@ -80,6 +86,8 @@ class WorkerGroup {
   bool stopping_ = false;
   bool failed_ = false;
   EventLoop::TimerId kill_timer_ = 0;
+  pid_t terminal_home_ = 0;
+  bool terminal_given_ = false;
 };
 
 }  // namespace kubedist::launcher

@@ -29,6 +29,13 @@ void set_env(json& container, const TrainingJob& job, int rank, const PodOptions
     ours.push_back({{"name", "KUBEDIST_METRICS_ADDR"},
                     {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "status.podIP"}}}}}});
   }
+  // The launcher of a failed job leaves one line (rank, host, exit, error) in the termination message file, which
+  // the kubelet copies to the pod's terminated.message and the operator to status.lastFailure.
+  const auto path = container.find("terminationMessagePath");
+  ours.push_back({{"name", "KUBEDIST_TERMINATION_LOG"},
+                  {"value", path != container.end() && path->is_string() && !path->get<std::string>().empty()
+                                ? path->get<std::string>()
+                                : std::string("/dev/termination-log")}});
   json env = json::array();
   if (container.contains("env") && container["env"].is_array()) {
     for (const auto& e : container["env"]) {

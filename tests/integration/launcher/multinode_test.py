@@ -111,11 +111,18 @@ class MultiNode(LauncherTest):
 
     def test_a_worker_failure_with_no_restart_left_fails_every_node_with_its_code(self):
         script = 'if [ "$RANK" = 3 ]; then exit 42; fi; exec sleep 300'
-        nodes = [self.node(n, 2, script, "--nproc-per-node=2", "--rdzv-conf=join_timeout=60") for n in (0, 1)]
+        nodes = [self.node(n, 2, script, "--nproc-per-node=2", "--rdzv-conf=join_timeout=60",
+                           f"--termination-log={self.path(f'termination-log-{n}')}") for n in (0, 1)]
         for n in nodes:
             self.assertEqual(n.wait(), 42, n.stderr())
         self.assertIn("worker failed: rank 3 (local rank 1", nodes[1].stderr())
         self.assertIn("giving up after 0 restart(s) (--max-restarts=0): node 1: rank 3", nodes[0].stderr())
+        # Each pod's termination message says why: the failing worker where it ran, the job's reason elsewhere.
+        self.assertEqual(self.read("termination-log-1"),
+                         f"rank 3 (local rank 1) on {socket.gethostname()} exited with code 42")
+        self.assertRegex(self.read("termination-log-0"),
+                         r"^giving up after 0 restart\(s\) \(--max-restarts=0\): node 1: rank 3 \(local rank 1, pid \d+\) "
+                         r"exited with code 42 at \S+$")
 
     def test_without_node_ranks_the_first_launcher_on_the_endpoints_host_hosts(self):
         # torchrun's c10d style: the same command on every node, no --node-rank.

@@ -2,6 +2,7 @@
 import os
 import re
 import signal
+import socket
 import subprocess
 import unittest
 import urllib.request
@@ -74,6 +75,84 @@ class Supervision(LauncherTest):
         l.proc.wait()
         wait_until(lambda: not pid_alive(worker), what="worker to die with its launcher")
 
+    # A worker with a child in its process group and a grandchild that escaped into its own session (setsid):
+    # the shapes of dataloader workers and daemonized helpers. Each writes its pid, the grandchild also its sid.
+    FAMILY = """import os, sys, time
+def note(text):
+    with open(sys.argv[1], "a") as f:
+        f.write(text + "\\n")
+note(f"worker {os.getpid()}")
+up_r, up_w = os.pipe()
+if os.fork() == 0:
+    note(f"child {os.getpid()}")
+    if os.fork() == 0:
+        os.setsid()
+        note(f"grandchild {os.getpid()} {os.getsid(0)}")
+        os.write(up_w, b"up")
+        time.sleep(300)
+        os._exit(0)
+    time.sleep(300)
+    os._exit(0)
+os.read(up_r, 2)  # the whole family is up (and noted) before the worker goes on
+if sys.argv[2] == "sleep":
+    time.sleep(300)
+"""
+
+    def start_family(self, then="sleep", prefix=None):
+        """A launcher of one FAMILY worker; returns it and the family's pids once all three are up."""
+        os.chmod(self.tmp, 0o777)  # also for an unprivileged launcher
+        with open(self.path("family.py"), "w") as f:
+            f.write(self.FAMILY)
+        notes = self.path("family")
+        l = self.launch(["--no-python", "--", "/usr/bin/python3", self.path("family.py"), notes, then], prefix=prefix)
+        lines = wait_until(lambda: os.path.exists(notes) and (lambda t: t if len(t) == 3 else None)(
+            self.read("family").splitlines()), what="the worker, its child and its grandchild")
+        family = {line.split()[0]: [int(x) for x in line.split()[1:]] for line in lines}
+        grandchild, sid = family["grandchild"]
+        self.assertEqual(sid, grandchild, "the grandchild has its own session")
+        return l, [family["worker"][0], family["child"][0], grandchild]
+
+    def assert_all_gone(self, pids):
+        try:
+            wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=10, what="every process to be gone")
+        finally:
+            for pid in pids:
+                terminate(pid, signal.SIGKILL)
+
+    def test_sigkill_of_the_launcher_leaves_no_process_behind(self):
+        l, pids = self.start_family()
+        l.proc.kill()
+        l.proc.wait()
+        self.assert_all_gone(pids)
+
+    def test_sigkill_of_an_unprivileged_launcher_leaves_no_process_behind(self):
+        # As in a pod whose image runs as a plain user: no CAP_SYS_ADMIN, no PID namespace, no cgroup to write.
+        l, pids = self.start_family(prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        self.assertEqual({os.stat(f"/proc/{p}").st_uid for p in pids}, {65534})
+        l.proc.kill()
+        l.proc.wait()
+        self.assert_all_gone(pids)
+
+    def test_sigkill_of_the_supervisor_process_leaves_no_process_behind_and_exits_137(self):
+        l, pids = self.start_family()
+        # The launcher's child that is not a worker's parent-to-be: the supervisor (see guard.h).
+        supervisor = int(subprocess.run(["pgrep", "-P", str(l.proc.pid)], capture_output=True, text=True).stdout)
+        terminate(supervisor, signal.SIGKILL)
+        self.assertEqual(l.wait(), 128 + signal.SIGKILL)
+        self.assert_all_gone(pids)
+
+    def test_sigkill_of_the_launchers_process_group_leaves_no_process_behind(self):
+        # `kill -9 %1` in a shell: the whole job's process group, in which the launcher was started.
+        l, pids = self.start_family(prefix=["setsid"])
+        os.killpg(l.proc.pid, signal.SIGKILL)
+        l.proc.wait()
+        self.assert_all_gone(pids)
+
+    def test_a_successful_job_leaves_no_escaped_grandchild_behind(self):
+        l, pids = self.start_family(then="exit")
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assert_all_gone(pids)
+
     def test_reaps_orphaned_grandchildren(self):
         orphan_file = self.path("orphan")
         # The subshell exits at once; its `sleep 0.3` is orphaned and re-parented to the launcher (a subreaper).
@@ -116,6 +195,48 @@ class Supervision(LauncherTest):
         l = self.launch(["--no-python", "--", "sh", "-c", script])
         self.assertEqual(l.wait(), 1)
         self.assertRegex(l.stderr(), r"rank 0 error file \S+/attempt_0/0/error.json: .*ValueError: boom")
+
+    def test_a_failed_job_leaves_one_line_with_the_python_error_in_the_termination_log(self):
+        # The worker records its exception in TORCHELASTIC_ERROR_FILE the way torch's @record does
+        # (torch/distributed/elastic/multiprocessing/errors/error_handler.py), then dies of it.
+        with open(self.path("raises.py"), "w") as f:
+            f.write("import json, os, time, traceback\n"
+                    "try:\n"
+                    "    raise ValueError('learning rate must be positive\\nnot -1')\n"
+                    "except Exception as e:\n"
+                    "    with open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w') as f:\n"
+                    "        json.dump({'message': {'message': f'{type(e).__name__}: {e}', 'extraInfo': {\n"
+                    "            'py_callstack': traceback.format_exc(), 'timestamp': str(int(time.time()))}}}, f)\n"
+                    "    raise\n")
+        log = self.path("termination-log")
+        l = self.launch(["--nproc-per-node=2", "--no-python", "--", "sh", "-c",
+                         f'if [ "$RANK" = 1 ]; then exec /usr/bin/python3 {self.path("raises.py")}; fi; exec sleep 300'],
+                        env={"KUBEDIST_TERMINATION_LOG": log})
+        self.assertEqual(l.wait(), 1)
+        self.assertEqual(self.read("termination-log"),
+                         f"rank 1 (local rank 1) on {socket.gethostname()} exited with code 1: "
+                         "ValueError: learning rate must be positive")
+
+    def test_a_worker_killed_by_a_signal_is_named_in_the_termination_log(self):
+        l = self.launch(["--termination-log", self.path("t"), "--max-restarts=1", "--no-python", "--",
+                         "sh", "-c", "kill -SEGV $$"])
+        self.assertEqual(l.wait(), 128 + signal.SIGSEGV)
+        self.assertEqual(self.read("t"), f"rank 0 (local rank 0) on {socket.gethostname()} was killed by signal SIGSEGV")
+
+    def test_a_successful_job_writes_no_termination_log(self):
+        l = self.launch(["--termination-log", self.path("t"), "--no-python", "--", "true"])
+        self.assertEqual(l.wait(), 0)
+        self.assertFalse(os.path.exists(self.path("t")))
+
+    def test_an_unwritable_termination_log_is_a_warning_not_a_crash(self):
+        l = self.launch(["--termination-log=/nonexistent/dir/termination-log", "--no-python", "--", "sh", "-c", "exit 4"])
+        self.assertEqual(l.wait(), 4)
+        self.assertIn("kubedist-launcher: warning: cannot write the termination log /nonexistent/dir/termination-log: "
+                      "No such file or directory\n", l.stderr())
+        bad = self.launch(["--termination-log=", "--no-python", "--", "true"])
+        self.assertEqual(bad.wait(), 2)
+        self.assertEqual(bad.stderr(), "kubedist-launcher: --termination-log: expected a file path (in Kubernetes, the "
+                                       "container's terminationMessagePath), got ''\n")
 
     def test_tee_prefixes_each_rank_and_writes_log_files(self):
         logs = self.path("logs")

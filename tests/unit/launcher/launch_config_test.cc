@@ -165,6 +165,15 @@ TEST(LaunchConfig, MetricsEndpointComesFromTheOperatorsEnv) {
             "127.0.0.1");
 }
 
+TEST(LaunchConfig, TerminationLogComesFromTheFlagOrTheOperatorsEnv) {
+  EXPECT_EQ(parse_ok({"t.py"}).termination_log, "");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_TERMINATION_LOG", "/dev/termination-log"}}).termination_log,
+            "/dev/termination-log");
+  EXPECT_EQ(parse_ok({"--termination-log=/tmp/t", "t.py"}, {{"KUBEDIST_TERMINATION_LOG", "/dev/x"}}).termination_log,
+            "/tmp/t");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_TERMINATION_LOG", ""}}).termination_log, "") << "empty is unset, as for every variable";
+}
+
 TEST(LaunchConfig, RestartPolicyExitCodeMakesCodesUpTo127Permanent) {
   EXPECT_FALSE(parse_ok({"t.py"}).permanent_exit_codes);
   EXPECT_FALSE(parse_ok({"t.py"}, {{"KUBEDIST_RESTART_POLICY", "OnFailure"}}).permanent_exit_codes);
@@ -255,6 +264,7 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--legacy-launch", "t.py"}, {{"PET_LOCAL_RANK_STYLE", "--local_rank"}}, "PET_LOCAL_RANK_STYLE: expected"},
       {{"--local-rank-style=underscore", "t.py"}, {}, "only applies with --legacy-launch"},
       {{"t.py"}, {{"KUBEDIST_RESTART_POLICY", "exitcode"}}, "KUBEDIST_RESTART_POLICY: expected OnFailure, Never or ExitCode"},
+      {{"--termination-log=", "t.py"}, {}, "--termination-log: expected a file path"},
   };
   for (const auto& c : cases) {
     auto r = parse_launch_config(c.args, c.env);

@@ -172,6 +172,18 @@ TEST(RenderPod, LetsTheLauncherServeMetricsOnThePodsAddress) {
   EXPECT_EQ(trainer["ports"][2], json::parse(R"({"name": "kd-metrics", "containerPort": 9402, "protocol": "TCP"})"));
 }
 
+TEST(RenderPod, TellsTheLauncherWhereTheTerminationMessageGoes) {
+  const auto pod = render_pod(testing::example_job(), 0, PodOptions{});
+  EXPECT_EQ(env_of(pod["spec"]["containers"][0])["KUBEDIST_TERMINATION_LOG"], "/dev/termination-log");
+  json j = testing::example_job_json();
+  j["spec"]["template"]["spec"]["containers"][0]["terminationMessagePath"] = "/tmp/why";
+  j["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "KUBEDIST_TERMINATION_LOG"}, {"value", "x"}});
+  const auto custom = render_pod(testing::job_from(j), 0, PodOptions{});
+  const auto& trainer = custom["spec"]["containers"][0];
+  EXPECT_EQ(env_of(trainer)["KUBEDIST_TERMINATION_LOG"], "/tmp/why");  // the container's own path wins
+  EXPECT_EQ(count_env(trainer, "KUBEDIST_TERMINATION_LOG"), 1u);
+}
+
 TEST(RenderPod, LauncherMetricsPortZeroServesNone) {
   const auto pod = render_pod(testing::example_job(), 0, PodOptions{"img", 0});
   const auto& trainer = pod["spec"]["containers"][0];

@@ -1,0 +1,30 @@
+// Descendants: every process below this one, found through /proc, and how to kill them all (also those that
+// left their process group or session, which a process-group kill misses).
+#pragma once
+
+#include <sys/types.h>
+
+#include <set>
+#include <vector>
+
+namespace kubedist::launcher {
+
+struct ProcEntry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  bool zombie = false;  // exited, waiting to be reaped: nothing left to kill
+};
+
+// The live (non-zombie) processes whose parent chain leads to root, root excluded.
+std::set<pid_t> live_descendants(pid_t root, const std::vector<ProcEntry>& table);
+
+// True when /proc belongs to this process's PID namespace (its PIDs are ours to signal). In a new PID namespace
+// without its own /proc mount the numbers are the outer namespace's, and signalling them would hit strangers.
+bool proc_is_ours();
+
+// SIGKILLs every descendant of this process, scanning /proc again until a scan finds nothing new (a process that
+// forked just before its SIGKILL shows its child in the next scan). Does not reap. Without a usable /proc it
+// does nothing and returns false.
+bool kill_descendants();
+
+}  // namespace kubedist::launcher

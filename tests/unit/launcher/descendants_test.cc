@@ -1,0 +1,30 @@
+#include "descendants.h"
+
+#include <gtest/gtest.h>
+
+namespace kubedist::launcher {
+namespace {
+
+TEST(LiveDescendants, FollowsTheParentChainBelowRootOnly) {
+  // 10 is us; 11 a worker, 12 its child, 13 a grandchild that called setsid() (still below us by parent);
+  // 20 a stranger with its own child 21.
+  std::vector<ProcEntry> table{{1, 0, false},  {10, 1, false}, {11, 10, false}, {12, 11, false},
+                               {13, 12, false}, {20, 1, false}, {21, 20, false}};
+  EXPECT_EQ(live_descendants(10, table), (std::set<pid_t>{11, 12, 13}));
+}
+
+TEST(LiveDescendants, SkipsZombiesButNotTheirLiveChildren) {
+  // A zombie cannot be killed; a live process listed below it (a stale scan) still is a descendant.
+  std::vector<ProcEntry> table{{10, 1, false}, {11, 10, true}, {12, 11, false}};
+  EXPECT_EQ(live_descendants(10, table), (std::set<pid_t>{12}));
+}
+
+TEST(LiveDescendants, IsEmptyWithoutChildrenAndSurvivesACycle) {
+  EXPECT_TRUE(live_descendants(10, {{10, 1, false}, {20, 1, false}}).empty());
+  // A table read while pids were reused may hold a cycle; the walk must still end.
+  std::vector<ProcEntry> cycle{{11, 10, false}, {12, 11, false}, {11, 12, false}};
+  EXPECT_EQ(live_descendants(10, cycle), (std::set<pid_t>{11, 12}));
+}
+
+}  // namespace
+}  // namespace kubedist::launcher
