@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
       auto ok = host->listen(bind, config.rdzv_port);
       if (!ok && config.node_rank_given) return fail(ok.error(), 1);
       if (!ok) host.reset();
+      // No --master-addr: the other nodes' workers could only guess 127.0.0.1, so each round names the store.
+      if (host && !config.master_addr_given)
+        host->announce_store(config.rdzv_host, config.master_port_given ? config.master_port : 0);
     }
   }
   if (!host) config.node_rank = config.node_rank_given ? config.node_rank : 1;  // the round assigns GROUP_RANK

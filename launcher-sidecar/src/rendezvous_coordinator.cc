@@ -137,7 +137,7 @@ void RendezvousCoordinator::form_round() {
   int offset = 0;
   for (size_t g = 0; g < order.size(); ++g) {
     Member& m = members_[order[g].second];
-    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world};
+    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world, "", 0};
     offset += m.info.nproc;
     m.joined = false;
     m.in_round = true;

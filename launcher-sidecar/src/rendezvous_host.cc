@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "log_mux.h"
+#include "net.h"
 #include "rendezvous_wire.h"
 
 namespace kubedist::launcher {
@@ -67,8 +68,30 @@ std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents even
   return std::make_unique<LocalMember>(*this);
 }
 
+void RendezvousHost::announce_store(std::string addr, int port) {
+  store_addr_ = std::move(addr);
+  store_fixed_port_ = port;
+}
+
+void RendezvousHost::add_store(Assignment& a) {
+  if (store_addr_.empty()) return;
+  if (store_round_ != a.round) {
+    store_round_ = a.round;
+    store_port_ = store_fixed_port_;
+    if (store_port_ == 0) {
+      // Free on every address: the rank-0 worker's TCPStore listens on all of them.
+      auto port = pick_free_port("");
+      if (!port) write_all(2, "kubedist-launcher: rendezvous: no free port for the workers' store: " + port.error() + "\n");
+      store_port_ = port ? *port : 29500;
+    }
+  }
+  a.master_addr = store_addr_;
+  a.master_port = store_port_;
+}
+
 void RendezvousHost::flush() {
   for (auto& out : coordinator_.take_outbox()) {
+    if (out.message.kind == RendezvousMessage::Kind::Round) add_store(out.message.assignment);
     if (out.to == kLocalMember) {
       // Delivered on the next turn of the loop, so the agent never re-enters itself.
       loop_.defer([this, m = out.message] {

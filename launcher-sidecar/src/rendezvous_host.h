@@ -24,6 +24,10 @@ class RendezvousHost {
 
   // Accepts other nodes on bind_addr:port (IPv4, "" for any address).
   Result<bool> listen(const std::string& bind_addr, int port);
+  // Every round then names the workers' store: addr (this host as the other nodes reach it) and port, or with
+  // port 0 a port free on this host, chosen anew for each round (torchrun's c10d rendezvous does the same on the
+  // node of group rank 0; the host is node rank 0, so group rank 0 whenever it takes part).
+  void announce_store(std::string addr, int port);
   // Node 0's own agent, talking to the coordinator without a socket.
   std::unique_ptr<RendezvousMember> local_member(MemberEvents events);
   const RendezvousCoordinator& coordinator() const { return coordinator_; }
@@ -34,6 +38,7 @@ class RendezvousHost {
     std::string in;
     std::string out;
   };
+  void add_store(Assignment& a);
   void flush();  // delivers the coordinator's messages and re-arms its deadline timer
   void connection_ready(int fd, std::uint32_t events);
   void drop(int fd);
@@ -45,6 +50,10 @@ class RendezvousHost {
   std::map<int, Connection> connections_;  // member id = fd for TCP members
   MemberEvents local_events_;
   EventLoop::TimerId deadline_timer_ = 0;
+  std::string store_addr_;  // empty: rounds name no store (the launchers' --master-addr/--master-port hold)
+  int store_fixed_port_ = 0;
+  int store_round_ = -1;    // the round store_port_ was chosen for
+  int store_port_ = 0;
 };
 
 }  // namespace kubedist::launcher

@@ -41,7 +41,8 @@ std::string encode_message(const RendezvousMessage& m) {
       const Assignment& a = m.assignment;
       return "ROUND " + std::to_string(a.round) + " " + std::to_string(a.restart_count) + " " +
              std::to_string(a.group_rank) + " " + std::to_string(a.group_world_size) + " " +
-             std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) + "\n";
+             std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) +
+             (a.master_addr.empty() ? "" : " " + a.master_addr + " " + std::to_string(a.master_port)) + "\n";
     }
     case RendezvousMessage::Kind::Stop:
       return "STOP " + std::to_string(m.round) + "\n";
@@ -86,7 +87,13 @@ Result<RendezvousMessage> parse_message(const std::string& line) {
     Assignment& a = m.assignment;
     if (in >> a.round >> a.restart_count >> a.group_rank >> a.group_world_size >> a.rank_offset >> a.world_size) {
       m.round = a.round;
-      return m;
+      // Optional: the workers' store the host chose for this round ("ADDR PORT").
+      std::string addr, extra;
+      if (!(in >> addr)) return m;
+      if (in >> a.master_port && a.master_port >= 1 && a.master_port <= 65535 && !(in >> extra)) {
+        a.master_addr = addr;
+        return m;
+      }
     }
   } else if (verb == "STOP") {
     m.kind = RendezvousMessage::Kind::Stop;

@@ -23,7 +23,8 @@ std::string encode_failed(int round, int exit_code, const std::string& summary);
 std::string encode_done(int round);
 std::string encode_leave();
 std::string encode_status();
-std::string encode_message(const RendezvousMessage& message);  // "ROUND r rc g gws off ws\n", "STOP r\n", "FAIL c text\n"
+// "ROUND r rc g gws off ws [master_addr master_port]\n", "STOP r\n", "FAIL c text\n"
+std::string encode_message(const RendezvousMessage& message);
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);
 // The answer to STATUS, key=value fields so that readers can skip what they do not know:

@@ -17,8 +17,8 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int lo
   set("WORLD_SIZE", std::to_string(a.world_size));
   set("GROUP_WORLD_SIZE", std::to_string(a.group_world_size));
   set("ROLE_WORLD_SIZE", std::to_string(a.world_size));
-  set("MASTER_ADDR", config.master_addr);
-  set("MASTER_PORT", std::to_string(config.master_port));
+  set("MASTER_ADDR", a.master_addr.empty() ? config.master_addr : a.master_addr);
+  set("MASTER_PORT", std::to_string(a.master_port > 0 ? a.master_port : config.master_port));
   set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
   set("TORCHELASTIC_MAX_RESTARTS", std::to_string(config.max_restarts));
   set("TORCHELASTIC_RUN_ID", config.run_id);

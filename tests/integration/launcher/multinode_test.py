@@ -126,6 +126,46 @@ class MultiNode(LauncherTest):
             self.assertEqual(n.wait(), 0, n.stderr())
         self.assertEqual(sorted(self.lines("log")), ["2 0 0", "2 1 1"])
 
+    def c10d_node(self, endpoint_host, nnodes, script, *flags, run_id="job", port=None):
+        """torchrun's c10d style: the same command on every node, no node rank and no master address."""
+        args = [f"--nnodes={nnodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint_host}:{port or self.rdzv_port}",
+                f"--rdzv-id={run_id}", *flags, "--no-python", "--", "sh", "-c", script]
+        return self.launch(args)
+
+    def accepts(self, host, port):
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def test_without_a_master_address_every_node_gets_the_store_the_rendezvous_host_chose(self):
+        # Node 0 is the host that 127.0.0.2 belongs to; before the fix node 1's workers got 127.0.0.1:29500.
+        log = self.path("log")
+        script = f'echo "$GROUP_RANK $MASTER_ADDR $MASTER_PORT" >> {log}'
+        n0 = self.c10d_node("127.0.0.2", 2, script, "--rdzv-conf=join_timeout=60")
+        wait_until(lambda: self.accepts("127.0.0.2", self.rdzv_port), what="node 0 hosting the rendezvous")
+        n1 = self.c10d_node("127.0.0.2", 2, script, "--rdzv-conf=join_timeout=60")
+        for n in (n0, n1):
+            self.assertEqual(n.wait(), 0, n.stderr())
+        lines = sorted(self.lines("log"))
+        self.assertEqual([line.split()[:2] for line in lines], [["0", "127.0.0.2"], ["1", "127.0.0.2"]])
+        ports = {line.split()[2] for line in lines}
+        self.assertEqual(len(ports), 1, lines)
+        self.assertNotIn("29500", ports)
+
+    def test_a_given_master_port_is_kept_and_the_address_still_comes_from_the_rendezvous(self):
+        log = self.path("log")
+        script = f'echo "$GROUP_RANK $MASTER_ADDR $MASTER_PORT" >> {log}'
+        flags = ["--rdzv-conf=join_timeout=60", f"--master_port={self.master_port}"]
+        n0 = self.c10d_node("127.0.0.2", 2, script, *flags)
+        wait_until(lambda: self.accepts("127.0.0.2", self.rdzv_port), what="node 0 hosting the rendezvous")
+        n1 = self.c10d_node("127.0.0.2", 2, script, *flags)
+        for n in (n0, n1):
+            self.assertEqual(n.wait(), 0, n.stderr())
+        self.assertEqual(sorted(self.lines("log")),
+                         [f"0 127.0.0.2 {self.master_port}", f"1 127.0.0.2 {self.master_port}"])
+
     def test_losing_a_node_below_min_makes_the_rest_wait_then_fail_clearly(self):
         pids = self.path("pids")
         script = f'echo $$ >> {pids}; exec sleep 300'

@@ -27,7 +27,7 @@ TEST(RendezvousWire, RequestsRoundTrip) {
 }
 
 TEST(RendezvousWire, MessagesRoundTrip) {
-  RendezvousMessage round{RendezvousMessage::Kind::Round, {2, 1, 1, 2, 4, 8}, 2, 0, ""};
+  RendezvousMessage round{RendezvousMessage::Kind::Round, {2, 1, 1, 2, 4, 8, "", 0}, 2, 0, ""};
   auto line = encode_message(round);
   EXPECT_EQ(line, "ROUND 2 1 1 2 4 8\n");
   auto r = parse_message(line.substr(0, line.size() - 1));
@@ -37,6 +37,26 @@ TEST(RendezvousWire, MessagesRoundTrip) {
   ASSERT_TRUE(fail.ok());
   EXPECT_EQ(fail->exit_code, 3);
   EXPECT_EQ(fail->reason, "giving up: node 1 left");
+}
+
+TEST(RendezvousWire, ARoundCarriesTheWorkersStoreWhenTheHostChoseIt) {
+  RendezvousMessage round{RendezvousMessage::Kind::Round, {0, 0, 1, 2, 1, 2, "node-0.job", 41234}, 0, 0, ""};
+  auto line = encode_message(round);
+  EXPECT_EQ(line, "ROUND 0 0 1 2 1 2 node-0.job 41234\n");
+  auto r = parse_message(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->assignment.master_addr, "node-0.job");
+  EXPECT_EQ(r->assignment.master_port, 41234);
+  auto without = parse_message("ROUND 0 0 1 2 1 2");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->assignment.master_addr, "");
+  EXPECT_EQ(without->assignment.master_port, 0);
+  for (std::string bad : {"ROUND 0 0 1 2 1 2 host", "ROUND 0 0 1 2 1 2 host x", "ROUND 0 0 1 2 1 2 host 0",
+                          "ROUND 0 0 1 2 1 2 host 70000", "ROUND 0 0 1 2 1 2 host 80 extra"}) {
+    auto m = parse_message(bad);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.error(), "bad rendezvous message: '" + bad + "'");
+  }
 }
 
 TEST(RendezvousWire, RejectsGarbage) {
