@@ -16,9 +16,11 @@
 // waited for). Group ranks are dense, ordered by node rank, so node rank 0 is group rank 0; global ranks follow
 // group ranks, each node adding its own nproc. While a round runs, a worker failure (FAILED), a node leaving
 // before it is DONE, or a new node joining while the round is below MAX starts a new round: every member is told
-// to STOP and JOIN again, and the restart count grows by one. A failure or loss with no restarts left
-// (--max-restarts) ends the job with the failing worker's exit code; a joiner with no restarts left waits for the
-// next round instead. Below MIN nodes the service waits join_timeout for nodes to (re)join, then ends the job
+// to STOP and JOIN again, and the restart count (TORCHELASTIC_RESTART_COUNT) grows by one. Failures and leaves are
+// charged to --max-restarts: with none left the job ends with the failing worker's exit code. A joiner is not
+// charged (torchrun: membership changes do not count as retries). A joiner that finds the group at MAX, or nodes
+// already DONE, waits; if the job then finishes without it, it is told so with exit code 1, never a success.
+// Below MIN nodes the service waits join_timeout for nodes to (re)join, then ends the job
 // with a message saying how many nodes were missing. When every node of the round is DONE the job has finished.
 // A failure or loss after some node is already DONE ends the job (the finished nodes are gone).
 // Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE) or scale (a node
@@ -113,7 +115,9 @@ class RendezvousCoordinator {
   };
   void evaluate(Clock::time_point now);
   void form_round();
-  void new_round(const std::string& reason, int exit_code, const char* cause, Clock::time_point now);
+  // charged: counts against --max-restarts (a failure or a leave; a joiner is free).
+  void new_round(const std::string& reason, int exit_code, const char* cause, Clock::time_point now,
+                 bool charged = true);
   void end(int exit_code, const std::string& reason);
   void send(MemberId to, RendezvousMessage m) { outbox_.push_back({to, std::move(m)}); }
   bool round_finished() const;
@@ -123,7 +127,8 @@ class RendezvousCoordinator {
   Phase phase_ = Phase::Gathering;
   std::map<MemberId, Member> members_;
   int round_ = -1;
-  int restart_count_ = 0;
+  int restart_count_ = 0;     // rounds re-formed, for whatever cause
+  int charged_restarts_ = 0;  // those charged to --max-restarts
   std::map<std::string, int> restarts_by_cause_{{kCauseWorkerCrash, 0}, {kCauseNodeLost, 0}, {kCauseScale, 0}};
   int round_nodes_ = 0;
   int round_world_size_ = 0;

@@ -51,6 +51,34 @@ class MultiNode(LauncherTest):
         self.assertEqual(n0.wait(), 0, n0.stderr())
         self.assertEqual(n1.wait(), 0, n1.stderr())
 
+    def test_a_late_joiner_is_admitted_without_restarts_left_as_torchrun_admits_it(self):
+        # --max-restarts defaults to 0: growing the group is a membership change, not a retry.
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$WORLD_SIZE $RANK $TORCHELASTIC_RESTART_COUNT" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--rdzv-conf=last_call_timeout=0.2,join_timeout=60", "--stop-timeout=5"]
+        n0 = self.node(0, "1:2", script, *flags)
+        wait_until(lambda: "1 0 0" in self.lines("log"), what="node 0 running alone")
+        n1 = self.node(1, "1:2", script, *flags)
+        wait_until(lambda: {"2 0 1", "2 1 1"} <= set(self.lines("log")), what="both nodes in the grown group")
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertEqual(n1.wait(), 0, n1.stderr())
+
+    def test_a_late_joiner_of_a_full_group_says_it_was_not_admitted_and_fails(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$GROUP_RANK" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        nodes = [self.c10d_node("127.0.0.1", 2, script, "--rdzv-conf=join_timeout=60") for _ in range(2)]
+        wait_until(lambda: len(self.lines("log")) == 2, what="both nodes running")
+        late = self.c10d_node("127.0.0.1", 2, script, "--rdzv-conf=join_timeout=60")
+        wait_until(lambda: "joined the rendezvous" in late.stderr(), what="the third node connected")
+        open(go, "w").close()
+        for n in nodes:
+            self.assertEqual(n.wait(), 0, n.stderr())
+        self.assertEqual(late.wait(), 1, late.stderr())
+        self.assertIn("kubedist-launcher: this node was not admitted (the group already had the maximum of 2 nodes) "
+                      "and the job finished without it\n", late.stderr())
+        self.assertEqual(sorted(self.lines("log")), ["0", "1"])
+
     def status(self):
         """One STATUS request to node 0's rendezvous service, as the operator's poller sends it."""
         with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:

@@ -93,6 +93,26 @@ class TorchJobs(LauncherTest):
         self.assertEqual(len({r["env"]["MASTER_PORT"] for r in results.values()}), 1)
         self.assertNotEqual(results[1]["env"]["MASTER_PORT"], "29500")
 
+    def test_a_second_launcher_started_later_grows_an_elastic_job_and_both_finish(self):
+        rp = free_port()
+        train = ["--grow-to=2", "--step-sleep=0.2"]
+        n0 = self.c10d_node("1:2", f"127.0.0.2:{rp}", [], 3, train)
+        wait_until(lambda: any(line.startswith("1 0 ") for line in self.progress()), TORCH_DEADLINE,
+                   "node 0 training alone")
+        n1 = self.c10d_node("1:2", f"127.0.0.2:{rp}", [], 3, train)
+        for node in (n0, n1):
+            self.assertEqual(node.wait(TORCH_DEADLINE), 0, node.stderr())
+        results = self.assert_trained_identically(2)
+        self.assertEqual({r["restart"] for r in results.values()}, {1})
+        self.assertEqual({r["env"]["GROUP_WORLD_SIZE"] for r in results.values()}, {"2"})
+        self.assertEqual({r["env"]["MASTER_ADDR"] for r in results.values()}, {"127.0.0.2"})
+
+    def progress(self):
+        try:
+            return self.read("progress").splitlines()
+        except FileNotFoundError:
+            return []
+
     def test_killing_one_launcher_of_an_elastic_job_reforms_the_rest(self):
         mp, rp = free_port(), free_port()
         nodes = [self.multi_node("1:2", n, mp, rp, ["--max-restarts=3"], 25, ["--step-sleep=0.2"]) for n in (0, 1)]
