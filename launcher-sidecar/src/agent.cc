@@ -37,7 +37,7 @@ void Agent::start(RendezvousMember& member) {
 
 void Agent::join() {
   state_ = State::Joining;
-  member_->join(JoinRequest{config_.run_id, config_.node_rank, local_world_size_});
+  member_->join(JoinRequest{config_.run_id, config_.node_rank, local_world_size_, coordinator_settings(config_)});
 }
 
 void Agent::on_round(const Assignment& a) {

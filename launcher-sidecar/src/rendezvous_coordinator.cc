@@ -4,6 +4,16 @@
 
 namespace kubedist::launcher {
 
+CoordinatorSettings coordinator_settings(const LaunchConfig& config) {
+  return {config.run_id,
+          config.min_nodes,
+          config.max_nodes,
+          config.max_restarts,
+          std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
+          std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
+          config.permanent_exit_codes};
+}
+
 RendezvousCoordinator::RendezvousCoordinator(CoordinatorSettings settings, Clock::time_point now)
     : settings_(std::move(settings)), below_min_since_(now) {}
 

@@ -40,10 +40,26 @@ namespace kubedist::launcher {
 
 using MemberId = std::uint64_t;
 
+struct CoordinatorSettings {
+  std::string run_id;
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int max_restarts = 0;
+  std::chrono::milliseconds last_call{1000};
+  std::chrono::milliseconds join_timeout{600000};
+  bool permanent_exit_codes = false;  // a worker exit code 1-127 ends the job at once (restartPolicy ExitCode)
+};
+
+// The settings this launcher's flags give its own rendezvous (nnodes, restarts, timeouts, restart policy).
+CoordinatorSettings coordinator_settings(const LaunchConfig& config);
+
 struct JoinRequest {
   std::string run_id;
   int node_rank = 0;
   int nproc = 1;
+  // The joiner's own settings: a host that does not know run_id yet starts that run's rendezvous with them, so
+  // that two jobs with different --rdzv-id on one endpoint each get their own group (as with torchrun's c10d).
+  std::optional<CoordinatorSettings> settings = std::nullopt;
 };
 
 struct RendezvousMessage {
@@ -74,16 +90,6 @@ struct RendezvousReport {
 struct Outgoing {
   MemberId to;
   RendezvousMessage message;
-};
-
-struct CoordinatorSettings {
-  std::string run_id;
-  int min_nodes = 1;
-  int max_nodes = 1;
-  int max_restarts = 0;
-  std::chrono::milliseconds last_call{1000};
-  std::chrono::milliseconds join_timeout{600000};
-  bool permanent_exit_codes = false;  // a worker exit code 1-127 ends the job at once (restartPolicy ExitCode)
 };
 
 class RendezvousCoordinator {

@@ -22,7 +22,13 @@ std::string rest_of(std::istringstream& in) {
 }  // namespace
 
 std::string encode_join(const JoinRequest& join) {
-  return "JOIN " + join.run_id + " " + std::to_string(join.node_rank) + " " + std::to_string(join.nproc) + "\n";
+  std::string line = "JOIN " + join.run_id + " " + std::to_string(join.node_rank) + " " + std::to_string(join.nproc);
+  if (const auto& g = join.settings) {
+    line += " " + std::to_string(g->min_nodes) + " " + std::to_string(g->max_nodes) + " " +
+            std::to_string(g->max_restarts) + " " + std::to_string(g->last_call.count()) + " " +
+            std::to_string(g->join_timeout.count()) + " " + (g->permanent_exit_codes ? "1" : "0");
+  }
+  return line + "\n";
 }
 
 std::string encode_failed(int round, int exit_code, const std::string& summary) {
@@ -59,7 +65,26 @@ Result<MemberRequest> parse_request(const std::string& line) {
   MemberRequest r;
   if (verb == "JOIN") {
     r.kind = MemberRequest::Kind::Join;
-    if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) return r;
+    if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) {
+      // Optional: the joiner's settings "MIN MAX MAX_RESTARTS LAST_CALL_MS JOIN_TIMEOUT_MS PERMANENT(0|1)".
+      std::string first;
+      if (!(in >> first)) return r;
+      CoordinatorSettings g;
+      g.run_id = r.join.run_id;
+      long last_call = 0, join_timeout = 0;
+      int permanent = 0;
+      std::string extra;
+      std::istringstream fields(first + " " + rest_of(in));
+      if (fields >> g.min_nodes >> g.max_nodes >> g.max_restarts >> last_call >> join_timeout >> permanent &&
+          !(fields >> extra) && g.min_nodes >= 1 && g.max_nodes >= g.min_nodes && g.max_restarts >= 0 &&
+          last_call >= 0 && join_timeout >= 0 && (permanent == 0 || permanent == 1)) {
+        g.last_call = std::chrono::milliseconds(last_call);
+        g.join_timeout = std::chrono::milliseconds(join_timeout);
+        g.permanent_exit_codes = permanent == 1;
+        r.join.settings = g;
+        return r;
+      }
+    }
   } else if (verb == "FAILED") {
     r.kind = MemberRequest::Kind::Failed;
     if (in >> r.round >> r.exit_code) {

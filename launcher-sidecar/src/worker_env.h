@@ -16,8 +16,8 @@ struct Assignment {
   int group_world_size = 1;  // nodes in the round
   int rank_offset = 0;      // global RANK of this node's LOCAL_RANK 0
   int world_size = 1;       // processes in the round, the same on every node
-  // The workers' store for this round (MASTER_ADDR/MASTER_PORT) when the rendezvous host chose it (no
-  // --master-addr given, torchrun's c10d style); empty/0: the launcher's own --master-addr/--master-port.
+  // The workers' store the rendezvous host chose for this round; a launcher's own --master-addr/--master-port
+  // (flag or env) win over it. Empty/0: none chosen (a single-node job).
   std::string master_addr;
   int master_port = 0;
 };

@@ -128,6 +128,11 @@ class MultiNode(LauncherTest):
             s.sendall(b"STATUS please\n")
             self.assertEqual(s.recv(512), b"")  # dropped
         wait_until(lambda: "rendezvous: bad rendezvous request: 'STATUS please'" in n0.stderr(), what="error logged")
+        with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:
+            s.sendall(b"JOIN other 1 2 3 1 0 0 0 0\n")  # another run's settings with MIN above MAX
+            self.assertEqual(s.recv(512), b"")  # dropped
+        wait_until(lambda: "rendezvous: bad rendezvous request: 'JOIN other 1 2 3 1 0 0 0 0'\n" in n0.stderr(),
+                   what="error logged")
         self.assertIn(self.status()["phase"], ("gathering", "running"))
 
     def rdzv_answers(self):
@@ -228,11 +233,46 @@ class MultiNode(LauncherTest):
         self.assertEqual(n1.wait(), 1)
         self.assertIn(f"cannot reach the rendezvous on node 0 at 127.0.0.1:{self.rdzv_port}", n1.stderr())
 
-    def test_a_node_of_another_job_is_refused(self):
-        self.node(0, 2, "true", "--rdzv-conf=join_timeout=60", run_id="a")
-        n1 = self.node(1, 2, "true", "--rdzv-conf=join_timeout=60", run_id="b")
-        self.assertEqual(n1.wait(), 2)
-        self.assertIn("run id mismatch: this node has 'b', the rendezvous on node 0 has 'a'", n1.stderr())
+    def test_a_node_of_another_job_never_joins_this_jobs_group(self):
+        # Same endpoint, different --rdzv-id: two rendezvous apart (torchrun's c10d). Node 0's elastic job would grow
+        # if b's node joined it; instead b's node waits for a second node of b and fails with b's own settings.
+        log, go = self.path("log"), self.path("go")
+        n0 = self.node(0, "1:2", f'echo "$WORLD_SIZE" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done',
+                       "--rdzv-conf=last_call_timeout=0.1,join_timeout=60", run_id="a")
+        wait_until(lambda: self.lines("log") == ["1"], what="node 0 running alone")
+        n1 = self.node(1, 2, "true", "--rdzv-conf=join_timeout=3", run_id="b")
+        wait_until(lambda: "joined the rendezvous" in n1.stderr(), what="b's node connected")
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        # Node 0's job is over; it serves b's rendezvous until b is over too.
+        self.assertIn("this job is over; still hosting the rendezvous of run b", n0.stderr())
+        self.assertEqual(n1.wait(), 1, n1.stderr())
+        self.assertIn("only 1 of the minimum 2 nodes joined within join_timeout (3 s)", n1.stderr())
+        self.assertEqual(self.lines("log"), ["1"])
+
+    def test_two_c10d_jobs_with_different_rdzv_ids_on_one_endpoint_each_form_their_own_group(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$TORCHELASTIC_RUN_ID $WORLD_SIZE $RANK $MASTER_ADDR $MASTER_PORT" >> {log}; ' \
+                 f'while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = "--rdzv-conf=join_timeout=60"
+        first = self.c10d_node("127.0.0.1", 2, script, flags, run_id="a")
+        wait_until(lambda: self.accepts("127.0.0.1", self.rdzv_port), what="the first launcher hosting")
+        others = [self.c10d_node("127.0.0.1", 3, script, flags, run_id="b") for _ in range(3)]
+        others.append(self.c10d_node("127.0.0.1", 2, script, flags, run_id="a"))
+        wait_until(lambda: len(self.lines("log")) == 5, what="both jobs running at once")
+        open(go, "w").close()
+        for n in [first] + others:
+            self.assertEqual(n.wait(), 0, n.stderr())
+        jobs = {}
+        for line in self.lines("log"):
+            run, world, rank, addr, port = line.split()
+            jobs.setdefault(run, []).append((world, rank, addr, port))
+        self.assertEqual(sorted((w, r) for w, r, _, _ in jobs["a"]), [("2", "0"), ("2", "1")])
+        self.assertEqual(sorted((w, r) for w, r, _, _ in jobs["b"]), [("3", "0"), ("3", "1"), ("3", "2")])
+        stores = {run: {(a, p) for _, _, a, p in rows} for run, rows in jobs.items()}
+        self.assertEqual(len(stores["a"]), 1, stores)
+        self.assertEqual(len(stores["b"]), 1, stores)
+        self.assertNotEqual(stores["a"], stores["b"])
 
 
 if __name__ == "__main__":

@@ -43,6 +43,17 @@ TEST(WorkerEnv, TheStoreARoundNamesWinsOverTheLaunchersDefaults) {
   EXPECT_EQ(plain.env.at("MASTER_PORT"), "29500");
 }
 
+TEST(WorkerEnv, AGivenMasterAddressOrPortWinsOverTheStoreTheRoundNames) {
+  Assignment a{.round = 0, .restart_count = 0, .group_rank = 0, .group_world_size = 2, .rank_offset = 0,
+               .world_size = 2, .master_addr = "127.0.0.2", .master_port = 41000};
+  auto both = render_worker(config_for({"--nnodes=2", "--master-addr=m", "--master-port=1234", "t.py"}), a, 1, 0, "e", {});
+  EXPECT_EQ(both.env.at("MASTER_ADDR"), "m");
+  EXPECT_EQ(both.env.at("MASTER_PORT"), "1234");
+  auto port = render_worker(config_for({"--nnodes=2", "t.py"}, {{"PET_MASTER_PORT", "1234"}}), a, 1, 0, "e", {});
+  EXPECT_EQ(port.env.at("MASTER_ADDR"), "127.0.0.2");
+  EXPECT_EQ(port.env.at("MASTER_PORT"), "1234");
+}
+
 TEST(WorkerEnv, KeepsUserThreadSettingAndDeviceList) {
   auto cfg = config_for({"t.py"});
   auto w = render_worker(cfg, {}, 2, 1, "e", {{"OMP_NUM_THREADS", "8"}, {"CUDA_VISIBLE_DEVICES", "2,3"}});
