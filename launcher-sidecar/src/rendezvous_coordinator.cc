@@ -3,6 +3,24 @@
 #include <algorithm>
 
 namespace kubedist::launcher {
+namespace {
+
+RendezvousMessage fail_message(int exit_code, std::string reason) {
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Fail;
+  m.exit_code = exit_code;
+  m.reason = std::move(reason);
+  return m;
+}
+
+RendezvousMessage stop_message(int round) {
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Stop;
+  m.round = round;
+  return m;
+}
+
+}  // namespace
 
 CoordinatorSettings coordinator_settings(const LaunchConfig& config) {
   return {config.run_id,
@@ -23,16 +41,16 @@ int RendezvousCoordinator::count_joined() const {
 
 void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock::time_point now) {
   if (request.run_id != settings_.run_id) {
-    send(id, {RendezvousMessage::Kind::Fail, {}, 0, 2,
+    send(id, fail_message(2,
               "run id mismatch: this node has '" + request.run_id + "', the rendezvous on node 0 has '" +
-                  settings_.run_id + "'"});
+                  settings_.run_id + "'"));
     return;
   }
   if (phase_ == Phase::Over) {
     if (last_exit_code_ == 0) {  // never a silent success for a node that ran nothing
-      send(id, {RendezvousMessage::Kind::Fail, {}, 0, 1, "this node was not admitted: the job had already finished"});
+      send(id, fail_message(1, "this node was not admitted: the job had already finished"));
     } else {
-      send(id, {RendezvousMessage::Kind::Fail, {}, 0, last_exit_code_, last_failure_});
+      send(id, fail_message(last_exit_code_, last_failure_));
     }
     return;
   }
@@ -112,7 +130,7 @@ void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, 
     if (!m.in_round) continue;
     m.in_round = false;
     m.joined = false;  // it JOINs again once its workers have stopped
-    send(id, {RendezvousMessage::Kind::Stop, {}, round_, 0, ""});
+    send(id, stop_message(round_));
   }
   evaluate(now);
 }
@@ -159,7 +177,11 @@ void RendezvousCoordinator::form_round() {
     m.joined = false;
     m.in_round = true;
     m.done = false;
-    send(order[g].second, {RendezvousMessage::Kind::Round, a, round_, 0, ""});
+    RendezvousMessage start;
+    start.kind = RendezvousMessage::Kind::Round;
+    start.assignment = a;
+    start.round = round_;
+    send(order[g].second, std::move(start));
   }
   round_nodes_ = static_cast<int>(order.size());
   round_world_size_ = world;
@@ -175,15 +197,15 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
   last_failure_ = reason;
   for (auto& [id, m] : members_) {
     if (exit_code != 0 || m.in_round) {
-      send(id, {RendezvousMessage::Kind::Fail, {}, 0, exit_code, reason});
+      send(id, fail_message(exit_code, reason));
       continue;
     }
     // A node that waited outside the finishing group ran nothing of it: it must not look like a success.
     std::string why = round_nodes_ >= settings_.max_nodes
                           ? "the group already had the maximum of " + std::to_string(settings_.max_nodes) + " nodes"
                           : "other nodes had already finished, so the group could not re-form";
-    send(id, {RendezvousMessage::Kind::Fail, {}, 0, 1,
-              "this node was not admitted (" + why + ") and the job finished without it"});
+    send(id, fail_message(1,
+              "this node was not admitted (" + why + ") and the job finished without it"));
   }
 }
 
