@@ -1,7 +1,8 @@
 // RendezvousCoordinator: the pure state machine behind the rendezvous service that node rank 0 hosts.
 //
 // Protocol (the wire form is in rendezvous_wire.h; the same messages pass in-process for node 0's own agent):
-//   member -> service  JOIN run_id node_rank nproc   ready for a round (first time, or after its workers stopped)
+//   member -> service  JOIN run_id node_rank nproc   ready for a round (first time, or after its workers stopped);
+//                      [settings]                    with the joiner's settings, for a run the host does not know
 //                      FAILED round exit_code text   a worker of this round failed on that node
 //                      DONE round                    every worker of this round on that node exited 0
 //                      LEAVE                         the node leaves on purpose (its pod is being removed)
@@ -9,6 +10,7 @@
 //   anyone  -> service  STATUS                        one STATUS report line back (round, restarts by cause,
 //                                                     nodes, world size); the operator polls this
 //   service -> member  ROUND assignment              start workers: round, restart count, group rank/size, ranks
+//                                                     [, the workers' store the host chose: address and port]
 //                      STOP round                    stop your workers, then JOIN again
 //                      FAIL exit_code text           the job is over: exit with this code (0: finished)
 // Rounds: the service gathers JOINs. A round forms at once when MAX nodes have joined; with MIN..MAX-1 nodes it
