@@ -45,7 +45,7 @@ void Agent::start(RendezvousMember& member) {
 
 void Agent::join() {
   state_ = State::Joining;
-  member_->join(JoinRequest{config_.run_id, config_.node_rank, local_world_size_});
+  member_->join(JoinRequest{config_.run_id, config_.node_rank, local_world_size_, coordinator_settings(config_)});
 }
 
 void Agent::on_round(const Assignment& a) {
@@ -153,8 +153,8 @@ void Agent::on_end(int code, const std::string& reason) {
 void Agent::shutdown(int signal) {
   shutdown_signal_ = signal;
   // Leaving on purpose (the operator scales down or removes the pod): the other nodes re-form the group and
-  // count a scale restart, not a lost node.
-  if (member_ != nullptr && state_ == State::Running) member_->leave();
+  // count a scale restart, not a lost node. Also while joining or stopping: a ROUND may be on its way to us.
+  if (member_ != nullptr && state_ != State::Done && state_ != State::Exiting) member_->leave();
   if (group_ && (state_ == State::Running || state_ == State::Stopping)) {
     say(std::string("received ") + strsignal(signal) + ": stopping workers");
     state_ = State::Stopping;

@@ -289,11 +289,13 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
   if (const RawValue* r = get("master-addr")) {
     if (r->value.find_first_of(" \t/") != std::string::npos) return bad(*r, "a host name or IPv4 address");
     c.master_addr = r->value;
+    c.master_addr_given = true;
   }
   if (const RawValue* r = get("master-port")) {
     auto v = parse_int_in(*r, 1, 65534, "a port number 1-65534");
     if (!v) return make_error(v.error());
     c.master_port = *v;
+    c.master_port_given = true;
   }
   if (const RawValue* r = get("rdzv-id")) {
     if (r->value.find_first_of(" \t\n") != std::string::npos) return bad(*r, "an id without spaces");

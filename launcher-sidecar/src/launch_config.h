@@ -32,6 +32,10 @@ struct LaunchConfig {
   bool node_rank_given = false;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // False when no flag or env named them: then a multi-node rendezvous host announces the workers' store in each
+  // round (its own address and a free port), as torchrun's c10d rendezvous does, instead of 127.0.0.1:29500.
+  bool master_addr_given = false;
+  bool master_port_given = false;
   // Where node rank 0 hosts the rendezvous service: --rdzv-endpoint, else master_addr:master_port+1.
   std::string rdzv_host;
   int rdzv_port = 0;

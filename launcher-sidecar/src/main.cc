@@ -165,11 +165,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<RendezvousHost> host;
   if (try_host) {
-    CoordinatorSettings settings{config.run_id, config.min_nodes, config.max_nodes, config.max_restarts,
-                                 std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
-                                 std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
-                                 config.permanent_exit_codes};
-    host = std::make_unique<RendezvousHost>(loop, settings);
+    host = std::make_unique<RendezvousHost>(loop, coordinator_settings(config));
     if (config.multi_node()) {
       // Listen on the endpoint's own address when it is a loopback one (tests); else on every address.
       auto ip = parse_ipv4(config.rdzv_host);
@@ -177,9 +173,14 @@ int main(int argc, char** argv) {
       auto ok = host->listen(bind, config.rdzv_port);
       if (!ok && config.node_rank_given) return fail(ok.error(), 1);
       if (!ok) host.reset();
+      // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
+      if (host) host->announce_store(config.rdzv_host);
     }
   }
-  if (!host) config.node_rank = config.node_rank_given ? config.node_rank : 1;  // the round assigns GROUP_RANK
+  // The round assigns GROUP_RANK; node rank 0 only orders it. A launcher on the endpoint's host that found the
+  // port taken (another launcher of this job, or of another job on the same endpoint) is node rank 0 as well:
+  // the store each round names is on this host, so one of its launchers must be group rank 0.
+  if (!host && !config.node_rank_given) config.node_rank = try_host ? 0 : 1;
 
   bool temporary_run_dir = false;
   auto made_run_dir = make_run_dir(config, temporary_run_dir);
@@ -189,6 +190,7 @@ int main(int argc, char** argv) {
   if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
     write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
   Agent agent(loop, config, env, *nproc, run_dir, metrics, terminal);
+  bool signalled = false;  // told to stop: then it does not linger for other jobs' rendezvous either
   loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
     signalfd_siginfo info;
     while (read(signal_fd, &info, sizeof info) == sizeof info) {
@@ -200,6 +202,7 @@ int main(int argc, char** argv) {
         kill_descendants();
         _exit(128 + SIGKILL);
       } else {
+        signalled = true;
         agent.shutdown(static_cast<int>(info.ssi_signo));
       }
     }
@@ -224,6 +227,22 @@ int main(int argc, char** argv) {
   }
   agent.start(*member);
   loop.run();
+  if (host && !signalled && !host->other_runs_active().empty()) {
+    // Other jobs on this endpoint rendezvous here: serve them until they are over (or a signal ends it).
+    std::string runs;
+    for (const auto& id : host->other_runs_active()) runs += (runs.empty() ? "" : ", ") + id;
+    write_all(2, "kubedist-launcher: this job is over; still hosting the rendezvous of run " + runs + "\n");
+    host->on_other_runs_over([&] { loop.stop(); });
+    loop.unwatch(signal_fd);
+    loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
+      signalfd_siginfo info;
+      while (read(signal_fd, &info, sizeof info) == sizeof info) {
+        if (info.ssi_signo == SIGCHLD) agent.reap_children();
+        else loop.stop();
+      }
+    });
+    loop.run();
+  }
   if (temporary_run_dir && !config.redirects.any() && !config.tee.any()) remove_tree(run_dir);
   return agent.exit_code().value_or(1);
 }

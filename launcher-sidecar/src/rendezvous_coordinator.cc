@@ -3,6 +3,34 @@
 #include <algorithm>
 
 namespace kubedist::launcher {
+namespace {
+
+RendezvousMessage fail_message(int exit_code, std::string reason) {
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Fail;
+  m.exit_code = exit_code;
+  m.reason = std::move(reason);
+  return m;
+}
+
+RendezvousMessage stop_message(int round) {
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Stop;
+  m.round = round;
+  return m;
+}
+
+}  // namespace
+
+CoordinatorSettings coordinator_settings(const LaunchConfig& config) {
+  return {config.run_id,
+          config.min_nodes,
+          config.max_nodes,
+          config.max_restarts,
+          std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
+          std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
+          config.permanent_exit_codes};
+}
 
 RendezvousCoordinator::RendezvousCoordinator(CoordinatorSettings settings, Clock::time_point now)
     : settings_(std::move(settings)), below_min_since_(now) {}
@@ -13,13 +41,17 @@ int RendezvousCoordinator::count_joined() const {
 
 void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock::time_point now) {
   if (request.run_id != settings_.run_id) {
-    send(id, {RendezvousMessage::Kind::Fail, {}, 0, 2,
+    send(id, fail_message(2,
               "run id mismatch: this node has '" + request.run_id + "', the rendezvous on node 0 has '" +
-                  settings_.run_id + "'"});
+                  settings_.run_id + "'"));
     return;
   }
   if (phase_ == Phase::Over) {
-    send(id, {RendezvousMessage::Kind::Fail, {}, 0, last_exit_code_, last_failure_});
+    if (last_exit_code_ == 0) {  // never a silent success for a node that ran nothing
+      send(id, fail_message(1, "this node was not admitted: the job had already finished"));
+    } else {
+      send(id, fail_message(last_exit_code_, last_failure_));
+    }
     return;
   }
   Member& m = members_[id];
@@ -28,10 +60,11 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
     evaluate(now);
     return;
   }
-  // A node joined while a round runs: grow the group if there is room and a restart left; else it waits.
-  int in_round = static_cast<int>(std::count_if(members_.begin(), members_.end(), [](auto& e) { return e.second.in_round; }));
-  if (in_round < settings_.max_nodes && restart_count_ < settings_.max_restarts && !any_done_)
-    new_round("node " + std::to_string(request.node_rank) + " joined", 0, kCauseScale, now);
+  // A node joined while a round runs: grow the group if there is room. As in torchrun, a membership change is
+  // not charged to --max-restarts (a node can only join again after leaving, and leaving is charged). Once a node
+  // has finished the group cannot re-form: the joiner waits, and is told at the end that it was not admitted.
+  if (round_nodes_ < settings_.max_nodes && !any_done_)
+    new_round("node " + std::to_string(request.node_rank) + " joined", 0, kCauseScale, now, false);
 }
 
 void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool graceful) {
@@ -78,13 +111,15 @@ bool RendezvousCoordinator::round_finished() const {
 }
 
 void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, const char* cause,
-                                      Clock::time_point now) {
+                                      Clock::time_point now, bool charged) {
   last_failure_ = reason;
   last_exit_code_ = exit_code == 0 ? 1 : exit_code;
-  if (restart_count_ >= settings_.max_restarts) {
-    return end(last_exit_code_, "giving up after " + std::to_string(restart_count_) + " restart(s) (--max-restarts=" +
-                                    std::to_string(settings_.max_restarts) + "): " + reason);
+  if (charged && charged_restarts_ >= settings_.max_restarts) {
+    return end(last_exit_code_, "giving up after " + std::to_string(charged_restarts_) +
+                                    " restart(s) (--max-restarts=" + std::to_string(settings_.max_restarts) +
+                                    "): " + reason);
   }
+  if (charged) ++charged_restarts_;
   ++restart_count_;
   ++restarts_by_cause_[cause];
   phase_ = Phase::Gathering;
@@ -95,7 +130,7 @@ void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, 
     if (!m.in_round) continue;
     m.in_round = false;
     m.joined = false;  // it JOINs again once its workers have stopped
-    send(id, {RendezvousMessage::Kind::Stop, {}, round_, 0, ""});
+    send(id, stop_message(round_));
   }
   evaluate(now);
 }
@@ -137,12 +172,16 @@ void RendezvousCoordinator::form_round() {
   int offset = 0;
   for (size_t g = 0; g < order.size(); ++g) {
     Member& m = members_[order[g].second];
-    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world};
+    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world, "", 0};
     offset += m.info.nproc;
     m.joined = false;
     m.in_round = true;
     m.done = false;
-    send(order[g].second, {RendezvousMessage::Kind::Round, a, round_, 0, ""});
+    RendezvousMessage start;
+    start.kind = RendezvousMessage::Kind::Round;
+    start.assignment = a;
+    start.round = round_;
+    send(order[g].second, std::move(start));
   }
   round_nodes_ = static_cast<int>(order.size());
   round_world_size_ = world;
@@ -156,7 +195,18 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
   phase_ = Phase::Over;
   last_exit_code_ = exit_code;
   last_failure_ = reason;
-  for (auto& [id, m] : members_) send(id, {RendezvousMessage::Kind::Fail, {}, 0, exit_code, reason});
+  for (auto& [id, m] : members_) {
+    if (exit_code != 0 || m.in_round) {
+      send(id, fail_message(exit_code, reason));
+      continue;
+    }
+    // A node that waited outside the finishing group ran nothing of it: it must not look like a success.
+    std::string why = round_nodes_ >= settings_.max_nodes
+                          ? "the group already had the maximum of " + std::to_string(settings_.max_nodes) + " nodes"
+                          : "other nodes had already finished, so the group could not re-form";
+    send(id, fail_message(1,
+              "this node was not admitted (" + why + ") and the job finished without it"));
+  }
 }
 
 RendezvousReport RendezvousCoordinator::report() const {

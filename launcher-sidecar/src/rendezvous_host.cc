@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <limits>
+#include <utility>
 
 #include "log_mux.h"
+#include "net.h"
 #include "rendezvous_wire.h"
 
 namespace kubedist::launcher {
@@ -20,19 +22,19 @@ class RendezvousHost::LocalMember : public RendezvousMember {
   explicit LocalMember(RendezvousHost& host) : host_(host) {}
   ~LocalMember() override { host_.local_events_ = {}; }
   void join(const JoinRequest& request) override {
-    host_.coordinator_.join(kLocalMember, request, RendezvousCoordinator::Clock::now());
+    host_.own_->coordinator.join(kLocalMember, request, RendezvousCoordinator::Clock::now());
     host_.flush();
   }
   void failed(int round, int exit_code, const std::string& summary) override {
-    host_.coordinator_.failed(kLocalMember, round, exit_code, summary, RendezvousCoordinator::Clock::now());
+    host_.own_->coordinator.failed(kLocalMember, round, exit_code, summary, RendezvousCoordinator::Clock::now());
     host_.flush();
   }
   void done(int round) override {
-    host_.coordinator_.done(kLocalMember, round, RendezvousCoordinator::Clock::now());
+    host_.own_->coordinator.done(kLocalMember, round, RendezvousCoordinator::Clock::now());
     host_.flush();
   }
   void leave() override {
-    host_.coordinator_.leave(kLocalMember, RendezvousCoordinator::Clock::now(), true);
+    host_.own_->coordinator.leave(kLocalMember, RendezvousCoordinator::Clock::now(), true);
     host_.flush();
   }
 
@@ -40,17 +42,30 @@ class RendezvousHost::LocalMember : public RendezvousMember {
   RendezvousHost& host_;
 };
 
-RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings)
-    : loop_(loop), coordinator_(std::move(settings), RendezvousCoordinator::Clock::now()), listener_(loop) {}
+RendezvousHost::Run::Run(CoordinatorSettings settings)
+    : coordinator(std::move(settings), RendezvousCoordinator::Clock::now()) {}
+
+RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings) : loop_(loop), listener_(loop) {
+  std::string id = settings.run_id;
+  own_ = runs_.emplace(id, std::make_unique<Run>(std::move(settings))).first->second.get();
+}
 
 RendezvousHost::~RendezvousHost() {
-  if (deadline_timer_) loop_.cancel(deadline_timer_);
+  for (auto& [id, run] : runs_)
+    if (run->deadline_timer) loop_.cancel(run->deadline_timer);
   while (!connections_.empty()) {
     int fd = connections_.begin()->first;
     loop_.unwatch(fd);
     close(fd);
     connections_.erase(fd);
   }
+}
+
+std::vector<std::string> RendezvousHost::other_runs_active() const {
+  std::vector<std::string> active;
+  for (auto& [id, run] : runs_)
+    if (run.get() != own_ && !run->coordinator.over()) active.push_back(id);
+  return active;
 }
 
 Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
@@ -67,8 +82,29 @@ std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents even
   return std::make_unique<LocalMember>(*this);
 }
 
+void RendezvousHost::announce_store(std::string addr) { store_addr_ = std::move(addr); }
+
+void RendezvousHost::add_store(Run& run, Assignment& a) {
+  if (store_addr_.empty()) return;
+  if (run.store_round != a.round) {
+    // Free on every address: the rank-0 worker's TCPStore listens on all of them.
+    auto port = pick_free_port("");
+    if (!port) write_all(2, "kubedist-launcher: rendezvous: no free port for the workers' store: " + port.error() + "\n");
+    run.store_round = a.round;
+    run.store_port = port ? *port : 29500;
+  }
+  a.master_addr = store_addr_;
+  a.master_port = run.store_port;
+}
+
 void RendezvousHost::flush() {
-  for (auto& out : coordinator_.take_outbox()) {
+  for (auto& [id, run] : runs_) flush(*run);
+  if (others_over_ && other_runs_active().empty()) loop_.defer(std::exchange(others_over_, nullptr));
+}
+
+void RendezvousHost::flush(Run& run) {
+  for (auto& out : run.coordinator.take_outbox()) {
+    if (out.message.kind == RendezvousMessage::Kind::Round) add_store(run, out.message.assignment);
     if (out.to == kLocalMember) {
       // Delivered on the next turn of the loop, so the agent never re-enters itself.
       loop_.defer([this, m = out.message] {
@@ -84,12 +120,12 @@ void RendezvousHost::flush() {
     it->second.out += encode_message(out.message);
     connection_ready(fd, EPOLLOUT);
   }
-  if (deadline_timer_) loop_.cancel(deadline_timer_);
-  deadline_timer_ = 0;
-  if (auto when = coordinator_.next_deadline()) {
-    deadline_timer_ = loop_.at(*when, [this] {
-      deadline_timer_ = 0;
-      coordinator_.tick(RendezvousCoordinator::Clock::now());
+  if (run.deadline_timer) loop_.cancel(run.deadline_timer);
+  run.deadline_timer = 0;
+  if (auto when = run.coordinator.next_deadline()) {
+    run.deadline_timer = loop_.at(*when, [this, &run] {
+      run.deadline_timer = 0;
+      run.coordinator.tick(RendezvousCoordinator::Clock::now());
       flush();
     });
   }
@@ -138,18 +174,31 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
   }
   const MemberRequest& r = request.value();
   MemberId id = static_cast<MemberId>(fd);
+  Connection& c = connections_[fd];
+  if (r.kind == MemberRequest::Kind::Status) {
+    // A reader (the operator), not a member: answer for this launcher's job and let it close the connection.
+    c.out += encode_report(own_->coordinator.report());
+    connection_ready(fd, EPOLLOUT);
+    return;
+  }
+  if (r.kind == MemberRequest::Kind::Join && !c.run) {
+    auto it = runs_.find(r.join.run_id);
+    if (it != runs_.end()) {
+      c.run = it->second.get();
+    } else if (r.join.settings) {  // another job on the same endpoint: a rendezvous of its own
+      c.run = runs_.emplace(r.join.run_id, std::make_unique<Run>(*r.join.settings)).first->second.get();
+    } else {
+      c.run = own_;  // a joiner that sends no settings: only this job can take it (it refuses another run id)
+    }
+  }
+  if (!c.run) return;  // FAILED, DONE or LEAVE before any JOIN: nothing to say it about
+  RendezvousCoordinator& coordinator = c.run->coordinator;
   switch (r.kind) {
-    case MemberRequest::Kind::Join: coordinator_.join(id, r.join, now); break;
-    case MemberRequest::Kind::Failed: coordinator_.failed(id, r.round, r.exit_code, r.summary, now); break;
-    case MemberRequest::Kind::Done: coordinator_.done(id, r.round, now); break;
-    case MemberRequest::Kind::Leave:
-      coordinator_.leave(id, now, true);
-      break;
-    case MemberRequest::Kind::Status:
-      // A reader (the operator), not a member: answer and let it close the connection.
-      connections_[fd].out += encode_report(coordinator_.report());
-      connection_ready(fd, EPOLLOUT);
-      return;
+    case MemberRequest::Kind::Join: coordinator.join(id, r.join, now); break;
+    case MemberRequest::Kind::Failed: coordinator.failed(id, r.round, r.exit_code, r.summary, now); break;
+    case MemberRequest::Kind::Done: coordinator.done(id, r.round, now); break;
+    case MemberRequest::Kind::Leave: coordinator.leave(id, now, true); break;
+    case MemberRequest::Kind::Status: break;
   }
   flush();
 }
@@ -158,8 +207,10 @@ void RendezvousHost::drop(int fd) {
   if (!connections_.count(fd)) return;
   loop_.unwatch(fd);
   close(fd);
+  Run* run = connections_[fd].run;
   connections_.erase(fd);
-  coordinator_.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());
+  if (!run) return;
+  run->coordinator.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());
   flush();
 }
 

@@ -3,9 +3,11 @@
 // process group store). A single-node job (--nnodes=1) needs no listener.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "event_loop.h"
 #include "listener.h"
@@ -24,27 +26,48 @@ class RendezvousHost {
 
   // Accepts other nodes on bind_addr:port (IPv4, "" for any address).
   Result<bool> listen(const std::string& bind_addr, int port);
+  // Every round then names the workers' store: addr (this host as the other nodes reach it) and a port free on
+  // this host, chosen anew for each round, as torchrun's c10d rendezvous does on the node of group rank 0. Every
+  // launcher on this host joins as node rank 0, so one of them is group rank 0. A launcher given --master-addr
+  // or --master-port keeps its own.
+  void announce_store(std::string addr);
   // Node 0's own agent, talking to the coordinator without a socket.
   std::unique_ptr<RendezvousMember> local_member(MemberEvents events);
-  const RendezvousCoordinator& coordinator() const { return coordinator_; }
+  const RendezvousCoordinator& coordinator() const { return own_->coordinator; }
+  // Runs of other jobs hosted here that are not over yet: this launcher keeps serving them after its own job.
+  std::vector<std::string> other_runs_active() const;
+  // Called (once) when the last active run of another job is over.
+  void on_other_runs_over(std::function<void()> fn) { others_over_ = std::move(fn); }
 
  private:
   class LocalMember;
+  struct Run {
+    explicit Run(CoordinatorSettings settings);
+    RendezvousCoordinator coordinator;
+    EventLoop::TimerId deadline_timer = 0;  // for coordinator.next_deadline()
+    int store_round = -1;                   // the round store_port was chosen for
+    int store_port = 0;
+  };
   struct Connection {
     std::string in;
     std::string out;
+    Run* run = nullptr;  // set by its first JOIN
   };
-  void flush();  // delivers the coordinator's messages and re-arms its deadline timer
+  void add_store(Run& run, Assignment& a);
+  void flush();  // delivers every run's messages and re-arms their deadline timers
+  void flush(Run& run);
   void connection_ready(int fd, std::uint32_t events);
   void drop(int fd);
   void handle_line(int fd, const std::string& line);
 
   EventLoop& loop_;
-  RendezvousCoordinator coordinator_;
+  std::map<std::string, std::unique_ptr<Run>> runs_;  // by run id
+  Run* own_;                                         // this launcher's job
   Listener listener_;
   std::map<int, Connection> connections_;  // member id = fd for TCP members
   MemberEvents local_events_;
-  EventLoop::TimerId deadline_timer_ = 0;
+  std::function<void()> others_over_;
+  std::string store_addr_;  // empty: rounds name no store (the launchers' --master-addr/--master-port hold)
 };
 
 }  // namespace kubedist::launcher

@@ -22,7 +22,15 @@ std::string rest_of(std::istringstream& in) {
 }  // namespace
 
 std::string encode_join(const JoinRequest& join) {
-  return "JOIN " + join.run_id + " " + std::to_string(join.node_rank) + " " + std::to_string(join.nproc) + "\n";
+  // A stream, not "literal" + std::string: GCC 12 warns falsely (-Wrestrict) about the latter here in Release.
+  std::ostringstream line;
+  line << "JOIN " << join.run_id << ' ' << join.node_rank << ' ' << join.nproc;
+  if (const auto& g = join.settings) {
+    line << ' ' << g->min_nodes << ' ' << g->max_nodes << ' ' << g->max_restarts << ' ' << g->last_call.count()
+         << ' ' << g->join_timeout.count() << ' ' << (g->permanent_exit_codes ? 1 : 0);
+  }
+  line << '\n';
+  return line.str();
 }
 
 std::string encode_failed(int round, int exit_code, const std::string& summary) {
@@ -41,7 +49,8 @@ std::string encode_message(const RendezvousMessage& m) {
       const Assignment& a = m.assignment;
       return "ROUND " + std::to_string(a.round) + " " + std::to_string(a.restart_count) + " " +
              std::to_string(a.group_rank) + " " + std::to_string(a.group_world_size) + " " +
-             std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) + "\n";
+             std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) +
+             (a.master_addr.empty() ? "" : " " + a.master_addr + " " + std::to_string(a.master_port)) + "\n";
     }
     case RendezvousMessage::Kind::Stop:
       return "STOP " + std::to_string(m.round) + "\n";
@@ -58,7 +67,26 @@ Result<MemberRequest> parse_request(const std::string& line) {
   MemberRequest r;
   if (verb == "JOIN") {
     r.kind = MemberRequest::Kind::Join;
-    if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) return r;
+    if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) {
+      // Optional: the joiner's settings "MIN MAX MAX_RESTARTS LAST_CALL_MS JOIN_TIMEOUT_MS PERMANENT(0|1)".
+      std::string first;
+      if (!(in >> first)) return r;
+      CoordinatorSettings g;
+      g.run_id = r.join.run_id;
+      long last_call = 0, join_timeout = 0;
+      int permanent = 0;
+      std::string extra;
+      std::istringstream fields(first + " " + rest_of(in));
+      if (fields >> g.min_nodes >> g.max_nodes >> g.max_restarts >> last_call >> join_timeout >> permanent &&
+          !(fields >> extra) && g.min_nodes >= 1 && g.max_nodes >= g.min_nodes && g.max_restarts >= 0 &&
+          last_call >= 0 && join_timeout >= 0 && (permanent == 0 || permanent == 1)) {
+        g.last_call = std::chrono::milliseconds(last_call);
+        g.join_timeout = std::chrono::milliseconds(join_timeout);
+        g.permanent_exit_codes = permanent == 1;
+        r.join.settings = g;
+        return r;
+      }
+    }
   } else if (verb == "FAILED") {
     r.kind = MemberRequest::Kind::Failed;
     if (in >> r.round >> r.exit_code) {
@@ -86,7 +114,13 @@ Result<RendezvousMessage> parse_message(const std::string& line) {
     Assignment& a = m.assignment;
     if (in >> a.round >> a.restart_count >> a.group_rank >> a.group_world_size >> a.rank_offset >> a.world_size) {
       m.round = a.round;
-      return m;
+      // Optional: the workers' store the host chose for this round ("ADDR PORT").
+      std::string addr, extra;
+      if (!(in >> addr)) return m;
+      if (in >> a.master_port && a.master_port >= 1 && a.master_port <= 65535 && !(in >> extra)) {
+        a.master_addr = addr;
+        return m;
+      }
     }
   } else if (verb == "STOP") {
     m.kind = RendezvousMessage::Kind::Stop;

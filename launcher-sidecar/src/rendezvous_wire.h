@@ -16,14 +16,16 @@ struct MemberRequest {
   std::string summary;
 };
 
-// The requests, one encoder per kind: "JOIN run 1 4\n", "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n".
+// The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0]\n" (the optional joiner's settings:
+// min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n".
 // parse_request() reads any of them back into a MemberRequest.
 std::string encode_join(const JoinRequest& join);
 std::string encode_failed(int round, int exit_code, const std::string& summary);
 std::string encode_done(int round);
 std::string encode_leave();
 std::string encode_status();
-std::string encode_message(const RendezvousMessage& message);  // "ROUND r rc g gws off ws\n", "STOP r\n", "FAIL c text\n"
+// "ROUND r rc g gws off ws [master_addr master_port]\n", "STOP r\n", "FAIL c text\n"
+std::string encode_message(const RendezvousMessage& message);
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);
 // The answer to STATUS, key=value fields so that readers can skip what they do not know:

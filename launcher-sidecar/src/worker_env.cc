@@ -17,8 +17,11 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int lo
   set("WORLD_SIZE", std::to_string(a.world_size));
   set("GROUP_WORLD_SIZE", std::to_string(a.group_world_size));
   set("ROLE_WORLD_SIZE", std::to_string(a.world_size));
-  set("MASTER_ADDR", config.master_addr);
-  set("MASTER_PORT", std::to_string(config.master_port));
+  // The store the round names, unless this launcher was told where it is.
+  const bool own_addr = config.master_addr_given || a.master_addr.empty();
+  const bool own_port = config.master_port_given || a.master_port <= 0;
+  set("MASTER_ADDR", own_addr ? config.master_addr : a.master_addr);
+  set("MASTER_PORT", std::to_string(own_port ? config.master_port : a.master_port));
   set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
   set("TORCHELASTIC_MAX_RESTARTS", std::to_string(config.max_restarts));
   set("TORCHELASTIC_RUN_ID", config.run_id);

@@ -51,6 +51,34 @@ class MultiNode(LauncherTest):
         self.assertEqual(n0.wait(), 0, n0.stderr())
         self.assertEqual(n1.wait(), 0, n1.stderr())
 
+    def test_a_late_joiner_is_admitted_without_restarts_left_as_torchrun_admits_it(self):
+        # --max-restarts defaults to 0: growing the group is a membership change, not a retry.
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$WORLD_SIZE $RANK $TORCHELASTIC_RESTART_COUNT" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--rdzv-conf=last_call_timeout=0.2,join_timeout=60", "--stop-timeout=5"]
+        n0 = self.node(0, "1:2", script, *flags)
+        wait_until(lambda: "1 0 0" in self.lines("log"), what="node 0 running alone")
+        n1 = self.node(1, "1:2", script, *flags)
+        wait_until(lambda: {"2 0 1", "2 1 1"} <= set(self.lines("log")), what="both nodes in the grown group")
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertEqual(n1.wait(), 0, n1.stderr())
+
+    def test_a_late_joiner_of_a_full_group_says_it_was_not_admitted_and_fails(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$GROUP_RANK" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        nodes = [self.c10d_node("127.0.0.1", 2, script, "--rdzv-conf=join_timeout=60") for _ in range(2)]
+        wait_until(lambda: len(self.lines("log")) == 2, what="both nodes running")
+        late = self.c10d_node("127.0.0.1", 2, script, "--rdzv-conf=join_timeout=60")
+        wait_until(lambda: "joined the rendezvous" in late.stderr(), what="the third node connected")
+        open(go, "w").close()
+        for n in nodes:
+            self.assertEqual(n.wait(), 0, n.stderr())
+        self.assertEqual(late.wait(), 1, late.stderr())
+        self.assertIn("kubedist-launcher: this node was not admitted (the group already had the maximum of 2 nodes) "
+                      "and the job finished without it\n", late.stderr())
+        self.assertEqual(sorted(self.lines("log")), ["0", "1"])
+
     def status(self):
         """One STATUS request to node 0's rendezvous service, as the operator's poller sends it."""
         with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:
@@ -100,6 +128,11 @@ class MultiNode(LauncherTest):
             s.sendall(b"STATUS please\n")
             self.assertEqual(s.recv(512), b"")  # dropped
         wait_until(lambda: "rendezvous: bad rendezvous request: 'STATUS please'" in n0.stderr(), what="error logged")
+        with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:
+            s.sendall(b"JOIN other 1 2 3 1 0 0 0 0\n")  # another run's settings with MIN above MAX
+            self.assertEqual(s.recv(512), b"")  # dropped
+        wait_until(lambda: "rendezvous: bad rendezvous request: 'JOIN other 1 2 3 1 0 0 0 0'\n" in n0.stderr(),
+                   what="error logged")
         self.assertIn(self.status()["phase"], ("gathering", "running"))
 
     def rdzv_answers(self):
@@ -132,6 +165,46 @@ class MultiNode(LauncherTest):
         for n in nodes:
             self.assertEqual(n.wait(), 0, n.stderr())
         self.assertEqual(sorted(self.lines("log")), ["2 0 0", "2 1 1"])
+
+    def c10d_node(self, endpoint_host, nnodes, script, *flags, run_id="job", port=None):
+        """torchrun's c10d style: the same command on every node, no node rank and no master address."""
+        args = [f"--nnodes={nnodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint_host}:{port or self.rdzv_port}",
+                f"--rdzv-id={run_id}", *flags, "--no-python", "--", "sh", "-c", script]
+        return self.launch(args)
+
+    def accepts(self, host, port):
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def test_without_a_master_address_every_node_gets_the_store_the_rendezvous_host_chose(self):
+        # Node 0 is the host that 127.0.0.2 belongs to; before the fix node 1's workers got 127.0.0.1:29500.
+        log = self.path("log")
+        script = f'echo "$GROUP_RANK $MASTER_ADDR $MASTER_PORT" >> {log}'
+        n0 = self.c10d_node("127.0.0.2", 2, script, "--rdzv-conf=join_timeout=60")
+        wait_until(lambda: self.accepts("127.0.0.2", self.rdzv_port), what="node 0 hosting the rendezvous")
+        n1 = self.c10d_node("127.0.0.2", 2, script, "--rdzv-conf=join_timeout=60")
+        for n in (n0, n1):
+            self.assertEqual(n.wait(), 0, n.stderr())
+        lines = sorted(self.lines("log"))
+        self.assertEqual([line.split()[:2] for line in lines], [["0", "127.0.0.2"], ["1", "127.0.0.2"]])
+        ports = {line.split()[2] for line in lines}
+        self.assertEqual(len(ports), 1, lines)
+        self.assertNotIn("29500", ports)
+
+    def test_a_given_master_port_is_kept_and_the_address_still_comes_from_the_rendezvous(self):
+        log = self.path("log")
+        script = f'echo "$GROUP_RANK $MASTER_ADDR $MASTER_PORT" >> {log}'
+        flags = ["--rdzv-conf=join_timeout=60", f"--master_port={self.master_port}"]
+        n0 = self.c10d_node("127.0.0.2", 2, script, *flags)
+        wait_until(lambda: self.accepts("127.0.0.2", self.rdzv_port), what="node 0 hosting the rendezvous")
+        n1 = self.c10d_node("127.0.0.2", 2, script, *flags)
+        for n in (n0, n1):
+            self.assertEqual(n.wait(), 0, n.stderr())
+        self.assertEqual(sorted(self.lines("log")),
+                         [f"0 127.0.0.2 {self.master_port}", f"1 127.0.0.2 {self.master_port}"])
 
     def test_losing_a_node_below_min_makes_the_rest_wait_then_fail_clearly(self):
         pids = self.path("pids")
@@ -167,11 +240,46 @@ class MultiNode(LauncherTest):
         self.assertEqual(n1.wait(), 1)
         self.assertIn(f"cannot reach the rendezvous on node 0 at 127.0.0.1:{self.rdzv_port}", n1.stderr())
 
-    def test_a_node_of_another_job_is_refused(self):
-        self.node(0, 2, "true", "--rdzv-conf=join_timeout=60", run_id="a")
-        n1 = self.node(1, 2, "true", "--rdzv-conf=join_timeout=60", run_id="b")
-        self.assertEqual(n1.wait(), 2)
-        self.assertIn("run id mismatch: this node has 'b', the rendezvous on node 0 has 'a'", n1.stderr())
+    def test_a_node_of_another_job_never_joins_this_jobs_group(self):
+        # Same endpoint, different --rdzv-id: two rendezvous apart (torchrun's c10d). Node 0's elastic job would grow
+        # if b's node joined it; instead b's node waits for a second node of b and fails with b's own settings.
+        log, go = self.path("log"), self.path("go")
+        n0 = self.node(0, "1:2", f'echo "$WORLD_SIZE" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done',
+                       "--rdzv-conf=last_call_timeout=0.1,join_timeout=60", run_id="a")
+        wait_until(lambda: self.lines("log") == ["1"], what="node 0 running alone")
+        n1 = self.node(1, 2, "true", "--rdzv-conf=join_timeout=3", run_id="b")
+        wait_until(lambda: "joined the rendezvous" in n1.stderr(), what="b's node connected")
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        # Node 0's job is over; it serves b's rendezvous until b is over too.
+        self.assertIn("this job is over; still hosting the rendezvous of run b", n0.stderr())
+        self.assertEqual(n1.wait(), 1, n1.stderr())
+        self.assertIn("only 1 of the minimum 2 nodes joined within join_timeout (3 s)", n1.stderr())
+        self.assertEqual(self.lines("log"), ["1"])
+
+    def test_two_c10d_jobs_with_different_rdzv_ids_on_one_endpoint_each_form_their_own_group(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$TORCHELASTIC_RUN_ID $WORLD_SIZE $RANK $MASTER_ADDR $MASTER_PORT" >> {log}; ' \
+                 f'while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = "--rdzv-conf=join_timeout=60"
+        first = self.c10d_node("127.0.0.1", 2, script, flags, run_id="a")
+        wait_until(lambda: self.accepts("127.0.0.1", self.rdzv_port), what="the first launcher hosting")
+        others = [self.c10d_node("127.0.0.1", 3, script, flags, run_id="b") for _ in range(3)]
+        others.append(self.c10d_node("127.0.0.1", 2, script, flags, run_id="a"))
+        wait_until(lambda: len(self.lines("log")) == 5, what="both jobs running at once")
+        open(go, "w").close()
+        for n in [first] + others:
+            self.assertEqual(n.wait(), 0, n.stderr())
+        jobs = {}
+        for line in self.lines("log"):
+            run, world, rank, addr, port = line.split()
+            jobs.setdefault(run, []).append((world, rank, addr, port))
+        self.assertEqual(sorted((w, r) for w, r, _, _ in jobs["a"]), [("2", "0"), ("2", "1")])
+        self.assertEqual(sorted((w, r) for w, r, _, _ in jobs["b"]), [("3", "0"), ("3", "1"), ("3", "2")])
+        stores = {run: {(a, p) for _, _, a, p in rows} for run, rows in jobs.items()}
+        self.assertEqual(len(stores["a"]), 1, stores)
+        self.assertEqual(len(stores["b"]), 1, stores)
+        self.assertNotEqual(stores["a"], stores["b"])
 
 
 if __name__ == "__main__":

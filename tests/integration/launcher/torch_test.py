@@ -3,6 +3,7 @@ import glob
 import json
 import os
 import signal
+import socket
 import unittest
 
 from harness import DEADLINE, LauncherTest, free_port, wait_until
@@ -62,6 +63,55 @@ class TorchJobs(LauncherTest):
         results = self.assert_trained_identically(4)
         self.assertEqual({r["restart"] for r in results.values()}, {1})
         self.assertIn("worker failed: rank 3 (local rank 1", nodes[1].stderr())
+
+    def c10d_node(self, nnodes, endpoint, extra, steps, train_args=()):
+        """torchrun's c10d style: the same command on every node, no node rank, no master address or port."""
+        args = [f"--nnodes={nnodes}", "--nproc-per-node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}",
+                "--rdzv-id=c10d", "--rdzv-conf=join_timeout=120,last_call_timeout=1", "--stop-timeout=5"] + extra
+        return self.launch(args + [TRAIN, self.tmp, str(steps)] + list(train_args), ENV)
+
+    def wait_for_rendezvous(self, host, port):
+        def accepts():
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_until(accepts, TORCH_DEADLINE, f"the rendezvous on {host}:{port}")
+
+    def test_c10d_style_nodes_train_through_the_store_on_the_rendezvous_host(self):
+        # The rendezvous host is the launcher that 127.0.0.2 belongs to; the other node's workers must look for the
+        # store there, not on their own loopback (127.0.0.1:29500 was the old default).
+        rp = free_port()
+        n0 = self.c10d_node(2, f"127.0.0.2:{rp}", [], 3)
+        self.wait_for_rendezvous("127.0.0.2", rp)
+        n1 = self.c10d_node(2, f"127.0.0.2:{rp}", [], 3)
+        for node in (n0, n1):
+            self.assertEqual(node.wait(TORCH_DEADLINE), 0, node.stderr())
+        results = self.assert_trained_identically(2)
+        self.assertEqual({r["env"]["MASTER_ADDR"] for r in results.values()}, {"127.0.0.2"})
+        self.assertEqual(len({r["env"]["MASTER_PORT"] for r in results.values()}), 1)
+        self.assertNotEqual(results[1]["env"]["MASTER_PORT"], "29500")
+
+    def test_a_second_launcher_started_later_grows_an_elastic_job_and_both_finish(self):
+        rp = free_port()
+        train = ["--grow-to=2", "--step-sleep=0.2"]
+        n0 = self.c10d_node("1:2", f"127.0.0.2:{rp}", [], 3, train)
+        wait_until(lambda: any(line.startswith("1 0 ") for line in self.progress()), TORCH_DEADLINE,
+                   "node 0 training alone")
+        n1 = self.c10d_node("1:2", f"127.0.0.2:{rp}", [], 3, train)
+        for node in (n0, n1):
+            self.assertEqual(node.wait(TORCH_DEADLINE), 0, node.stderr())
+        results = self.assert_trained_identically(2)
+        self.assertEqual({r["restart"] for r in results.values()}, {1})
+        self.assertEqual({r["env"]["GROUP_WORLD_SIZE"] for r in results.values()}, {"2"})
+        self.assertEqual({r["env"]["MASTER_ADDR"] for r in results.values()}, {"127.0.0.2"})
+
+    def progress(self):
+        try:
+            return self.read("progress").splitlines()
+        except FileNotFoundError:
+            return []
 
     def test_killing_one_launcher_of_an_elastic_job_reforms_the_rest(self):
         mp, rp = free_port(), free_port()

@@ -62,6 +62,18 @@ TEST(LaunchConfig, FlagBeatsPetEnvBeatsOperatorEnvBeatsDefault) {
   EXPECT_EQ(parse_ok({"--nnodes=1", "t.py"}, env).max_nodes, 1);
 }
 
+TEST(LaunchConfig, KnowsWhetherTheStoreAddressWasGivenOrOnlyDefaulted) {
+  auto c10d = parse_ok({"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400", "t.py"});
+  EXPECT_FALSE(c10d.master_addr_given);
+  EXPECT_FALSE(c10d.master_port_given);
+  auto both = parse_ok({"--nnodes=2", "--master-addr=h", "t.py"}, {{"PET_MASTER_PORT", "1234"}});
+  EXPECT_TRUE(both.master_addr_given);
+  EXPECT_TRUE(both.master_port_given);
+  auto port_only = parse_ok({"--nnodes=2", "--master_port=29876", "t.py"});
+  EXPECT_FALSE(port_only.master_addr_given);
+  EXPECT_TRUE(port_only.master_port_given);
+}
+
 TEST(LaunchConfig, EveryTorchrunFlagIsSettableFromPetEnv) {
   Env env = {{"PET_RDZV_ENDPOINT", "r:77"}, {"PET_RDZV_ID", "job"},       {"PET_MAX_RESTARTS", "3"},
              {"PET_MONITOR_INTERVAL", "5"}, {"PET_ROLE", "trainer"},     {"PET_NO_PYTHON", "1"},

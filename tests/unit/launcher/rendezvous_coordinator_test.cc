@@ -209,14 +209,84 @@ TEST(RendezvousCoordinator, ANewNodeJoiningStartsANewRoundWithIt) {
   EXPECT_EQ(m[2].assignment.group_rank, 1);
 }
 
-TEST(RendezvousCoordinator, AJoinerWaitsWhenNoRestartIsLeft) {
+TEST(RendezvousCoordinator, AJoinerGrowsTheGroupWithoutUsingARestart) {
+  // torchrun: membership changes do not count as retries, so even --max-restarts=0 admits a joiner.
   Harness h(1, 2, 0);
   h.join(1, 0);
   h.advance(1001ms);
   h.out();
   h.join(2, 1);
-  EXPECT_TRUE(h.out().empty());
-  EXPECT_FALSE(h.c.over());
+  EXPECT_EQ(by_member(h.out())[1].kind, Kind::Stop);
+  h.join(1, 0);
+  auto m = by_member(h.out());
+  ASSERT_EQ(m[2].kind, Kind::Round);
+  EXPECT_EQ(m[2].assignment.world_size, 4);
+  EXPECT_EQ(m[2].assignment.restart_count, 1);
+  // The joiner cost nothing: a worker failure now still finds --max-restarts=0 exhausted and ends the job.
+  h.c.failed(2, 1, 9, "rank 3 exited 9", h.t);
+  EXPECT_TRUE(h.c.over());
+  EXPECT_EQ(by_member(h.out())[1].exit_code, 9);
+}
+
+TEST(RendezvousCoordinator, ScalingUpWaitsTheLastCallSoThatSeveralJoinersFormOneRound) {
+  Harness h(1, 3, 0);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  h.join(2, 1);
+  h.join(1, 0);  // node 0 stopped its workers
+  EXPECT_EQ(h.out().size(), 1u);  // only node 0's STOP: 2 of 3 nodes, the last call runs
+  h.advance(500ms);
+  h.join(3, 2);  // max reached: forms at once
+  auto m = by_member(h.out());
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[3].assignment.group_world_size, 3);
+  EXPECT_EQ(m[1].assignment.restart_count, 1);
+  EXPECT_EQ(h.c.report().restarts_by_cause.at("scale"), 1);
+}
+
+TEST(RendezvousCoordinator, AJoinerOfAFullGroupWaitsAndIsToldItWasNotAdmittedWhenTheJobFinishes) {
+  Harness h(1, 2, 0);
+  h.run_two_nodes();
+  h.advance(1001ms);
+  h.out();
+  h.join(3, 2);
+  EXPECT_TRUE(h.out().empty());  // MAX nodes run: it waits
+  h.c.done(1, 0, h.t);
+  h.c.done(2, 0, h.t);
+  ASSERT_TRUE(h.c.over());
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].exit_code, 0);
+  EXPECT_EQ(m[3].kind, Kind::Fail);
+  EXPECT_EQ(m[3].exit_code, 1);
+  EXPECT_EQ(m[3].reason,
+            "this node was not admitted (the group already had the maximum of 2 nodes) and the job finished without it");
+}
+
+TEST(RendezvousCoordinator, AJoinerAfterANodeFinishedWaitsAndIsNotAdmitted) {
+  Harness h(1, 3, 5);
+  h.run_two_nodes();
+  h.advance(1001ms);
+  h.out();
+  h.c.done(2, 0, h.t);
+  h.join(3, 2);
+  EXPECT_TRUE(h.out().empty());  // node 1 is gone with its share of the work: no re-forming
+  h.c.done(1, 0, h.t);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[3].exit_code, 1);
+  EXPECT_NE(m[3].reason.find("other nodes had already finished"), std::string::npos) << m[3].reason;
+}
+
+TEST(RendezvousCoordinator, AJoinerAfterTheJobFinishedIsRefusedWithANonZeroCode) {
+  Harness h(1, 1);
+  h.join(1, 0);
+  h.out();
+  h.c.done(1, 0, h.t);
+  h.out();
+  h.join(2, 1);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[2].exit_code, 1);
+  EXPECT_EQ(m[2].reason, "this node was not admitted: the job had already finished");
 }
 
 TEST(RendezvousCoordinator, FinishesWhenEveryNodeIsDoneAndTellsWaitingNodes) {

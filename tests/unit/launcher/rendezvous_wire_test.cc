@@ -27,7 +27,7 @@ TEST(RendezvousWire, RequestsRoundTrip) {
 }
 
 TEST(RendezvousWire, MessagesRoundTrip) {
-  RendezvousMessage round{RendezvousMessage::Kind::Round, {2, 1, 1, 2, 4, 8}, 2, 0, ""};
+  RendezvousMessage round{RendezvousMessage::Kind::Round, {2, 1, 1, 2, 4, 8, "", 0}, 2, 0, ""};
   auto line = encode_message(round);
   EXPECT_EQ(line, "ROUND 2 1 1 2 4 8\n");
   auto r = parse_message(line.substr(0, line.size() - 1));
@@ -37,6 +37,54 @@ TEST(RendezvousWire, MessagesRoundTrip) {
   ASSERT_TRUE(fail.ok());
   EXPECT_EQ(fail->exit_code, 3);
   EXPECT_EQ(fail->reason, "giving up: node 1 left");
+}
+
+TEST(RendezvousWire, AJoinMayCarryTheJoinersSettingsForARunTheHostDoesNotKnow) {
+  JoinRequest join{"job-b", 1, 2, CoordinatorSettings{"job-b", 1, 3, 2, std::chrono::milliseconds(1500),
+                                                      std::chrono::milliseconds(60000), true}};
+  auto line = encode_join(join);
+  EXPECT_EQ(line, "JOIN job-b 1 2 1 3 2 1500 60000 1\n");
+  auto r = parse_request(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->join.settings.has_value());
+  const CoordinatorSettings& g = *r->join.settings;
+  EXPECT_EQ(g.run_id, "job-b");
+  EXPECT_EQ(g.min_nodes, 1);
+  EXPECT_EQ(g.max_nodes, 3);
+  EXPECT_EQ(g.max_restarts, 2);
+  EXPECT_EQ(g.last_call.count(), 1500);
+  EXPECT_EQ(g.join_timeout.count(), 60000);
+  EXPECT_TRUE(g.permanent_exit_codes);
+  auto plain = parse_request("JOIN job-b 1 2");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->join.settings.has_value());
+  for (std::string bad : {"JOIN b 1 2 1", "JOIN b 1 2 1 3 2 1500 60000", "JOIN b 1 2 3 1 0 0 0 0",
+                          "JOIN b 1 2 0 1 0 0 0 0", "JOIN b 1 2 1 1 -1 0 0 0", "JOIN b 1 2 1 1 0 0 0 2",
+                          "JOIN b 1 2 1 1 0 0 0 0 extra", "JOIN b 1 2 x 1 0 0 0 0"}) {
+    auto m = parse_request(bad);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.error(), "bad rendezvous request: '" + bad + "'");
+  }
+}
+
+TEST(RendezvousWire, ARoundCarriesTheWorkersStoreWhenTheHostChoseIt) {
+  RendezvousMessage round{RendezvousMessage::Kind::Round, {0, 0, 1, 2, 1, 2, "node-0.job", 41234}, 0, 0, ""};
+  auto line = encode_message(round);
+  EXPECT_EQ(line, "ROUND 0 0 1 2 1 2 node-0.job 41234\n");
+  auto r = parse_message(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->assignment.master_addr, "node-0.job");
+  EXPECT_EQ(r->assignment.master_port, 41234);
+  auto without = parse_message("ROUND 0 0 1 2 1 2");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->assignment.master_addr, "");
+  EXPECT_EQ(without->assignment.master_port, 0);
+  for (std::string bad : {"ROUND 0 0 1 2 1 2 host", "ROUND 0 0 1 2 1 2 host x", "ROUND 0 0 1 2 1 2 host 0",
+                          "ROUND 0 0 1 2 1 2 host 70000", "ROUND 0 0 1 2 1 2 host 80 extra"}) {
+    auto m = parse_message(bad);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.error(), "bad rendezvous message: '" + bad + "'");
+  }
 }
 
 TEST(RendezvousWire, RejectsGarbage) {

@@ -16,7 +16,7 @@ TEST(WorkerEnv, SetsEveryTorchrunVariable) {
   auto cfg = config_for({"--nnodes=2", "--max-restarts=3", "--rdzv-id=job", "--role=trainer", "--master-addr=m",
                          "--master-port=29500", "t.py"});
   Assignment a{.round = 2, .restart_count = 1, .group_rank = 1, .group_world_size = 2, .rank_offset = 4,
-               .world_size = 8};
+               .world_size = 8, .master_addr = "", .master_port = 0};
   auto w = render_worker(cfg, a, 4, 3, "/tmp/err.json", {{"PATH", "/usr/bin"}});
   const Env expected = {
       {"LOCAL_RANK", "3"},       {"RANK", "7"},          {"GROUP_RANK", "1"},
@@ -29,6 +29,29 @@ TEST(WorkerEnv, SetsEveryTorchrunVariable) {
   };
   EXPECT_EQ(w.env, expected);
   EXPECT_EQ(w.argv, (std::vector<std::string>{"python3", "-u", "t.py"}));
+}
+
+TEST(WorkerEnv, TheStoreARoundNamesWinsOverTheLaunchersDefaults) {
+  auto cfg = config_for({"--nnodes=2", "t.py"});
+  Assignment a{.round = 0, .restart_count = 0, .group_rank = 1, .group_world_size = 2, .rank_offset = 1,
+               .world_size = 2, .master_addr = "127.0.0.2", .master_port = 41000};
+  auto w = render_worker(cfg, a, 1, 0, "e", {});
+  EXPECT_EQ(w.env.at("MASTER_ADDR"), "127.0.0.2");
+  EXPECT_EQ(w.env.at("MASTER_PORT"), "41000");
+  auto plain = render_worker(cfg, Assignment{}, 1, 0, "e", {});
+  EXPECT_EQ(plain.env.at("MASTER_ADDR"), "127.0.0.1");
+  EXPECT_EQ(plain.env.at("MASTER_PORT"), "29500");
+}
+
+TEST(WorkerEnv, AGivenMasterAddressOrPortWinsOverTheStoreTheRoundNames) {
+  Assignment a{.round = 0, .restart_count = 0, .group_rank = 0, .group_world_size = 2, .rank_offset = 0,
+               .world_size = 2, .master_addr = "127.0.0.2", .master_port = 41000};
+  auto both = render_worker(config_for({"--nnodes=2", "--master-addr=m", "--master-port=1234", "t.py"}), a, 1, 0, "e", {});
+  EXPECT_EQ(both.env.at("MASTER_ADDR"), "m");
+  EXPECT_EQ(both.env.at("MASTER_PORT"), "1234");
+  auto port = render_worker(config_for({"--nnodes=2", "t.py"}, {{"PET_MASTER_PORT", "1234"}}), a, 1, 0, "e", {});
+  EXPECT_EQ(port.env.at("MASTER_ADDR"), "127.0.0.2");
+  EXPECT_EQ(port.env.at("MASTER_PORT"), "1234");
 }
 
 TEST(WorkerEnv, KeepsUserThreadSettingAndDeviceList) {

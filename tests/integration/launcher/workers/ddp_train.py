@@ -1,7 +1,8 @@
 """A small DDP training job (gloo, CPU) for the launcher tests: trains a few steps and writes its final weights.
 
-usage: ddp_train.py OUT_DIR STEPS [--crash-rank R] [--step-sleep S]
+usage: ddp_train.py OUT_DIR STEPS [--crash-rank R] [--step-sleep S] [--grow-to W]
 --crash-rank R: global rank R exits with code 13 at step 2 of the first attempt (TORCHELASTIC_RESTART_COUNT=0).
+--grow-to W: while the world is smaller than W, keep training (until the launcher stops the group to grow it).
 Rank 0 writes OUT_DIR/progress (world size, restart count, step) as it goes; every rank writes OUT_DIR/rank<N>.json.
 """
 import argparse
@@ -18,6 +19,7 @@ parser.add_argument("out_dir")
 parser.add_argument("steps", type=int)
 parser.add_argument("--crash-rank", type=int, default=-1)
 parser.add_argument("--step-sleep", type=float, default=0.0)
+parser.add_argument("--grow-to", type=int, default=0)
 args = parser.parse_args()
 
 restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
@@ -31,7 +33,9 @@ initial = [p.detach().clone().flatten().tolist() for p in model.parameters()]
 ddp = DistributedDataParallel(model)
 opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
 data = torch.Generator().manual_seed(1000 + rank)  # each rank sees different data; DDP keeps weights equal
-for step in range(args.steps):
+# Waiting to grow: about 10 minutes at most (with --step-sleep 0.2), then the job fails rather than hang.
+steps = args.steps if world >= args.grow_to else 3000
+for step in range(steps):
     if rank == args.crash_rank and restart == 0 and step == 2:
         os._exit(13)
     x = torch.randn(16, 8, generator=data)
@@ -45,6 +49,8 @@ for step in range(args.steps):
     if args.step_sleep:
         time.sleep(args.step_sleep)
 
+if world < args.grow_to:
+    raise SystemExit(f"the world never grew from {world} to {args.grow_to}")
 result = {
     "rank": rank,
     "world": world,
@@ -52,7 +58,8 @@ result = {
     "initial": initial,
     "weights": [p.detach().flatten().tolist() for p in model.parameters()],
     "env": {k: os.environ[k] for k in ("LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE",
-                                       "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS")},
+                                       "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS",
+                                       "MASTER_ADDR", "MASTER_PORT")},
 }
 with open(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), "w") as f:
     json.dump(result, f)
