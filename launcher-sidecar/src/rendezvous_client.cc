@@ -15,13 +15,14 @@
 namespace kubedist::launcher {
 
 TcpMember::TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
-                     ResolverConfig resolver, MemberEvents events)
+                     ResolverConfig resolver, MemberEvents events, std::string secret)
     : loop_(loop),
       host_(std::move(host)),
       port_(port),
       join_timeout_(join_timeout),
       resolver_(std::move(resolver)),
-      events_(std::move(events)) {}
+      events_(std::move(events)),
+      secret_(std::move(secret)) {}
 
 TcpMember::~TcpMember() {
   if (retry_timer_) loop_.cancel(retry_timer_);
@@ -117,11 +118,29 @@ void TcpMember::on_ready(std::uint32_t events) {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      return lost("node 0 closed the rendezvous connection");
+      return lost(secret_.empty() || auth_ ? "node 0 closed the rendezvous connection"
+                                           : "node 0 closed the rendezvous connection before its HELLO (does it have "
+                                             "the same --rdzv-secret-file?)");
     }
     for (size_t nl; fd_ >= 0 && (nl = in_.find('\n')) != std::string::npos;) {
       std::string line = in_.substr(0, nl);
       in_.erase(0, nl + 1);
+      if (!secret_.empty() && !auth_) {
+        auto challenge = parse_hello(line);
+        if (!challenge) return lost(challenge.error());
+        auth_.emplace(secret_, *challenge, AuthSession::Side::Member);
+        std::string waiting;
+        waiting.swap(unsent_);
+        send_line(waiting);
+        continue;
+      }
+      if (auth_) {
+        auto opened = auth_->open(line);
+        if (!opened) return lost("refused a message from node 0: " + opened.error());
+        line = *opened;
+      } else if (line.rfind("HELLO ", 0) == 0) {
+        return lost("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
+      }
       auto m = parse_message(line);
       if (!m) return lost(m.error());
       switch (m->kind) {
@@ -143,8 +162,18 @@ void TcpMember::on_ready(std::uint32_t events) {
   if (fd_ >= 0 && (events & EPOLLOUT) && !out_.empty()) send_line("");
 }
 
-void TcpMember::send_line(const std::string& line) {
-  out_ += line;
+void TcpMember::send_line(const std::string& lines) {
+  if (!secret_.empty() && !auth_) {
+    unsent_ += lines;  // sealed once node 0's challenge is known
+    return;
+  }
+  // One or more lines (those that waited for the HELLO); sealed one by one.
+  for (size_t start = 0, nl; start < lines.size(); start = nl + 1) {
+    nl = lines.find('\n', start);
+    if (nl == std::string::npos) nl = lines.size() - 1;
+    std::string line = lines.substr(start, nl - start + 1);
+    out_ += auth_ ? auth_->seal(line) : line;
+  }
   if (fd_ < 0 || !connected_) return;
   ssize_t n = send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
   if (n > 0) out_.erase(0, static_cast<size_t>(n));
@@ -167,6 +196,8 @@ void TcpMember::close_socket() {
   close(fd_);
   fd_ = -1;
   connected_ = false;
+  auth_.reset();
+  unsent_.clear();
 }
 
 }  // namespace kubedist::launcher

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "event_loop.h"
+#include "rendezvous_auth.h"
 #include "rendezvous_member.h"
 #include "resolver.h"
 
@@ -15,7 +16,7 @@ namespace kubedist::launcher {
 class TcpMember : public RendezvousMember {
  public:
   TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
-            ResolverConfig resolver, MemberEvents events);
+            ResolverConfig resolver, MemberEvents events, std::string secret = "");
   ~TcpMember() override;
   void join(const JoinRequest& request) override;
   void failed(int round, int exit_code, const std::string& summary) override;
@@ -44,6 +45,9 @@ class TcpMember : public RendezvousMember {
   std::string last_error_;
   in_addr connecting_to_{};  // the address host_ resolved to for the connection being made
   std::string in_, out_;
+  std::string secret_;                // "": no authentication
+  std::optional<AuthSession> auth_;   // once node 0's HELLO arrived on this connection
+  std::string unsent_;                // plain lines waiting for that HELLO
   EventLoop::TimerId retry_timer_ = 0;
 };
 

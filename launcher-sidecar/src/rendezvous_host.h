@@ -3,21 +3,34 @@
 // process group store). A single-node job (--nnodes=1) needs no listener.
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
 #include "event_loop.h"
 #include "listener.h"
+#include "rendezvous_auth.h"
 #include "rendezvous_coordinator.h"
 #include "rendezvous_member.h"
 #include "result.h"
 
 namespace kubedist::launcher {
 
+// Who the host lets in and how much it holds for them: anyone who can reach the port must not be able to join the
+// job, stop it, or exhaust the launcher.
+struct HostGuard {
+  std::string secret;                             // "": no authentication (see rendezvous_auth.h)
+  size_t max_line = 64 * 1024;                    // a longer line closes the connection, unbuffered
+  size_t max_connections = 64;                    // beyond: the oldest idle connection goes, else the new one
+  std::chrono::milliseconds idle_timeout{15000};  // to send a first valid message, or be closed
+  static HostGuard for_nodes(int max_nodes);      // max_connections: 4 per node, at least 64
+};
+
 class RendezvousHost {
  public:
-  RendezvousHost(EventLoop& loop, CoordinatorSettings settings);
+  RendezvousHost(EventLoop& loop, CoordinatorSettings settings, HostGuard guard = {});
   ~RendezvousHost();
   RendezvousHost(const RendezvousHost&) = delete;
   RendezvousHost& operator=(const RendezvousHost&) = delete;
@@ -33,7 +46,17 @@ class RendezvousHost {
   struct Connection {
     std::string in;
     std::string out;
+    std::string peer;                    // ip:port, for the log
+    std::optional<AuthSession> auth;     // with a secret
+    bool active = false;                 // sent a valid message: a member or a STATUS reader
+    EventLoop::TimerId idle_timer = 0;   // until then
+    EventLoop::Clock::time_point since;  // accepted at
   };
+  void accept_connection(int fd);
+  bool evict_oldest_idle();
+  void send_line(int fd, const std::string& line);  // seals it when there is a secret
+  void refuse(int fd, const std::string& why);      // logs why and closes
+  void note(int& count, const std::string& what);   // logs a frequent event at counts 1, 2, 4, 8...
   void flush();  // delivers the coordinator's messages and re-arms its deadline timer
   void connection_ready(int fd, std::uint32_t events);
   void drop(int fd);
@@ -41,7 +64,9 @@ class RendezvousHost {
 
   EventLoop& loop_;
   RendezvousCoordinator coordinator_;
+  HostGuard guard_;
   Listener listener_;
+  int idle_closed_ = 0, over_limit_ = 0;
   std::map<int, Connection> connections_;  // member id = fd for TCP members
   MemberEvents local_events_;
   EventLoop::TimerId deadline_timer_ = 0;
