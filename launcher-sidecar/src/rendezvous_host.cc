@@ -84,7 +84,7 @@ void RendezvousHost::accept_connection(int fd) {
   std::string peer = peer_of(fd);
   if (connections_.size() >= guard_.max_connections && !evict_oldest_idle()) {
     note(over_limit_, "refused a connection from " + peer + ": " + std::to_string(guard_.max_connections) +
-                          " connections are open, all of them members or STATUS readers");
+                          " connections are open, all of them members");
     close(fd);
     return;
   }
@@ -93,7 +93,7 @@ void RendezvousHost::accept_connection(int fd) {
   c.since = EventLoop::Clock::now();
   c.idle_timer = loop_.after(guard_.idle_timeout, [this, fd] {
     connections_[fd].idle_timer = 0;
-    note(idle_closed_, "closed the connection from " + connections_[fd].peer + ": no valid message within " +
+    note(idle_closed_, "closed the connection from " + connections_[fd].peer + ": not a member after " +
                            std::to_string(guard_.idle_timeout.count()) + " ms");
     drop(fd);
   });
@@ -113,7 +113,7 @@ bool RendezvousHost::evict_oldest_idle() {
   for (auto it = connections_.begin(); it != connections_.end(); ++it)
     if (!it->second.active && (oldest == connections_.end() || it->second.since < oldest->second.since)) oldest = it;
   if (oldest == connections_.end()) return false;
-  note(over_limit_, "closed the idle connection from " + oldest->second.peer + " for a new one: " +
+  note(over_limit_, "closed the connection from " + oldest->second.peer + " (not a member) for a new one: " +
                         std::to_string(guard_.max_connections) + " connections are open");
   drop(oldest->first);
   return true;
@@ -216,9 +216,13 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     write_all(2, "kubedist-launcher: rendezvous: " + request.error() + "\n");
     return drop(fd);
   }
-  c.active = true;
-  if (c.idle_timer) loop_.cancel(c.idle_timer);
-  c.idle_timer = 0;
+  // A member stays as long as the job; a STATUS asker is served but stays on the idle clock (and may be pushed
+  // out), so that asking for STATUS cannot hold a connection that a member needs.
+  if (request->kind != MemberRequest::Kind::Status) {
+    c.active = true;
+    if (c.idle_timer) loop_.cancel(c.idle_timer);
+    c.idle_timer = 0;
+  }
   const MemberRequest& r = request.value();
   MemberId id = static_cast<MemberId>(fd);
   switch (r.kind) {

@@ -23,8 +23,8 @@ namespace kubedist::launcher {
 struct HostGuard {
   std::string secret;                             // "": no authentication (see rendezvous_auth.h)
   size_t max_line = 64 * 1024;                    // a longer line closes the connection, unbuffered
-  size_t max_connections = 64;                    // beyond: the oldest idle connection goes, else the new one
-  std::chrono::milliseconds idle_timeout{15000};  // to send a first valid message, or be closed
+  size_t max_connections = 64;                    // beyond: the oldest non-member goes, else the new one
+  std::chrono::milliseconds idle_timeout{15000};  // to become a member (JOIN...), or be closed
   static HostGuard for_nodes(int max_nodes);      // max_connections: 4 per node, at least 64
 };
 
@@ -48,7 +48,7 @@ class RendezvousHost {
     std::string out;
     std::string peer;                    // ip:port, for the log
     std::optional<AuthSession> auth;     // with a secret
-    bool active = false;                 // sent a valid message: a member or a STATUS reader
+    bool active = false;                 // sent a valid member message (JOIN...): never idle-closed or pushed out
     EventLoop::TimerId idle_timer = 0;   // until then
     EventLoop::Clock::time_point since;  // accepted at
   };

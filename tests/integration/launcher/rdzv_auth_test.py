@@ -186,7 +186,15 @@ class RdzvAuth(LauncherTest):
             self.assertLess(fds, 64 + 32, "node 0 holds a file descriptor per idle connection")
             n1 = self.node(1, "2", script)
             wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "2", what="node 1 joined")
-            # The connections that were not pushed out are closed after the idle timeout (1 s here).
+            # A STATUS asker is answered but is no member: it is closed after the idle timeout too (1 s here).
+            asker = RdzvConnection(self.rdzv_port, SECRET)
+            try:
+                asker.send("STATUS")
+                self.assertTrue(asker.reply().startswith("STATUS "))
+                self.assertIsNone(asker.line())  # socket timeout (10 s) if node 0 keeps it open
+            finally:
+                asker.close()
+            # The connections that were not pushed out are closed after the idle timeout.
             for s in idle[-10:]:
                 s.settimeout(10)  # the deadline: recv raises socket.timeout if node 0 keeps it open
                 try:

@@ -77,6 +77,17 @@ TEST(AuthSession, SealedLinesOpenInOrderInBothDirections) {
   EXPECT_EQ(*reply, "ROUND 0 0 1 2 4 8");
 }
 
+// The operator signs its STATUS requests with OpenSSL (operator/src/trainingjob/rdzv_auth.cc); its unit test
+// checks the same vectors (computed with Python's hmac).
+TEST(AuthSession, MatchesTheVectorsTheOperatorIsTestedWith) {
+  const std::string challenge = "000102030405060708090a0b0c0d0e0f";
+  AuthSession member(kSecret, challenge, AuthSession::Side::Member);
+  EXPECT_EQ(member.seal("STATUS"), "MAC 1 b0ebe69c51729898792330a9d1c4a41a1b808042804378e3eb127ba1819271f2 STATUS\n");
+  AuthSession host(kSecret, challenge, AuthSession::Side::Host);
+  EXPECT_EQ(host.seal("STATUS round=0\n"),
+            "MAC 1 42abd9d3f526ccb2f3c1278a6ced87f2e3563868b1d5a9a43499dd27ceee5bcc STATUS round=0\n");
+}
+
 TEST(AuthSession, RefusesLinesWithoutMacOrMalformed) {
   Pair p;
   for (const std::string& line : std::vector<std::string>{"JOIN job 1 4", "LEAVE", "MAC", "MAC 1", "MAC x 00 LEAVE", "MAC 1 zz LEAVE",
