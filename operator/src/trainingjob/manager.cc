@@ -11,6 +11,7 @@
 #include "controller/leader_election.h"
 #include "controller/work_queue.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "metrics/operator_metrics.h"
@@ -69,6 +70,12 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
       [](const ServiceFacts& s) { return s.ns + "/" + s.name; },
       [&](const std::string& key, const std::string&) { queue.add(key); });
 
+  // The jobs' rendezvous Secrets, by label like pods: the reconciler creates them, the poller signs with them.
+  SecretInformer secrets(
+      api, {scoped("/api/v1", options.ns, "secrets"), kJobNameLabel}, parse_secret_facts,
+      [](const SecretFacts& s) { return s.ns + "/" + s.job_name; },
+      [&](const std::string&, const std::string& job_key) { queue.add(job_key); });
+
   // Nodes (cluster-scoped, read-only) tell lost pods apart; a change may concern any job, so all are requeued.
   const bool watch_nodes = options.watch_nodes.value_or(options.ns.empty());
   std::unique_ptr<NodeInformer> nodes;
@@ -86,7 +93,16 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
         for (const auto& key : jobs.keys()) {
           auto job = jobs.get(key);
           if (!job) continue;
-          if (auto t = launcher_target(*job, pods.by_index(key))) targets.push_back(*t);
+          auto t = launcher_target(*job, pods.by_index(key));
+          if (!t) continue;
+          if (t->needs_secret) {
+            // Node 0 answers signed requests only: without the Secret in the cache (yet), there is nothing to ask.
+            auto secret = secrets.get(job->ns + "/" + rdzv_secret_name(job->name));
+            bool ok = false;
+            if (secret && secret->owner_uid == job->uid) t->secret = kube::base64_decode(secret->secret_b64, &ok);
+            if (!ok || t->secret.empty()) continue;
+          }
+          targets.push_back(*t);
         }
         return targets;
       },
@@ -136,12 +152,15 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   JobMetrics job_metrics(metrics);
   ReconcilerExtras extras;
   extras.nodes = nodes.get();
+  extras.secrets = &secrets;
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&](const std::string& key) { return poller.latest(key); };
   }
   extras.unschedulable_grace_s = options.unschedulable_grace_s;
   extras.node_lost_grace_s = options.node_lost_grace_s;
-  Reconciler reconciler(api, jobs, pods, services, recorder, options.pods, std::move(extras), &job_metrics);
+  PodOptions pod_options = options.pods;
+  pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with Secret J-rdzv
+  Reconciler reconciler(api, jobs, pods, services, recorder, pod_options, std::move(extras), &job_metrics);
   auto reconcile = [&](const std::string& key) {
     const auto start = std::chrono::steady_clock::now();
     ReconcileResult result;
@@ -159,8 +178,9 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   jobs.start();
   pods.start();
   services.start();
+  secrets.start();
   if (nodes) nodes->start();
-  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && (!nodes || nodes->synced()))) {
+  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && secrets.synced() && (!nodes || nodes->synced()))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!stop && !lost) {
@@ -187,6 +207,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   jobs.stop();
   pods.stop();
   services.stop();
+  secrets.stop();
   if (nodes) nodes->stop();
   probes.stop();
   if (elector) {

@@ -109,6 +109,7 @@ class Decider {
       plan_.requeue_after_s = left;
     }
     plan_.create_service = !service_exists_;
+    plan_.create_secret = !obs_.secret_exists;
     return active();
   }
 

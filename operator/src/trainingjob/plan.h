@@ -28,6 +28,7 @@ struct PodDeletion {
 struct Observed {
   std::vector<PodFacts> pods;
   bool service_exists = false;
+  bool secret_exists = true;      // the rendezvous Secret J-rdzv (true when the operator does not manage one)
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
@@ -37,6 +38,7 @@ struct Observed {
 
 struct Plan {
   bool create_service = false;
+  bool create_secret = false;             // the rendezvous Secret J-rdzv, before any pod mounts it
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed
