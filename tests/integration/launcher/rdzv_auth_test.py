@@ -176,17 +176,18 @@ class RdzvAuth(LauncherTest):
     def test_500_idle_connections_neither_keep_members_out_nor_stay_open(self):
         go = self.path("go")
         script = f"while [ ! -e {go} ]; do sleep 0.05; done"
-        n0 = self.node(0, "2", script, "--rdzv-conf=idle_timeout=1")
+        n0 = self.node(0, "2", script, "--rdzv-conf=idle_timeout=3")
         wait_until(lambda: self.status_or_none() is not None, what="node 0 listening")
         idle = []
         try:
             for _ in range(500):
                 idle.append(socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=10))
+            self.status()  # answered once node 0 has accepted (and pushed out) every connection before it
             fds = len(os.listdir(f"/proc/{n0.proc.pid}/fd"))
             self.assertLess(fds, 64 + 32, "node 0 holds a file descriptor per idle connection")
             n1 = self.node(1, "2", script)
             wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "2", what="node 1 joined")
-            # A STATUS asker is answered but is no member: it is closed after the idle timeout too (1 s here).
+            # A STATUS asker is answered but is no member: it is closed after the idle timeout too (3 s here).
             asker = RdzvConnection(self.rdzv_port, SECRET)
             try:
                 asker.send("STATUS")
