@@ -65,6 +65,15 @@ Result<std::string> AuthSession::open(std::string_view line) {
 
 std::string encode_hello(const std::string& challenge) { return "HELLO " + challenge + "\n"; }
 
+std::string encode_refused(const std::string& why) {
+  std::string line = "REFUSED " + why;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  return line + "\n";
+}
+
+bool is_refused(const std::string& line) { return line.rfind("REFUSED ", 0) == 0; }
+
 Result<std::string> parse_hello(const std::string& line) {
   if (line.size() == 6 + 32 && line.compare(0, 6, "HELLO ") == 0 && is_hex(line.substr(6))) return line.substr(6);
   return make_error("expected HELLO and a challenge, got '" + line.substr(0, 80) + "'");

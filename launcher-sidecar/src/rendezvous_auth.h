@@ -9,7 +9,8 @@
 // and "rep" for the host's. A line counts only with the next n and a matching MAC: a forged line fails the MAC, a
 // recorded one fails the counter (same connection) or the challenge (any other connection), and a reply of the
 // host cannot pass for a request. Lines are authenticated, not encrypted: nothing in them is secret.
-// Without a secret nothing is wrapped and there is no HELLO (torchrun has no secret either).
+// A refused line closes the connection after an unsigned "REFUSED <why>", so that a node with the wrong secret
+// stops with that reason. Without a secret nothing is wrapped and there is no HELLO (torchrun has no secret either).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,9 @@ class AuthSession {
 };
 
 std::string encode_hello(const std::string& challenge);
+// Node 0's last word on a connection it closes for a refused line: "REFUSED <why>" (unsigned).
+std::string encode_refused(const std::string& why);
+bool is_refused(const std::string& line);
 Result<std::string> parse_hello(const std::string& line);  // the challenge
 std::string new_challenge();                               // 16 random bytes from the kernel, in hex
 

@@ -28,6 +28,7 @@ class TcpMember : public RendezvousMember {
   void try_connect();
   void on_ready(std::uint32_t events);
   void lost(const std::string& why);
+  void give_up(const std::string& why);  // retrying cannot help (a secret mismatch): end this node
   void send_line(const std::string& line);
   void close_socket();
 
@@ -49,6 +50,7 @@ class TcpMember : public RendezvousMember {
   std::optional<AuthSession> auth_;   // once node 0's HELLO arrived on this connection
   std::string unsent_;                // plain lines waiting for that HELLO
   EventLoop::TimerId retry_timer_ = 0;
+  EventLoop::TimerId hello_timer_ = 0;  // with a secret: node 0's HELLO is due
 };
 
 }  // namespace kubedist::launcher

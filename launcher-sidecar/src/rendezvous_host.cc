@@ -127,6 +127,10 @@ void RendezvousHost::note(int& count, const std::string& what) {
 
 void RendezvousHost::refuse(int fd, const std::string& why) {
   write_all(2, "kubedist-launcher: rendezvous: refused " + connections_[fd].peer + ": " + why + "\n");
+  // Best effort, unsigned: a node with the wrong secret learns why and stops instead of retrying forever; a forger
+  // learns nothing it did not know.
+  const std::string line = encode_refused(why);
+  (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   drop(fd);
 }
 

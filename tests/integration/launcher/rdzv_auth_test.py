@@ -104,11 +104,13 @@ class RdzvAuth(LauncherTest):
             return None
 
     def refused(self, line, secret=None, plain=False):
-        """Sends a line as a stranger and expects node 0 to close the connection without an answer."""
+        """Sends a line as a stranger and expects node 0 to say REFUSED and close the connection."""
         c = RdzvConnection(self.rdzv_port, SECRET)
         try:
             c.send(line, secret=secret, plain=plain)
-            self.assertIsNone(c.line(), f"node 0 answered {line!r}")
+            answer = c.line()
+            self.assertTrue(answer is None or answer.startswith("REFUSED "), f"node 0 answered {line!r}: {answer!r}")
+            self.assertIsNone(c.line(), f"node 0 kept the connection open after {line!r}")
         finally:
             c.close()
 
@@ -122,8 +124,9 @@ class RdzvAuth(LauncherTest):
         log, go = self.path("log"), self.path("go")
         script = f'echo "$GROUP_RANK $GROUP_WORLD_SIZE $TORCHELASTIC_RESTART_COUNT" >> {log}; ' \
                  f'while [ ! -e {go} ]; do sleep 0.05; done'
-        n0 = self.node(0, "1:3", script)
-        n1 = self.node(1, "1:3", script)
+        # MIN 2: the first round has both nodes; a third (forged) one would join the running group as a scale restart.
+        n0 = self.node(0, "2:3", script)
+        n1 = self.node(1, "2:3", script)
         wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "2", what="two nodes running")
         for line in ("JOIN job 2 1", "LEAVE"):
             self.refused(line, plain=True)
@@ -145,14 +148,31 @@ class RdzvAuth(LauncherTest):
         self.assertEqual(n1.wait(), 0, n1.stderr())
         self.assertEqual(sorted(self.lines("log")), ["0 2 0", "1 2 0"])
 
-    def test_a_node_without_the_secret_is_told_so_and_cannot_join(self):
+    def test_a_node_without_the_secret_or_with_another_one_is_told_so_and_stops(self):
         n0 = self.node(0, "1:2", "exec sleep 300")
         wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "1", what="node 0 running alone")
         n1 = self.node(1, "1:2", "exec sleep 300", secret=False)
-        wait_until(lambda: "node 0 asks for a rendezvous secret" in n1.stderr(), what="the reason logged on node 1")
+        self.assertEqual(n1.wait(), 1, n1.stderr())
+        self.assertIn("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file", n1.stderr())
+        with open(self.path("other"), "wb") as f:
+            f.write(b"another job's secret, 32 bytes..")
+        n1 = self.launch([f"--nnodes=1:2", "--node-rank=1", "--master-addr=127.0.0.1",
+                          f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
+                          "--rdzv-id=job", f"--rdzv-secret-file={self.path('other')}", "--no-python", "--", "true"])
+        self.assertEqual(n1.wait(), 1, n1.stderr())
+        self.assertIn("node 0 refused this node: wrong MAC", n1.stderr())
         self.assertEqual(self.status()["nodes"], "1")
         self.assertIsNone(self.status_or_none(secret=b"not the secret, still 16+ bytes"))
-        n0.kill(), n1.kill()
+        n0.kill()
+
+    def test_a_node_with_a_secret_gives_up_on_a_node_0_without_one_after_join_timeout(self):
+        n0 = self.node(0, "1:2", "exec sleep 300", secret=False)
+        wait_until(lambda: (self.status_or_none(None) or {}).get("nodes") == "1", what="node 0 running alone")
+        n1 = self.node(1, "1:2", "exec sleep 300", "--rdzv-conf=join_timeout=2")
+        self.assertEqual(n1.wait(), 1, n1.stderr())
+        self.assertIn("no HELLO from node 0 (does it have the same --rdzv-secret-file?)", n1.stderr())
+        self.assertEqual(self.status(None)["nodes"], "1")
+        n0.kill()
 
     def test_a_10mb_line_closes_the_connection_without_being_buffered(self):
         n0 = self.node(0, "1:2", "exec sleep 300", secret=False)  # the bounds hold without a secret too
@@ -164,10 +184,13 @@ class RdzvAuth(LauncherTest):
                     s.sendall(b"JOIN " + b"x" * (10 << 20) + ending)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # closed by node 0 while we were still sending: what we want
+                answer = b""
                 try:
-                    self.assertEqual(s.recv(4096), b"")
+                    while chunk := s.recv(4096):  # node 0's reason, then the end (a timeout if it stays open)
+                        answer += chunk
                 except ConnectionResetError:
                     pass
+                self.assertIn(answer, (b"", b"REFUSED a line longer than 65536 bytes\n"))
         wait_until(lambda: "a line longer than 65536 bytes" in n0.stderr(), what="the refusal logged")
         self.assertLess(rss_kib(n0.proc.pid) - before, 2048, "node 0 grew by more than 2 MiB")
         self.assertEqual(self.status(None)["phase"], "running")

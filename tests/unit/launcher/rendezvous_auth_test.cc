@@ -138,6 +138,13 @@ TEST(Hello, CarriesAFreshChallenge) {
     EXPECT_FALSE(parse_hello(bad).ok()) << bad;
 }
 
+TEST(Refused, IsOneLineWithTheReason) {
+  EXPECT_EQ(encode_refused("wrong MAC\nsecond line"), "REFUSED wrong MAC second line\n");
+  EXPECT_TRUE(is_refused("REFUSED wrong MAC"));
+  EXPECT_FALSE(is_refused("ROUND 0 0 0 1 0 1"));
+  EXPECT_FALSE(is_refused("MAC 1 00 REFUSED x"));
+}
+
 TEST(RdzvSecret, IsTheFilesBytesAndRefusesMissingShortOrHugeFiles) {
   char dir[] = "/tmp/rdzv-secret-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
