@@ -32,6 +32,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"rdzv-id", false, nullptr, "KUBEDIST_JOB"},
       {"rdzv-backend", false, nullptr},
       {"rdzv-conf", false, nullptr},
+      {"rdzv-secret-file", false, nullptr, "KUBEDIST_RDZV_SECRET_FILE"},
       {"standalone", true, nullptr},
       {"max-restarts", false, nullptr},
       {"restart-policy", false, nullptr, "KUBEDIST_RESTART_POLICY"},
@@ -317,8 +318,17 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
         auto v = parse_seconds(value, 0);
         if (!v) return make_error(v.error());
         (key == "join_timeout" ? c.join_timeout : c.last_call_timeout) = *v;
+      } else if (key == "idle_timeout") {
+        auto v = parse_seconds(value, 0);
+        if (!v) return make_error(v.error());
+        if (*v <= 0) return bad(value, "a number of seconds above 0");
+        c.idle_timeout = *v;
       }
     }
+  }
+  if (const RawValue* r = get("rdzv-secret-file")) {
+    if (r->value.empty()) return bad(*r, "the path of a file holding the job's rendezvous secret");
+    c.rdzv_secret_file = r->value;
   }
   if (const RawValue* r = get("max-restarts")) {
     auto v = parse_int_in(*r, 0, 1000000, "a non-negative integer");
@@ -430,7 +440,8 @@ MASTER_PORT apply too (below PET_*); elsewhere they are ignored, as torchrun ign
   --nnodes N|MIN:MAX          nodes (pod env NNODES)      --nproc-per-node N|auto|gpu|cpu (pod env NPROC_PER_NODE)
   --node-rank R               (pod env NODE_RANK)         --master-addr HOST (pod env MASTER_ADDR)
   --master-port P             (pod env MASTER_PORT)       --rdzv-endpoint HOST:PORT (default MASTER_ADDR:MASTER_PORT+1)
-  --rdzv-id ID                (env KUBEDIST_JOB)          --rdzv-conf join_timeout=S,last_call_timeout=S
+  --rdzv-id ID                (env KUBEDIST_JOB)          --rdzv-conf join_timeout=S,last_call_timeout=S,idle_timeout=S
+  --rdzv-secret-file PATH     (env KUBEDIST_RDZV_SECRET_FILE) sign every rendezvous message with this secret
   --standalone                one node, free port         --max-restarts N
   --restart-policy P          (env KUBEDIST_RESTART_POLICY) OnFailure | Never | ExitCode (1-127: no restart)
   --monitor-interval S        accepted; never polls       --role NAME

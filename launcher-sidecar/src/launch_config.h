@@ -66,6 +66,8 @@ struct LaunchConfig {
   std::optional<std::set<int>> local_ranks_filter;
   double join_timeout = 600;      // --rdzv-conf join_timeout=S: how long to wait for MIN nodes
   double last_call_timeout = 1;   // --rdzv-conf last_call_timeout=S: wait for late joiners above MIN
+  double idle_timeout = 15;       // --rdzv-conf idle_timeout=S: for a connection to node 0 to send a valid message
+  std::string rdzv_secret_file;   // --rdzv-secret-file: the job's secret that signs every rendezvous line
   double stop_timeout = 10;       // SIGTERM -> SIGKILL grace period for stopping workers
   int metrics_port = -1;          // -1: no /metrics endpoint; 0: any free port (printed)
   std::string metrics_addr = "0.0.0.0";

@@ -19,6 +19,7 @@
 #include "local_world_size.h"
 #include "metrics_server.h"
 #include "net.h"
+#include "rendezvous_auth.h"
 #include "rendezvous_client.h"
 #include "rendezvous_host.h"
 #include "resolver.h"
@@ -108,6 +109,12 @@ int main(int argc, char** argv) {
     write_all(1, usage_text());
     return 0;
   }
+  std::string secret;
+  if (!config.rdzv_secret_file.empty()) {
+    auto read = read_rdzv_secret(config.rdzv_secret_file);
+    if (!read) return fail_usage(read.error());
+    secret = *read;
+  }
   auto nproc =
       local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
   if (!nproc) return fail_usage(nproc.error());
@@ -165,7 +172,10 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<RendezvousHost> host;
   if (try_host) {
-    host = std::make_unique<RendezvousHost>(loop, coordinator_settings(config));
+    HostGuard guard = HostGuard::for_nodes(config.max_nodes);
+    guard.secret = secret;
+    guard.idle_timeout = std::chrono::milliseconds(static_cast<long>(config.idle_timeout * 1000));
+    host = std::make_unique<RendezvousHost>(loop, coordinator_settings(config), guard);
     if (config.multi_node()) {
       // Listen on the endpoint's own address when it is a loopback one (tests); else on every address.
       auto ip = parse_ipv4(config.rdzv_host);
@@ -223,7 +233,7 @@ int main(int argc, char** argv) {
   } else {
     member = std::make_unique<TcpMember>(loop, config.rdzv_host, config.rdzv_port,
                                          std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
-                                         resolver, agent.member_events());
+                                         resolver, agent.member_events(), secret);
   }
   agent.start(*member);
   loop.run();

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -15,13 +16,14 @@
 namespace kubedist::launcher {
 
 TcpMember::TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
-                     ResolverConfig resolver, MemberEvents events)
+                     ResolverConfig resolver, MemberEvents events, std::string secret)
     : loop_(loop),
       host_(std::move(host)),
       port_(port),
       join_timeout_(join_timeout),
       resolver_(std::move(resolver)),
-      events_(std::move(events)) {}
+      events_(std::move(events)),
+      secret_(std::move(secret)) {}
 
 TcpMember::~TcpMember() {
   if (retry_timer_) loop_.cancel(retry_timer_);
@@ -98,7 +100,15 @@ void TcpMember::on_ready(std::uint32_t events) {
       return connect_soon(std::chrono::milliseconds(200));
     }
     connected_ = true;
-    unreachable_since_.reset();
+    if (secret_.empty()) {
+      unreachable_since_.reset();
+    } else {
+      // Reached only once node 0 greets us: a node 0 without the secret never does, and join_timeout still applies.
+      hello_timer_ = loop_.after(std::min<std::chrono::milliseconds>(join_timeout_, std::chrono::seconds(10)), [this] {
+        hello_timer_ = 0;
+        lost("no HELLO from node 0 (does it have the same --rdzv-secret-file?)");
+      });
+    }
     // Which address node 0's name led to (our own resolver, not glibc's): what to check when a node cannot join.
     char ip[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &connecting_to_, ip, sizeof ip);
@@ -117,11 +127,33 @@ void TcpMember::on_ready(std::uint32_t events) {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      return lost("node 0 closed the rendezvous connection");
+      return lost(secret_.empty() || auth_ ? "node 0 closed the rendezvous connection"
+                                           : "node 0 closed the rendezvous connection before its HELLO (does it have "
+                                             "the same --rdzv-secret-file?)");
     }
     for (size_t nl; fd_ >= 0 && (nl = in_.find('\n')) != std::string::npos;) {
       std::string line = in_.substr(0, nl);
       in_.erase(0, nl + 1);
+      if (is_refused(line)) return give_up("node 0 refused this node: " + line.substr(8));
+      if (!secret_.empty() && !auth_) {
+        auto challenge = parse_hello(line);
+        if (!challenge) return lost(challenge.error());
+        auth_.emplace(secret_, *challenge, AuthSession::Side::Member);
+        unreachable_since_.reset();
+        if (hello_timer_) loop_.cancel(hello_timer_);
+        hello_timer_ = 0;
+        std::string waiting;
+        waiting.swap(unsent_);
+        send_line(waiting);
+        continue;
+      }
+      if (auth_) {
+        auto opened = auth_->open(line);
+        if (!opened) return lost("refused a message from node 0: " + opened.error());
+        line = *opened;
+      } else if (line.rfind("HELLO ", 0) == 0) {
+        return give_up("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
+      }
       auto m = parse_message(line);
       if (!m) return lost(m.error());
       switch (m->kind) {
@@ -143,8 +175,18 @@ void TcpMember::on_ready(std::uint32_t events) {
   if (fd_ >= 0 && (events & EPOLLOUT) && !out_.empty()) send_line("");
 }
 
-void TcpMember::send_line(const std::string& line) {
-  out_ += line;
+void TcpMember::send_line(const std::string& lines) {
+  if (!secret_.empty() && !auth_) {
+    unsent_ += lines;  // sealed once node 0's challenge is known
+    return;
+  }
+  // One or more lines (those that waited for the HELLO); sealed one by one.
+  for (size_t start = 0, nl; start < lines.size(); start = nl + 1) {
+    nl = lines.find('\n', start);
+    if (nl == std::string::npos) nl = lines.size() - 1;
+    std::string line = lines.substr(start, nl - start + 1);
+    out_ += auth_ ? auth_->seal(line) : line;
+  }
   if (fd_ < 0 || !connected_) return;
   ssize_t n = send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
   if (n > 0) out_.erase(0, static_cast<size_t>(n));
@@ -161,12 +203,25 @@ void TcpMember::lost(const std::string& why) {
   if (want_join_) connect_soon(std::chrono::milliseconds(200));
 }
 
+void TcpMember::give_up(const std::string& why) {
+  ended_ = true;
+  want_join_.reset();
+  if (retry_timer_) loop_.cancel(retry_timer_);
+  retry_timer_ = 0;
+  close_socket();
+  loop_.defer([this, why] { events_.on_end(1, "rendezvous: " + why); });
+}
+
 void TcpMember::close_socket() {
   if (fd_ < 0) return;
   loop_.unwatch(fd_);
   close(fd_);
   fd_ = -1;
   connected_ = false;
+  if (hello_timer_) loop_.cancel(hello_timer_);
+  hello_timer_ = 0;
+  auth_.reset();
+  unsent_.clear();
 }
 
 }  // namespace kubedist::launcher

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "event_loop.h"
+#include "rendezvous_auth.h"
 #include "rendezvous_member.h"
 #include "resolver.h"
 
@@ -15,7 +16,7 @@ namespace kubedist::launcher {
 class TcpMember : public RendezvousMember {
  public:
   TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
-            ResolverConfig resolver, MemberEvents events);
+            ResolverConfig resolver, MemberEvents events, std::string secret = "");
   ~TcpMember() override;
   void join(const JoinRequest& request) override;
   void failed(int round, int exit_code, const std::string& summary) override;
@@ -27,6 +28,7 @@ class TcpMember : public RendezvousMember {
   void try_connect();
   void on_ready(std::uint32_t events);
   void lost(const std::string& why);
+  void give_up(const std::string& why);  // retrying cannot help (a secret mismatch): end this node
   void send_line(const std::string& line);
   void close_socket();
 
@@ -44,7 +46,11 @@ class TcpMember : public RendezvousMember {
   std::string last_error_;
   in_addr connecting_to_{};  // the address host_ resolved to for the connection being made
   std::string in_, out_;
+  std::string secret_;                // "": no authentication
+  std::optional<AuthSession> auth_;   // once node 0's HELLO arrived on this connection
+  std::string unsent_;                // plain lines waiting for that HELLO
   EventLoop::TimerId retry_timer_ = 0;
+  EventLoop::TimerId hello_timer_ = 0;  // with a secret: node 0's HELLO is due
 };
 
 }  // namespace kubedist::launcher

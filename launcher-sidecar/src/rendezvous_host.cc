@@ -1,10 +1,12 @@
 #include "rendezvous_host.h"
 
+#include <arpa/inet.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -15,6 +17,21 @@
 namespace kubedist::launcher {
 namespace {
 constexpr MemberId kLocalMember = std::numeric_limits<MemberId>::max();
+constexpr size_t kMaxPendingReplies = 64 * 1024;  // a STATUS asker that never reads gets closed
+
+std::string peer_of(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  char ip[INET_ADDRSTRLEN] = "?";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+}  // namespace
+
+HostGuard HostGuard::for_nodes(int max_nodes) {
+  HostGuard guard;
+  guard.max_connections = std::max<size_t>(64, 4 * static_cast<size_t>(std::max(max_nodes, 1)));
+  return guard;
 }
 
 class RendezvousHost::LocalMember : public RendezvousMember {
@@ -45,7 +62,8 @@ class RendezvousHost::LocalMember : public RendezvousMember {
 RendezvousHost::Run::Run(CoordinatorSettings settings)
     : coordinator(std::move(settings), RendezvousCoordinator::Clock::now()) {}
 
-RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings) : loop_(loop), listener_(loop) {
+RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings, HostGuard guard)
+    : loop_(loop), guard_(std::move(guard)), listener_(loop) {
   std::string id = settings.run_id;
   own_ = runs_.emplace(id, std::make_unique<Run>(std::move(settings))).first->second.get();
 }
@@ -55,10 +73,78 @@ RendezvousHost::~RendezvousHost() {
     if (run->deadline_timer) loop_.cancel(run->deadline_timer);
   while (!connections_.empty()) {
     int fd = connections_.begin()->first;
+    if (connections_.begin()->second.idle_timer) loop_.cancel(connections_.begin()->second.idle_timer);
     loop_.unwatch(fd);
     close(fd);
     connections_.erase(fd);
   }
+}
+
+Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
+  auto ok = listener_.open(bind_addr, port, [this](int fd) { accept_connection(fd); });
+  if (!ok) return make_error("rendezvous: " + ok.error());
+  return true;
+}
+
+void RendezvousHost::accept_connection(int fd) {
+  std::string peer = peer_of(fd);
+  if (connections_.size() >= guard_.max_connections && !evict_oldest_idle()) {
+    note(over_limit_, "refused a connection from " + peer + ": " + std::to_string(guard_.max_connections) +
+                          " connections are open, all of them members");
+    close(fd);
+    return;
+  }
+  Connection& c = connections_[fd];
+  c.peer = std::move(peer);
+  c.since = EventLoop::Clock::now();
+  c.idle_timer = loop_.after(guard_.idle_timeout, [this, fd] {
+    connections_[fd].idle_timer = 0;
+    note(idle_closed_, "closed the connection from " + connections_[fd].peer + ": not a member after " +
+                           std::to_string(guard_.idle_timeout.count()) + " ms");
+    drop(fd);
+  });
+  loop_.watch(fd, EPOLLIN, [this, fd](std::uint32_t ev) { connection_ready(fd, ev); });
+  if (!guard_.secret.empty()) {
+    std::string challenge = new_challenge();
+    c.auth.emplace(guard_.secret, challenge, AuthSession::Side::Host);
+    c.out = encode_hello(challenge);
+    connection_ready(fd, EPOLLOUT);
+  }
+}
+
+// Makes room for a newcomer at the bound: a flood of silent connections must not lock the members out until
+// their idle timeout, so the silent one that has waited longest goes first.
+bool RendezvousHost::evict_oldest_idle() {
+  auto oldest = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it)
+    if (!it->second.active && (oldest == connections_.end() || it->second.since < oldest->second.since)) oldest = it;
+  if (oldest == connections_.end()) return false;
+  note(over_limit_, "closed the connection from " + oldest->second.peer + " (not a member) for a new one: " +
+                        std::to_string(guard_.max_connections) + " connections are open");
+  drop(oldest->first);
+  return true;
+}
+
+void RendezvousHost::note(int& count, const std::string& what) {
+  ++count;
+  if ((count & (count - 1)) == 0)
+    write_all(2, "kubedist-launcher: rendezvous: " + what + " (" + std::to_string(count) + " so far)\n");
+}
+
+void RendezvousHost::refuse(int fd, const std::string& why) {
+  write_all(2, "kubedist-launcher: rendezvous: refused " + connections_[fd].peer + ": " + why + "\n");
+  // Best effort, unsigned: a node with the wrong secret learns why and stops instead of retrying forever; a forger
+  // learns nothing it did not know.
+  const std::string line = encode_refused(why);
+  (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  drop(fd);
+}
+
+void RendezvousHost::send_line(int fd, const std::string& line) {
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  it->second.out += it->second.auth ? it->second.auth->seal(line) : line;
+  connection_ready(fd, EPOLLOUT);
 }
 
 std::vector<std::string> RendezvousHost::other_runs_active() const {
@@ -66,20 +152,6 @@ std::vector<std::string> RendezvousHost::other_runs_active() const {
   for (auto& [id, run] : runs_)
     if (run.get() != own_ && !run->coordinator.over()) active.push_back(id);
   return active;
-}
-
-Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
-  auto ok = listener_.open(bind_addr, port, [this](int fd) {
-    connections_[fd] = Connection{};
-    loop_.watch(fd, EPOLLIN, [this, fd](std::uint32_t ev) { connection_ready(fd, ev); });
-  });
-  if (!ok) return make_error("rendezvous: " + ok.error());
-  return true;
-}
-
-std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents events) {
-  local_events_ = std::move(events);
-  return std::make_unique<LocalMember>(*this);
 }
 
 void RendezvousHost::announce_store(std::string addr) { store_addr_ = std::move(addr); }
@@ -95,6 +167,11 @@ void RendezvousHost::add_store(Run& run, Assignment& a) {
   }
   a.master_addr = store_addr_;
   a.master_port = run.store_port;
+}
+
+std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents events) {
+  local_events_ = std::move(events);
+  return std::make_unique<LocalMember>(*this);
 }
 
 void RendezvousHost::flush() {
@@ -114,11 +191,7 @@ void RendezvousHost::flush(Run& run) {
       });
       continue;
     }
-    int fd = static_cast<int>(out.to);
-    auto it = connections_.find(fd);
-    if (it == connections_.end()) continue;
-    it->second.out += encode_message(out.message);
-    connection_ready(fd, EPOLLOUT);
+    send_line(static_cast<int>(out.to), encode_message(out.message));
   }
   if (run.deadline_timer) loop_.cancel(run.deadline_timer);
   run.deadline_timer = 0;
@@ -134,27 +207,29 @@ void RendezvousHost::flush(Run& run) {
 void RendezvousHost::connection_ready(int fd, std::uint32_t events) {
   if (!connections_.count(fd)) return;
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-    bool closed = false;
     char buf[4096];
     while (true) {
       ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) {
-        connections_[fd].in.append(buf, static_cast<size_t>(n));
-        continue;
+      if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+        return drop(fd);
       }
-      closed = !(n < 0 && (errno == EAGAIN || errno == EINTR));
-      break;
+      connections_[fd].in.append(buf, static_cast<size_t>(n));
+      // Lines are handled as they arrive, so no more than one line (bounded) is ever buffered; lines that arrived
+      // before a close still count (a DONE, then the node exits).
+      while (connections_.count(fd)) {
+        std::string& in = connections_[fd].in;
+        size_t nl = in.find('\n');
+        if (nl == std::string::npos) break;
+        std::string line = in.substr(0, nl);
+        in.erase(0, nl + 1);
+        if (line.size() > guard_.max_line) return refuse(fd, "a line longer than " + std::to_string(guard_.max_line) + " bytes");
+        handle_line(fd, line);
+      }
+      if (!connections_.count(fd)) return;
+      if (connections_[fd].in.size() > guard_.max_line)
+        return refuse(fd, "a line longer than " + std::to_string(guard_.max_line) + " bytes");
     }
-    // Lines that arrived before a close still count (a DONE, then the node exits).
-    while (connections_.count(fd)) {
-      std::string& in = connections_[fd].in;
-      size_t nl = in.find('\n');
-      if (nl == std::string::npos) break;
-      std::string line = in.substr(0, nl);
-      in.erase(0, nl + 1);
-      handle_line(fd, line);
-    }
-    if (closed) return drop(fd);
   }
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
@@ -167,18 +242,31 @@ void RendezvousHost::connection_ready(int fd, std::uint32_t events) {
 
 void RendezvousHost::handle_line(int fd, const std::string& line) {
   auto now = RendezvousCoordinator::Clock::now();
-  auto request = parse_request(line);
+  Connection& c = connections_[fd];
+  std::string plain = line;
+  if (c.auth) {
+    auto opened = c.auth->open(line);
+    if (!opened) return refuse(fd, opened.error());
+    plain = *opened;
+  }
+  auto request = parse_request(plain);
   if (!request) {
     write_all(2, "kubedist-launcher: rendezvous: " + request.error() + "\n");
     return drop(fd);
   }
+  // A member stays as long as the job; a STATUS asker is served but stays on the idle clock (and may be pushed
+  // out), so that asking for STATUS cannot hold a connection that a member needs.
+  if (request->kind != MemberRequest::Kind::Status) {
+    c.active = true;
+    if (c.idle_timer) loop_.cancel(c.idle_timer);
+    c.idle_timer = 0;
+  }
   const MemberRequest& r = request.value();
   MemberId id = static_cast<MemberId>(fd);
-  Connection& c = connections_[fd];
   if (r.kind == MemberRequest::Kind::Status) {
     // A reader (the operator), not a member: answer for this launcher's job and let it close the connection.
-    c.out += encode_report(own_->coordinator.report());
-    connection_ready(fd, EPOLLOUT);
+    if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
+    send_line(fd, encode_report(own_->coordinator.report()));
     return;
   }
   if (r.kind == MemberRequest::Kind::Join && !c.run) {
@@ -204,10 +292,12 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
 }
 
 void RendezvousHost::drop(int fd) {
-  if (!connections_.count(fd)) return;
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  if (it->second.idle_timer) loop_.cancel(it->second.idle_timer);
+  Run* run = it->second.run;
   loop_.unwatch(fd);
   close(fd);
-  Run* run = connections_[fd].run;
   connections_.erase(fd);
   if (!run) return;
   run->coordinator.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());

@@ -9,12 +9,16 @@ local process:
 - in its own mount and UTS namespaces, with /etc/hosts bind-mounted from a file that maps every pod's
   hostname.subdomain.namespace.svc (the headless Service's DNS names) to that pod's 127.100.x.y IP, and the
   pod's hostname set, so that MASTER_ADDR resolves as it would in a cluster;
+- with the trainer's Secret volumes materialised from the real Secrets (the job's rendezvous secret), each in a
+  directory of the workdir that stands for its mountPath: env values under a mountPath are mapped to it, as the
+  launcher path is mapped to the binary;
 - in its own process group, stopped (SIGTERM, then SIGKILL) when the pod is deleted, like a kubelet;
 - and when the process exits, its exit is mirrored into the pod's status (phase Succeeded or Failed, and a
   terminated trainer containerStatus with the exit code) through the status subresource.
 
 Nothing of the API server is faked: the operator under test sees real pods, real watches and real status.
 """
+import base64
 import json
 import os
 import signal
@@ -203,6 +207,10 @@ class PodRunner:
                 env[e["name"]] = {"metadata.name": pod["metadata"]["name"],
                                   "metadata.namespace": self.ns,
                                   "status.podIP": pod["status"].get("podIP", "")}.get(path, "")
+        for mount_path, local in self._secret_volumes(pod, trainer).items():
+            for k, v in env.items():
+                if v == mount_path or v.startswith(mount_path.rstrip("/") + "/"):
+                    env[k] = local + v[len(mount_path.rstrip("/")):]
         env.update(self.extra_env)
         log_path = os.path.join(self.workdir, f"{pod['metadata']['name']}-{pod['metadata']['uid'][:8]}.log")
         wrapper = ('mount --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"')
@@ -215,6 +223,34 @@ class PodRunner:
         with self.lock:
             self.procs[p.uid] = p
         threading.Thread(target=self._reap, args=(p,), daemon=True).start()
+
+    def _secret_volumes(self, pod, trainer):
+        """Writes each Secret volume the trainer mounts into the workdir, as a kubelet would, and returns
+        {mountPath: local directory}. Like a kubelet, it waits for a Secret that does not exist yet."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", []) if "secret" in v}
+        out = {}
+        for m in trainer.get("volumeMounts", []):
+            vol = volumes.get(m["name"])
+            if vol is None:
+                continue
+            name = vol["secret"]["secretName"]
+            deadline = time.monotonic() + 30
+            while True:
+                got = kubectl("-n", self.ns, "get", "secret", name, "-o", "json", check=False)
+                if got.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            if got.returncode != 0:
+                raise RuntimeError(f"pod {pod['metadata']['name']}: secret {name}: {got.stderr.strip()}")
+            local = os.path.join(self.workdir, "volumes", pod["metadata"]["uid"], m["name"])
+            os.makedirs(local, exist_ok=True)
+            for key, b64 in (json.loads(got.stdout).get("data") or {}).items():
+                path = os.path.join(local, key)
+                with open(path, "wb") as f:
+                    f.write(base64.b64decode(b64))
+                os.chmod(path, vol["secret"].get("defaultMode", 0o644))
+            out[m["mountPath"]] = local
+        return out
 
     def _reap(self, p):
         code = p.proc.wait()

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "trainingjob/parse.h"
+#include "trainingjob/rdzv_auth.h"
 #include "trainingjob/render.h"
 
 namespace kubedist::trainingjob {
@@ -53,7 +54,8 @@ Error fail(const std::string& where, const std::string& what) {
 
 }  // namespace
 
-Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout) {
+Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
+                                      const std::string& secret) {
   const std::string where = ip + ":" + std::to_string(port);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -72,24 +74,43 @@ Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chro
   socklen_t len = sizeof err;
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) return fail(where, std::strerror(err));
-  const std::string request = "STATUS\n";
+  std::string in;
+  auto read_line = [&]() -> Result<std::string> {
+    while (in.find('\n') == std::string::npos) {
+      if (in.size() > 4096) return fail(where, "answer longer than 4096 bytes");
+      if (!wait_for(fd.get(), POLLIN, deadline)) return fail(where, "no answer within " + std::to_string(timeout.count()) + "ms");
+      char buf[512];
+      const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n == 0) return fail(where, "connection closed before an answer");
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR) continue;
+        return fail(where, std::strerror(errno));
+      }
+      in.append(buf, static_cast<size_t>(n));
+    }
+    const size_t nl = in.find('\n');
+    std::string line = in.substr(0, nl);
+    in.erase(0, nl + 1);
+    return line;
+  };
+  std::string challenge;
+  if (!secret.empty()) {
+    auto hello = read_line();
+    if (!hello) return hello.error();
+    auto parsed = parse_rdzv_hello(*hello);
+    if (!parsed) return fail(where, parsed.error().message);
+    challenge = *parsed;
+  }
+  const std::string request = secret.empty() ? "STATUS\n" : seal_rdzv_request(secret, challenge, 1, "STATUS");
   if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
     return fail(where, "cannot send the request");
   }
-  std::string in;
-  while (in.find('\n') == std::string::npos) {
-    if (in.size() > 4096) return fail(where, "answer longer than 4096 bytes");
-    if (!wait_for(fd.get(), POLLIN, deadline)) return fail(where, "no answer within " + std::to_string(timeout.count()) + "ms");
-    char buf[512];
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n == 0) return fail(where, "connection closed before an answer");
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return fail(where, std::strerror(errno));
-    }
-    in.append(buf, static_cast<size_t>(n));
-  }
-  return parse_launcher_report(in.substr(0, in.find('\n')));
+  auto answer = read_line();
+  if (!answer) return answer.error();
+  if (secret.empty()) return parse_launcher_report(*answer);
+  auto plain = open_rdzv_reply(secret, challenge, 1, *answer);
+  if (!plain) return fail(where, plain.error().message);
+  return parse_launcher_report(*plain);
 }
 
 std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std::vector<PodFacts>& pods) {
@@ -99,7 +120,7 @@ std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std:
   for (const auto& pod : pods) {
     if (pod.owner_uid != job.uid || pod.deleting || pod.rank != 0 || pod.name != pod_name(job.name, 0)) continue;
     if (pod.phase != "Running" || pod.pod_ip.empty()) return std::nullopt;
-    return LauncherTarget{job.ns + "/" + job.name, pod.uid, pod.pod_ip, job.spec.master_port + 1};
+    return LauncherTarget{job.ns + "/" + job.name, pod.uid, pod.pod_ip, job.spec.master_port + 1, pod.rdzv_secret, ""};
   }
   return std::nullopt;
 }
@@ -146,7 +167,8 @@ void LauncherPoller::poll_once() {
   for (size_t i = 0; i < targets.size(); i += kParallel) {
     pending.clear();
     for (size_t j = i; j < std::min(targets.size(), i + kParallel); ++j) {
-      pending.push_back(std::async(std::launch::async, query_launcher, targets[j].ip, targets[j].port, timeout));
+      pending.push_back(
+          std::async(std::launch::async, query_launcher, targets[j].ip, targets[j].port, timeout, targets[j].secret));
     }
     for (auto& f : pending) answers.push_back(f.get());
     if (stopping_) return;  // shutting down: the rest of the pass would only delay it by its timeouts

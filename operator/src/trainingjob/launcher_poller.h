@@ -2,8 +2,8 @@
 //
 // Why polling: the launcher knows about in-place group restarts (worker crash, lost node, scale) that no pod
 // change shows. The rendezvous service on node 0 already listens on MASTER_PORT+1 for the other nodes; one more
-// request there ("STATUS\n", one line back) needs no credentials in the pod, no API access for the launcher and no
-// new port. The operator folds the counts into status.restartsByReason in decide() (see plan.h).
+// request there ("STATUS\n", one line back) needs no API access for the launcher and no new port. The rendezvous is
+// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too. The operator folds the counts into status.restartsByReason in decide() (see plan.h).
 #pragma once
 
 #include <atomic>
@@ -28,10 +28,14 @@ struct LauncherTarget {
   std::string pod_uid;  // node 0's pod
   std::string ip;       // its status.podIP
   int port = 0;         // spec.masterPort + 1
+  bool needs_secret = false;  // node 0 mounts the job's rendezvous Secret: its launcher answers signed lines only
+  std::string secret;         // that secret, when needed (filled from the Secret cache)
 };
 
-// One STATUS request to ip:port with a deadline for connecting, writing and reading the answer.
-Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout);
+// One STATUS request to ip:port with a deadline for connecting, writing and reading the answer; with a secret, signed
+// after node 0's HELLO and the answer's MAC checked (trainingjob/rdzv_auth.h).
+Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
+                                      const std::string& secret = "");
 
 // The rendezvous endpoint of a job, if it has one now: node 0 running with an IP and more than one node allowed.
 std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std::vector<PodFacts>& pods);

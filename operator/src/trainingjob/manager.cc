@@ -11,6 +11,7 @@
 #include "controller/leader_election.h"
 #include "controller/work_queue.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "metrics/operator_metrics.h"
@@ -88,6 +89,12 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
       [](const ServiceFacts& s) { return s.ns + "/" + s.name; },
       [&](const std::string& key, const std::string&) { queue.add(key); });
 
+  // The jobs' rendezvous Secrets, by label like pods: the reconciler creates them, the poller signs with them.
+  SecretInformer secrets(
+      api, {scoped("/api/v1", options.ns, "secrets"), kJobNameLabel}, parse_secret_facts,
+      [](const SecretFacts& s) { return s.ns + "/" + s.job_name; },
+      [&](const std::string&, const std::string& job_key) { queue.add(job_key); });
+
   // Nodes (cluster-scoped, read-only) tell lost pods apart; a change may concern any job, so all are requeued.
   const bool watch_nodes = options.watch_nodes.value_or(options.ns.empty());
   std::unique_ptr<NodeInformer> nodes;
@@ -114,6 +121,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   }
   PodOptions pod_options = options.pods;
   pod_options.gang_by_default = pod_groups && options.gang_scheduling == GangMode::kAll;
+  pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with Secret J-rdzv
   LauncherPoller poller(
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
       [&] {
@@ -121,7 +129,16 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
         for (const auto& key : jobs.keys()) {
           auto job = jobs.get(key);
           if (!job) continue;
-          if (auto t = launcher_target(*job, pods.by_index(key))) targets.push_back(*t);
+          auto t = launcher_target(*job, pods.by_index(key));
+          if (!t) continue;
+          if (t->needs_secret) {
+            // Node 0 answers signed requests only: without the Secret in the cache (yet), there is nothing to ask.
+            auto secret = secrets.get(job->ns + "/" + rdzv_secret_name(job->name));
+            bool ok = false;
+            if (secret && secret->owner_uid == job->uid) t->secret = kube::base64_decode(secret->secret_b64, &ok);
+            if (!ok || t->secret.empty()) continue;
+          }
+          targets.push_back(*t);
         }
         return targets;
       },
@@ -172,6 +189,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   ReconcilerExtras extras;
   extras.nodes = nodes.get();
   extras.pod_groups = pod_groups.get();
+  extras.secrets = &secrets;
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&](const std::string& key) { return poller.latest(key); };
   }
@@ -195,10 +213,11 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   jobs.start();
   pods.start();
   services.start();
+  secrets.start();
   if (nodes) nodes->start();
   if (pod_groups) pod_groups->start();
-  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && (!nodes || nodes->synced()) &&
-                             (!pod_groups || pod_groups->synced()))) {
+  while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && secrets.synced() &&
+                             (!nodes || nodes->synced()) && (!pod_groups || pod_groups->synced()))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!stop && !lost) {
@@ -225,6 +244,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   jobs.stop();
   pods.stop();
   services.stop();
+  secrets.stop();
   if (nodes) nodes->stop();
   if (pod_groups) pod_groups->stop();
   probes.stop();

@@ -389,7 +389,12 @@ PodFacts parse_pod_facts(const json& pod) {
   f.start_time = string_at(st, "startTime");
   f.pod_ip = string_at(st, "podIP");
   f.failure_reason = string_at(st, "reason");
-  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) f.node_name = string_at(*spec, "nodeName");
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    f.node_name = string_at(*spec, "nodeName");
+    if (auto vols = spec->find("volumes"); vols != spec->end() && vols->is_array()) {
+      for (const auto& v : *vols) f.rdzv_secret = f.rdzv_secret || (v.is_object() && string_at(v, "name") == kRdzvSecretVolume);
+    }
+  }
   if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
     for (const auto& c : *conds) {
       if (!c.is_object()) continue;
@@ -439,6 +444,16 @@ std::string controller_uid(const json& obj) {
 ServiceFacts parse_service_facts(const json& svc) {
   const json md = svc.value("metadata", json::object());
   return {string_at(md, "namespace"), string_at(md, "name"), controller_uid(svc)};
+}
+
+SecretFacts parse_secret_facts(const json& secret) {
+  const json md = secret.value("metadata", json::object());
+  SecretFacts f{string_at(md, "namespace"), string_at(md, "name"), controller_uid(secret), "", ""};
+  if (auto labels = md.find("labels"); labels != md.end() && labels->is_object()) {
+    f.job_name = string_at(*labels, kJobNameLabel);
+  }
+  if (auto data = secret.find("data"); data != secret.end() && data->is_object()) f.secret_b64 = string_at(*data, "secret");
+  return f;
 }
 
 NodeFacts parse_node_facts(const json& node) {

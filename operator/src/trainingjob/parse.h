@@ -22,6 +22,7 @@ nlohmann::json status_to_json(const Status& status);
 // exit code counts (the container named "trainer", else the only one).
 PodFacts parse_pod_facts(const nlohmann::json& pod);
 ServiceFacts parse_service_facts(const nlohmann::json& service);
+SecretFacts parse_secret_facts(const nlohmann::json& secret);
 NodeFacts parse_node_facts(const nlohmann::json& node);
 PodGroupFacts parse_pod_group_facts(const nlohmann::json& pod_group);
 

@@ -109,6 +109,7 @@ class Decider {
       plan_.requeue_after_s = left;
     }
     plan_.create_service = !service_exists_;
+    plan_.create_secret = !obs_.secret_exists;
     if (const auto gang = gang_min_count(job_, obs_.gang_by_default)) {
       if (!obs_.gang_api) {
         return finish(false, "GangSchedulingUnavailable",

@@ -28,6 +28,7 @@ struct PodDeletion {
 struct Observed {
   std::vector<PodFacts> pods;
   bool service_exists = false;
+  bool secret_exists = true;      // the rendezvous Secret J-rdzv (true when the operator does not manage one)
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
@@ -42,6 +43,7 @@ struct Plan {
   bool create_service = false;
   std::optional<int> create_gang;         // create Workload J and PodGroup J with this gang minCount (before pods)
   bool delete_gang = false;               // PodGroup J has another minCount: delete it and Workload J, then recreate
+  bool create_secret = false;             // the rendezvous Secret J-rdzv, before any pod mounts it
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed

@@ -1,6 +1,7 @@
 #include "trainingjob/reconciler.h"
 
 #include "common/log.h"
+#include "trainingjob/rdzv_auth.h"
 #include "trainingjob/parse.h"
 #include "trainingjob/render.h"
 #include "trainingjob/status.h"
@@ -67,10 +68,12 @@ std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const
   return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now());
 }
 
-Observed Reconciler::observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const {
+Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) const {
+  const std::string key = job.ns + "/" + job.name;
   Observed o;
   o.pods = std::move(pods);
   o.service_exists = service_exists;
+  if (extras_.secrets != nullptr) o.secret_exists = extras_.secrets->get(job.ns + "/" + rdzv_secret_name(job.name)).has_value();
   if (extras_.nodes != nullptr && extras_.nodes->synced()) {
     o.nodes_watched = true;
     o.nodes = extras_.nodes->by_index("");
@@ -131,11 +134,21 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   }
   const auto svc = services_.get(key);
   const bool service_exists = svc.has_value();
-  const Observed observed = observe(key, pods, service_exists);
+  const Observed observed = observe(*job, pods, service_exists);
   Plan plan = decide(*job, observed, now_unix());
   const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
 
   const std::string ns_path = "/api/v1/namespaces/" + job->ns;
+  if (plan.create_secret) {
+    // Created once: while it exists (also when our cache has not shown it yet: AlreadyExists) it is never replaced,
+    // so running launchers and the poller keep agreeing on it. It goes with the job (owner reference).
+    auto secret = new_rdzv_secret();
+    if (!secret) return ReconcileResult::failed("create secret " + rdzv_secret_name(job->name) + ": " + secret.error().message);
+    auto r = client_.create(ns_path + "/secrets", render_rdzv_secret(*job, *secret));
+    if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
+      return ReconcileResult::failed("create secret " + rdzv_secret_name(job->name) + ": " + r.error().message);
+    }
+  }
   if (plan.create_service) {
     auto r = client_.create(ns_path + "/services", render_service(*job));
     if (!r && r.error().kind != Error::Kind::kAlreadyExists) {

@@ -28,11 +28,15 @@ using PodInformer = kube::Informer<PodFacts>;
 using ServiceInformer = kube::Informer<ServiceFacts>;
 using NodeInformer = kube::Informer<NodeFacts>;
 using PodGroupInformer = kube::Informer<PodGroupFacts>;
+using SecretInformer = kube::Informer<SecretFacts>;
 
 // What the reconciler needs beyond the job, pod and service caches; everything here is optional.
 struct ReconcilerExtras {
   const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
   const PodGroupInformer* pod_groups = nullptr;  // null: no gang scheduling (the cluster serves no PodGroups)
+  // The jobs' rendezvous Secrets (key namespace/J-rdzv); null: the operator creates none (pods must then not mount
+  // one: PodOptions::rdzv_secret false).
+  const SecretInformer* secrets = nullptr;
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
@@ -65,7 +69,7 @@ class Reconciler {
   // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
   bool status_caught_up(const std::string& key, const TrainingJob& job);
-  Observed observe(const std::string& key, std::vector<PodFacts> pods, bool service_exists) const;
+  Observed observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) const;
   // On success, the resourceVersion the server gave the job (empty if the write became unnecessary).
   Result<std::string> write_status(const TrainingJob& job, const Observed& observed, Status status);
 

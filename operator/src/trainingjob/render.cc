@@ -36,6 +36,9 @@ void set_env(json& container, const TrainingJob& job, int rank, const PodOptions
                   {"value", path != container.end() && path->is_string() && !path->get<std::string>().empty()
                                 ? path->get<std::string>()
                                 : std::string("/dev/termination-log")}});
+  if (options.rdzv_secret) {
+    ours.push_back({{"name", "KUBEDIST_RDZV_SECRET_FILE"}, {"value", std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey}});
+  }
   json env = json::array();
   if (container.contains("env") && container["env"].is_array()) {
     for (const auto& e : container["env"]) {
@@ -60,6 +63,20 @@ void declare_port(json& container, const char* name, int port) {
 }  // namespace
 
 std::string pod_name(const std::string& job, int rank) { return job + "-node-" + std::to_string(rank); }
+
+std::string rdzv_secret_name(const std::string& job) { return job + "-rdzv"; }
+
+json render_rdzv_secret(const TrainingJob& job, const std::string& secret) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata",
+           {{"name", rdzv_secret_name(job.name)},
+            {"namespace", job.ns},
+            {"labels", labels_for(job)},
+            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"type", "Opaque"},
+          {"stringData", {{kRdzvSecretKey, secret}}}};
+}
 
 json owner_reference(const TrainingJob& job) {
   return {{"apiVersion", kApiVersion}, {"kind", kKind},           {"name", job.name},
@@ -166,6 +183,12 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   trainer["command"] = command;
   trainer.erase("args");
   add_bin_mount(trainer);
+  if (options.rdzv_secret) {
+    // World-readable inside the pod: the trainer may run as any user, and the pod is the job's alone.
+    spec["volumes"].push_back(
+        {{"name", kRdzvSecretVolume}, {"secret", {{"secretName", rdzv_secret_name(job.name)}, {"defaultMode", 0444}}}});
+    trainer["volumeMounts"].push_back({{"name", kRdzvSecretVolume}, {"mountPath", kRdzvSecretDir}, {"readOnly", true}});
+  }
   set_env(trainer, job, rank, options);
   declare_port(trainer, "master", job.spec.master_port);
   declare_port(trainer, "rendezvous", job.spec.master_port + 1);

@@ -19,7 +19,11 @@ struct PodOptions {
   std::string launcher_image = kDefaultLauncherImage;
   int launcher_metrics_port = kDefaultLauncherMetricsPort;  // 0: the launchers serve no /metrics
   bool gang_by_default = false;  // jobs that leave spec.scheduling.gang unset are gang-scheduled
+  bool rdzv_secret = false;  // mount Secret J-rdzv into the trainer and point the launcher at it
 };
+
+inline constexpr const char* kRdzvSecretDir = "/kubedist/rdzv";  // the trainer's read-only mount of Secret J-rdzv
+inline constexpr const char* kRdzvSecretKey = "secret";           // its one key: the launcher's --rdzv-secret-file
 
 // The gang size of the job's PodGroup, or nullopt when the job is not gang-scheduled (spec.scheduling.gang, else
 // the operator's default): minReplicas, the fewest nodes the job can run on, so an elastic job still starts (and
@@ -32,6 +36,11 @@ nlohmann::json render_workload(const TrainingJob& job, int min_count);
 nlohmann::json render_pod_group(const TrainingJob& job, int min_count);
 
 std::string pod_name(const std::string& job, int rank);
+std::string rdzv_secret_name(const std::string& job);  // J-rdzv
+
+// Secret J-rdzv: the secret that signs the job's rendezvous lines (launcher-sidecar/src/rendezvous_auth.h), so
+// that only the job's pods and the operator can join, leave or read it. secret: its text (random hex).
+nlohmann::json render_rdzv_secret(const TrainingJob& job, const std::string& secret);
 
 // Service J: headless, publishes not-ready addresses (rendezvous starts before readiness), selects the job's pods.
 nlohmann::json render_service(const TrainingJob& job);
@@ -39,7 +48,8 @@ nlohmann::json render_service(const TrainingJob& job);
 // Pod J-node-<rank>: the user's template plus the launcher init container, the wrapped trainer command,
 // the node env, hostname/subdomain for DNS, labels, the controller owner reference and restartPolicy Never.
 // A gang-scheduled job's pods belong to PodGroup J (spec.schedulingGroup).
-// With a launcher metrics port the launcher serves /metrics on the pod's IP there (port "kd-metrics").
+// With a launcher metrics port the launcher serves /metrics on the pod's IP there (port "kd-metrics"). With
+// rdzv_secret, Secret J-rdzv is mounted read-only into the trainer and named by KUBEDIST_RDZV_SECRET_FILE.
 // Requires a job without spec_error.
 nlohmann::json render_pod(const TrainingJob& job, int rank, const PodOptions& options);
 

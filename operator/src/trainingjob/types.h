@@ -18,6 +18,8 @@ inline constexpr const char* kKind = "TrainingJob";
 inline constexpr const char* kPlural = "trainingjobs";
 inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
+// The pod volume of the job's rendezvous Secret (render.h): a pod without it has a launcher that signs nothing.
+inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";
 // What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
 inline constexpr size_t kMaxTerminationMessage = 1024;
 
@@ -150,6 +152,16 @@ struct PodGroupFacts {
   bool operator==(const PodGroupFacts&) const = default;
 };
 
+// A job's rendezvous Secret J-rdzv (render.h), as the cache keeps it.
+struct SecretFacts {
+  std::string ns;
+  std::string name;
+  std::string owner_uid;
+  std::string job_name;     // the job-name label
+  std::string secret_b64;   // data["secret"], base64 as the API serves it
+  bool operator==(const SecretFacts&) const = default;
+};
+
 // What the operator needs to know about one of a job's pods, small so that thousands fit in the cache.
 struct PodFacts {
   std::string ns;
@@ -169,6 +181,7 @@ struct PodFacts {
   std::string node_name;          // spec.nodeName, empty until scheduled
   std::string pod_ip;             // status.podIP
   std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
+  bool rdzv_secret = false;       // mounts the job's rendezvous Secret (its launcher signs the rendezvous)
   bool operator==(const PodFacts&) const = default;
 };
 

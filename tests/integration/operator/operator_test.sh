@@ -22,6 +22,9 @@ example)
     fail "service: $(kubectl -n "$NS" get svc resnet -o yaml)"
   [ "$(jp svc/resnet '{.metadata.ownerReferences[0].uid}')" = "$uid" ] || fail "service not owned by the job"
   pass "headless Service resnet selects the job's pods and is owned by it"
+  [ "$(jp secret/resnet-rdzv '{.metadata.ownerReferences[0].uid} {.metadata.labels.kubedist\.io/job-name}')" = "$uid resnet" ] ||
+    fail "Secret resnet-rdzv: $(kubectl -n "$NS" get secret resnet-rdzv -o yaml)"
+  pass "rendezvous Secret resnet-rdzv is owned by the job"
   for i in 0 1; do
     p=resnet-node-$i
     got=$(jp "pod/$p" '{.spec.hostname} {.spec.subdomain} {.spec.restartPolicy} {.metadata.labels.kubedist\.io/node-rank} {.metadata.labels.kubedist\.io/job-name}')
@@ -31,7 +34,8 @@ example)
     env=$(jp "pod/$p" '{range .spec.containers[0].env[*]}{.name}={.value}{"\n"}{end}')
     for want in "MASTER_ADDR=resnet-node-0.resnet.$NS.svc" MASTER_PORT=29500 "NODE_RANK=$i" NNODES=1:4 \
       NPROC_PER_NODE=auto KUBEDIST_JOB=resnet "PET_MASTER_ADDR=resnet-node-0.resnet.$NS.svc" PET_MASTER_PORT=29500 \
-      "PET_NODE_RANK=$i" PET_NNODES=1:4 PET_NPROC_PER_NODE=auto PET_MAX_RESTARTS=3; do
+      "PET_NODE_RANK=$i" PET_NNODES=1:4 PET_NPROC_PER_NODE=auto PET_MAX_RESTARTS=3 \
+      KUBEDIST_RDZV_SECRET_FILE=/kubedist/rdzv/secret; do
       grep -qxF "$want" <<<"$env" || fail "$p lacks env $want; has: $env"
     done
     cmd=$(jp "pod/$p" '{.spec.containers[0].command}')
@@ -39,8 +43,10 @@ example)
       fail "$p command: $cmd"
     [ "$(jp "pod/$p" '{.spec.initContainers[0].image} {.spec.volumes[0].name}')" = "ghcr.io/kubedist/launcher:0.1.0 kubedist-bin" ] ||
       fail "$p launcher init container/volume"
+    got=$(jp "pod/$p" '{.spec.volumes[?(@.name=="kubedist-rdzv")].secret.secretName} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rdzv")].mountPath} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rdzv")].readOnly}')
+    [ "$got" = "resnet-rdzv /kubedist/rdzv true" ] || fail "$p rendezvous Secret mount: $got"
   done
-  pass "pods resnet-node-0/1: hostname, subdomain, labels, owner refs, env, wrapped command, launcher init container"
+  pass "pods resnet-node-0/1: hostname, subdomain, labels, owner refs, env, wrapped command, launcher init container, rendezvous Secret mount"
   eventually 30 "job Running" phase_is resnet Running
   got=$(jp tj/resnet '{.status.replicas} {.status.readyReplicas} {.status.worldSize} {.status.selector} {.status.observedGeneration}')
   [ "$got" = "2 2 16 kubedist.io/job-name=resnet 1" ] || fail "status: $got"
@@ -305,12 +311,21 @@ for _ in range(50):
   case "$ip" in 127.*) ;; *) fail "kwok pod IP $ip is not a loopback address" ;; esac
   work=$(mktemp -d /tmp/kubedist-op-launcher-XXXXXX)
   trap 'cleanup; rm -rf "$work"' EXIT
+  # The pods mount the job's rendezvous Secret, so node 0's launcher answers signed lines only, and the poller signs
+  # with the Secret: the launchers here read it as the pods' mount would give it to them.
+  [ "$(jp secret/j-rdzv '{.metadata.ownerReferences[0].uid}')" = "$(jp tj/j '{.metadata.uid}')" ] ||
+    fail "Secret j-rdzv is not owned by the job"
+  [ "$(jp pod/j-node-0 '{.spec.volumes[?(@.name=="kubedist-rdzv")].secret.secretName}')" = "j-rdzv" ] ||
+    fail "pod j-node-0 does not mount Secret j-rdzv"
+  kubectl -n "$NS" get secret j-rdzv -o jsonpath='{.data.secret}' | base64 -d >"$work/secret"
+  [ "$(wc -c <"$work/secret")" = 64 ] || fail "Secret j-rdzv does not hold 32 bytes in hex"
   # Node 0's worker crashes once (worker_crash), then runs until stopped.
   script='if [ "$CRASH_ONCE" = 1 ] && [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; exit 3; fi; exec sleep 600'
   launch() {  # launch NODE_RANK: a launcher as j-node-NODE_RANK would run it; sets LPID
     WORK=$work CRASH_ONCE=$((1 - $1)) "$LAUNCHER" --nnodes=1:2 --node-rank="$1" --master-addr="$ip" --master-port="$port" \
       --rdzv-endpoint="$ip:$((port + 1))" --rdzv-id=j --max-restarts=10 --stop-timeout=5 \
-      --rdzv-conf=last_call_timeout=0.2,join_timeout=60 --no-python -- sh -c "$script" >>"$work/node$1.log" 2>&1 &
+      --rdzv-conf=last_call_timeout=0.2,join_timeout=60 --rdzv-secret-file="$work/secret" \
+      --no-python -- sh -c "$script" >>"$work/node$1.log" 2>&1 &
     LPID=$!
     EXTRA_PIDS="${EXTRA_PIDS:-} $LPID"
   }
@@ -625,6 +640,7 @@ rules:
 - {apiGroups: [kubedist.io], resources: [trainingjobs], verbs: [get, list, watch, delete]}
 - {apiGroups: [kubedist.io], resources: [trainingjobs/status], verbs: [get, update, patch]}
 - {apiGroups: [""], resources: [pods, services], verbs: [get, list, watch, create, delete]}
+- {apiGroups: [""], resources: [secrets], verbs: [get, list, watch, create, delete]}
 - {apiGroups: [""], resources: [events], verbs: [create, patch]}
 YAML
   for sa in sa1 sa2; do

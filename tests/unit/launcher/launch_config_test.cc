@@ -242,6 +242,15 @@ TEST(LaunchConfig, LocalRankStyleDefaultsToTorch2DashAndTakesTorch1Underscore) {
             "--local_rank");
 }
 
+TEST(LaunchConfig, RendezvousSecretFileAndIdleTimeoutComeFromFlagPetOrOperatorEnv) {
+  EXPECT_EQ(parse_ok({"t.py"}).rdzv_secret_file, "");
+  EXPECT_EQ(parse_ok({"t.py"}).idle_timeout, 15);
+  EXPECT_EQ(parse_ok({"--rdzv-secret-file=/s", "t.py"}).rdzv_secret_file, "/s");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"PET_RDZV_SECRET_FILE", "/p"}, {"KUBEDIST_RDZV_SECRET_FILE", "/k"}}).rdzv_secret_file, "/p");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_RDZV_SECRET_FILE", "/k"}}).rdzv_secret_file, "/k");
+  EXPECT_EQ(parse_ok({"--rdzv-conf=idle_timeout=1.5", "t.py"}).idle_timeout, 1.5);
+}
+
 TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
   struct Bad {
     Args args;
@@ -264,6 +273,9 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--rdzv-endpoint=h:port", "--nnodes=2", "t.py"}, {}, "--rdzv-endpoint"},
       {{"--rdzv-backend=etcd", "t.py"}, {}, "not supported"},
       {{"--rdzv-conf=join_timeout", "t.py"}, {}, "--rdzv-conf"},
+      {{"--rdzv-conf=idle_timeout=0", "t.py"}, {}, "--rdzv-conf idle_timeout"},
+      {{"--rdzv-conf=idle_timeout=x", "t.py"}, {}, "--rdzv-conf idle_timeout"},
+      {{"--rdzv-secret-file=", "t.py"}, {}, "--rdzv-secret-file"},
       {{"--node-rank=2", "--nnodes=2", "t.py"}, {}, "--node-rank"},
       {{"--bogus", "t.py"}, {}, "unknown flag '--bogus'"},
       {{"--standalone=1", "t.py"}, {}, "takes no value"},

@@ -65,6 +65,22 @@ TEST(Decide, NewJobCreatesServiceAndAllPodsNodeZeroFirst) {
   EXPECT_EQ(p.events.size(), 1u);
 }
 
+TEST(Decide, AMissingRdzvSecretIsCreatedForAnActiveJobOnly) {
+  Observed observed;
+  observed.service_exists = true;
+  observed.secret_exists = false;
+  EXPECT_TRUE(decide(testing::example_job(), observed, kNow).create_secret);
+  observed.secret_exists = true;
+  EXPECT_FALSE(decide(testing::example_job(), observed, kNow).create_secret);  // never a second one
+  observed.secret_exists = false;
+  auto finished = testing::example_job();
+  finished.status.phase = "Succeeded";
+  EXPECT_FALSE(decide(finished, observed, kNow).create_secret);
+  auto deleting = testing::example_job();
+  deleting.deleting = true;
+  EXPECT_FALSE(decide(deleting, observed, kNow).create_secret);
+}
+
 TEST(Decide, CreatesOnlyWhatIsMissingAndNeverDuplicates) {
   auto job = testing::example_job();
   auto p = decide(job, {pod(0, "Running"), pod(2, "Pending")}, true, kNow);

@@ -6,6 +6,7 @@
 
 #include "test_jobs.h"
 #include "trainingjob/env.h"
+#include "trainingjob/parse.h"
 #include "trainingjob/status.h"
 
 namespace kubedist::trainingjob {
@@ -81,6 +82,36 @@ TEST(RenderPod, AGangJobsPodsNameItsPodGroupAndOthersNone) {
   PodOptions all;
   all.gang_by_default = true;
   EXPECT_EQ(render_pod(job, 0, all)["spec"]["schedulingGroup"], (json{{"podGroupName", "resnet"}}));
+}
+
+TEST(RenderRdzvSecret, IsTheJobsOwnedLabelledSecretWithOneKey) {
+  const auto secret = render_rdzv_secret(testing::example_job(), "0123abcd");
+  EXPECT_EQ(secret["kind"], "Secret");
+  EXPECT_EQ(secret["metadata"]["name"], "resnet-rdzv");
+  EXPECT_EQ(secret["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(secret["metadata"]["labels"], (json{{"kubedist.io/job-name", "resnet"}}));
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0], owner_reference(testing::example_job()));
+  EXPECT_EQ(secret["stringData"], (json{{"secret", "0123abcd"}}));
+}
+
+TEST(RenderPod, MountsTheRdzvSecretReadOnlyIntoTheTrainerAndNamesItToTheLauncher) {
+  PodOptions options;
+  options.rdzv_secret = true;
+  const auto pod = render_pod(testing::example_job(), 1, options);
+  EXPECT_EQ(pod["spec"]["volumes"].back(),
+            json::parse(R"({"name": "kubedist-rdzv", "secret": {"secretName": "resnet-rdzv", "defaultMode": 292}})"));
+  const auto& trainer = pod["spec"]["containers"][0];
+  EXPECT_EQ(trainer["volumeMounts"].back(),
+            json::parse(R"({"name": "kubedist-rdzv", "mountPath": "/kubedist/rdzv", "readOnly": true})"));
+  EXPECT_EQ(env_of(trainer)["KUBEDIST_RDZV_SECRET_FILE"], "/kubedist/rdzv/secret");
+  // The init container only installs the launcher: it needs no secret.
+  for (const auto& m : pod["spec"]["initContainers"][0]["volumeMounts"]) EXPECT_NE(m["name"], "kubedist-rdzv");
+  // And the pod's facts say that its launcher signs.
+  EXPECT_TRUE(parse_pod_facts(pod).rdzv_secret);
+  EXPECT_FALSE(parse_pod_facts(render_pod(testing::example_job(), 1, PodOptions{})).rdzv_secret);
+  EXPECT_EQ(env_of(render_pod(testing::example_job(), 1, PodOptions{})["spec"]["containers"][0]).count(
+                "KUBEDIST_RDZV_SECRET_FILE"),
+            0u);
 }
 
 TEST(RenderPod, SetsNameDnsLabelsOwnerAndNeverRestart) {

@@ -1,0 +1,24 @@
+// The operator's side of the launcher's rendezvous authentication (launcher-sidecar/src/rendezvous_auth.h): node 0
+// greets with "HELLO <challenge>", and every line after it is "MAC <n> <hex HMAC-SHA256> <line>" over
+// "kubedist-rdzv-1 <req|rep> <challenge> <n> <line>" with the job's secret (Secret J-rdzv).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace kubedist::trainingjob {
+
+// The challenge of a "HELLO <32 hex digits>" line.
+Result<std::string> parse_rdzv_hello(const std::string& line);
+// Request number n of this connection, sealed: "MAC n hex line\n".
+std::string seal_rdzv_request(const std::string& secret, const std::string& challenge, std::uint64_t n,
+                              const std::string& line);
+// The plain line of node 0's reply number n, or why it is not node 0's.
+Result<std::string> open_rdzv_reply(const std::string& secret, const std::string& challenge, std::uint64_t n,
+                                    const std::string& line);
+// 32 random bytes from OpenSSL, in hex: the text of a new job's Secret.
+Result<std::string> new_rdzv_secret();
+
+}  // namespace kubedist::trainingjob
