@@ -17,6 +17,9 @@ scenarios:
   crash    the example with a worker crash injected: one in-place restart of the worker group (no pod recreated),
            counted in status.restartsByReason, and Succeeded
   podloss  node 1's pod is deleted while it trains: the operator recreates it and the job still Succeeds
+  fail     the example's rank 1 exits with code 3 under restartPolicy ExitCode: the job fails at once, and
+           status.lastFailure and the PodFailed Event carry the launcher's one-line summary, which the launcher
+           wrote to the trainer's termination message file and the kubelet copied into the pod's status
 """
 import contextlib
 import json
@@ -101,11 +104,13 @@ def dump(ns):
 
 
 # ---- the example job -----------------------------------------------------------------------------------------
-def apply_example(ns, *extra_args):
-    """crd/examples/cpu/trainingjob.yaml as it is, with extra arguments appended to the training command."""
+def apply_example(ns, *extra_args, spec=None):
+    """crd/examples/cpu/trainingjob.yaml as it is, with extra arguments appended to the training command (and
+    spec fields replaced)."""
     with open(EXAMPLE) as f:
         job = yaml.safe_load(f)
     job["spec"]["template"]["spec"]["containers"][0]["command"] += list(extra_args)
+    job["spec"].update(spec or {})
     kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(job))
     return job["metadata"]["name"]
 
@@ -196,7 +201,7 @@ def scenario_chart():
     sa = f"system:serviceaccount:{OPERATOR_NS}:{RELEASE}"
     for verb, what, want in (("create", "pods", "yes"), ("watch", "trainingjobs.kubedist.io", "yes"),
                              ("patch", "trainingjobs.kubedist.io --subresource=status", "yes"),
-                             ("update", "trainingjobs.kubedist.io", "no"), ("get", "secrets", "no"),
+                             ("update", "trainingjobs.kubedist.io", "no"), ("update", "secrets", "no"),
                              ("delete", "nodes", "no"), ("create", "deployments.apps", "no")):
         got = kubectl("auth", "can-i", verb, *what.split(), "--all-namespaces", "--as", sa, ok=False).stdout.strip()
         check(got == want, f"its ServiceAccount may {verb} {what}: {got}")
@@ -258,11 +263,26 @@ def scenario_podloss():
         check("training finished" in logs(ns, f"{name}-node-0"), "the job trained to the end after the loss")
 
 
+def scenario_fail():
+    with namespace("fail") as ns:
+        name = apply_example(ns, "--crash-once-at-step", "5", spec={"restartPolicy": "ExitCode"})
+        st = wait_phase(ns, name, "Failed", 480)
+        failed = [c for c in st.get("conditions", []) if c.get("type") == "Failed"]
+        check(failed and failed[0].get("reason") == "PodFailed", f"the job failed for its pod ({failed})")
+        lf = st.get("lastFailure") or {}
+        want = rf"^rank 1 \(local rank 1\) on {name}-node-0 exited with code 3$"
+        check(lf.get("pod") == f"{name}-node-0" and lf.get("exitCode") == 3 and re.match(want, lf.get("message", "")),
+              f"status.lastFailure names the failed worker from the launcher's termination message ({lf})")
+        events = kget("-n", ns, "events", "--field-selector", f"involvedObject.name={name},reason=PodFailed")["items"]
+        check(any(lf.get("message", "-") in e.get("message", "") for e in events),
+              f"the PodFailed Event carries it too ({[e.get('message') for e in events]})")
+
+
 if __name__ == "__main__":
     scenario = sys.argv[1] if len(sys.argv) > 1 else ""
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
-        sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss (got {scenario!r})")
+        sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:
