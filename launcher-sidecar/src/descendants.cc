@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "fs_util.h"
+#include "local_world_size.h"  // list_directory
 
 namespace kubedist::launcher {
 namespace {
@@ -26,6 +28,7 @@ bool parse_stat(const std::string& stat, ProcEntry& entry) {
   return true;
 }
 
+// Every process's entry: what the subtree walk below falls back on.
 std::vector<ProcEntry> read_proc_table() {
   std::vector<ProcEntry> table;
   DIR* dir = opendir("/proc");
@@ -42,7 +45,50 @@ std::vector<ProcEntry> read_proc_table() {
   return table;
 }
 
+// The pids a children file ("/proc/P/task/T/children": "12 13 ") lists.
+std::vector<pid_t> parse_children(const std::string& text) {
+  std::vector<pid_t> pids;
+  const char* p = text.c_str();
+  for (;;) {
+    char* end = nullptr;
+    long pid = std::strtol(p, &end, 10);
+    if (end == p) return pids;
+    if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
+    p = end;
+  }
+}
+
+// The entries of root's subtree, read through each process's children files, which cost what the subtree holds
+// rather than every process on the machine: with a thousand launchers on one host, each scanning all of /proc at
+// every round made a group's re-formation grow with the square of the nodes. nullopt where the kernel has no
+// children files (CONFIG_PROC_CHILDREN).
+std::optional<std::vector<ProcEntry>> read_subtree_table(pid_t root) {
+  const std::string self_children = "/proc/" + std::to_string(root) + "/task/" + std::to_string(root) + "/children";
+  if (access(self_children.c_str(), R_OK) != 0) return std::nullopt;
+  std::vector<ProcEntry> table;
+  std::set<pid_t> seen{root};
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    const pid_t parent = todo.back();
+    todo.pop_back();
+    const std::string tasks = "/proc/" + std::to_string(parent) + "/task";
+    for (const auto& tid : list_directory(tasks)) {
+      for (pid_t child : parse_children(read_file_prefix(tasks + "/" + tid + "/children", 1 << 20))) {
+        if (!seen.insert(child).second) continue;
+        ProcEntry entry;
+        entry.pid = child;
+        if (!parse_stat(read_file_prefix("/proc/" + std::to_string(child) + "/stat", 1024), entry)) continue;  // gone
+        table.push_back(entry);
+        todo.push_back(child);
+      }
+    }
+  }
+  return table;
+}
+
 }  // namespace
+
+std::vector<pid_t> children_listed(const std::string& children_file) { return parse_children(children_file); }
 
 std::set<pid_t> live_descendants(pid_t root, const std::vector<ProcEntry>& table) {
   std::multimap<pid_t, const ProcEntry*> children;
@@ -76,7 +122,8 @@ bool kill_descendants() {
   std::set<pid_t> killed;
   for (;;) {
     bool fresh = false;
-    for (pid_t pid : live_descendants(self, read_proc_table())) {
+    auto subtree = read_subtree_table(self);
+    for (pid_t pid : live_descendants(self, subtree ? *subtree : read_proc_table())) {
       if (!killed.insert(pid).second) continue;  // already dying: a process with SIGKILL pending cannot fork
       kill(pid, SIGKILL);
       fresh = true;

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <set>
+#include <string>
 #include <vector>
 
 namespace kubedist::launcher {
@@ -18,11 +19,15 @@ struct ProcEntry {
 // The live (non-zombie) processes whose parent chain leads to root, root excluded.
 std::set<pid_t> live_descendants(pid_t root, const std::vector<ProcEntry>& table);
 
+// The pids in a /proc/PID/task/TID/children file ("12 13 "): a process's children, which the walk reads instead of
+// the whole of /proc where the kernel provides them.
+std::vector<pid_t> children_listed(const std::string& children_file);
+
 // True when /proc belongs to this process's PID namespace (its PIDs are ours to signal). In a new PID namespace
 // without its own /proc mount the numbers are the outer namespace's, and signalling them would hit strangers.
 bool proc_is_ours();
 
-// SIGKILLs every descendant of this process, scanning /proc again until a scan finds nothing new (a process that
+// SIGKILLs every descendant of this process (found through the children files, else every /proc entry), scanning again until a scan finds nothing new (a process that
 // forked just before its SIGKILL shows its child in the next scan). Does not reap. Without a usable /proc it
 // does nothing and returns false.
 bool kill_descendants();

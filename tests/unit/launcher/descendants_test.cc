@@ -26,5 +26,13 @@ TEST(LiveDescendants, IsEmptyWithoutChildrenAndSurvivesACycle) {
   EXPECT_EQ(live_descendants(10, cycle), (std::set<pid_t>{11, 12}));
 }
 
+TEST(ChildrenListed, ReadsTheKernelsChildrenFile) {
+  EXPECT_EQ(children_listed("12 13 \n"), (std::vector<pid_t>{12, 13}));
+  EXPECT_EQ(children_listed("4242"), (std::vector<pid_t>{4242}));
+  EXPECT_TRUE(children_listed("").empty());
+  EXPECT_TRUE(children_listed("\n").empty());
+  EXPECT_EQ(children_listed("7 x 9"), (std::vector<pid_t>{7}));  // stops at what is no pid
+}
+
 }  // namespace
 }  // namespace kubedist::launcher
