@@ -1,5 +1,12 @@
 # Helpers for the operator's cluster tests (source after tests/lib/kube.sh). Needs OPERATOR (the binary).
 
+# begin_scenario NAME: the CRD installed, a fresh namespace op-NAME-... in NS, and cleanup on exit.
+begin_scenario() {
+  apply_crd
+  new_namespace "op-$1"
+  trap cleanup EXIT
+}
+
 # start_operator [FLAGS...]: runs kubedist-operator on the test's namespace, logging to $OP_LOG; sets OP_PID
 # and OP_PORT (its probe port). stop_operator / the EXIT trap stop it.
 start_operator() {

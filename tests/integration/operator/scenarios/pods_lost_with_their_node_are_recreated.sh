@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# j-node-1's node is deleted: the pod is force-deleted and recreated on the spare node, node 0 untouched.
+# usage: pods_lost_with_their_node_are_recreated.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+set -euo pipefail
+OPERATOR=$1
+LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
+. "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
+. "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
+begin_scenario nodelost
+
+add_test_node "$NS-a" 8
+add_test_node "$NS-b" 8
+start_operator --watch-nodes --node-lost-grace=3s --launcher-poll-interval=0
+pool_job_yaml j 2 8 "  backoffLimit: 0" | kubectl -n "$NS" apply -f - >/dev/null
+eventually 30 "2 pods running" all_running j 2
+eventually 30 "job Running" phase_is j Running
+node0=$(pod_uid j-node-0)
+old=$(pod_uid j-node-1)
+lost_node=$(jp pod/j-node-1 '{.spec.nodeName}')
+add_test_node "$NS-c" 8
+kubectl delete node "$lost_node" --wait=false >/dev/null
+eventually 30 "PodLost event" has_event j PodLost
+moved() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-c" ] && all_running j 2; }
+eventually 60 "j-node-1 recreated on the spare node" moved
+eventually 30 "job Running again" phase_is j Running
+[ "$(pod_uid j-node-0)" = "$node0" ] || fail "node 0 was recreated too"
+reasons_are j "node_lost=1 pod_failure=0 scale=0 worker_crash=0 restarts=1" || fail "restarts: $(reasons j)"
+pass "a pod whose node was deleted is recreated (node_lost=1, backoffLimit 0 unspent, node 0 kept)"
+# An eviction (the kubelet fails the pod with reason Evicted) is a node loss too, not a pod failure.
+old=$(pod_uid j-node-0)
+node1=$(pod_uid j-node-1)
+kubectl -n "$NS" patch pod j-node-0 --subresource=status --type=merge -p '{"status":{"phase":"Failed","reason":"Evicted","message":"The node was low on resource: memory."}}' >/dev/null
+evicted_back() { [ "$(pod_uid j-node-0)" != "$old" ] && all_running j 2; }
+eventually 30 "evicted node 0 recreated" evicted_back
+eventually 30 "job Running again" phase_is j Running
+[ "$(pod_uid j-node-1)" = "$node1" ] || fail "j-node-1 was recreated for node 0's eviction"
+reasons_are j "node_lost=2 pod_failure=0 scale=0 worker_crash=0 restarts=2" || fail "restarts: $(reasons j)"
+kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{.items[*].message}' |
+  grep -qF "reason Evicted" || fail "PodLost event for the eviction"
+pass "an evicted pod is recreated as node_lost; backoffLimit 0 is not spent, the job never Failed"
+# A node that stops reporting (kwok no longer plays its kubelet; its Ready condition turns False) loses its pod
+# once it has been NotReady for --node-lost-grace.
+victim=$(jp pod/j-node-1 '{.spec.nodeName}')
+old=$(pod_uid j-node-1)
+add_test_node "$NS-d" 8
+kubectl annotate node "$victim" kwok.x-k8s.io/node- >/dev/null
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+kubectl patch node "$victim" --subresource=status --type=strategic -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",
+    \"status\":\"False\",\"reason\":\"KubeletStopped\",\"message\":\"test\",\"lastTransitionTime\":\"$now\",
+    \"lastHeartbeatTime\":\"$now\"}]}}" >/dev/null
+moved_off() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-d" ] && all_running j 2; }
+eventually 60 "j-node-1 recreated off the NotReady node" moved_off
+eventually 30 "job Running again" phase_is j Running
+reasons_are j "node_lost=3 pod_failure=0 scale=0 worker_crash=0 restarts=3" || fail "restarts: $(reasons j)"
+waited=$(kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+  sed -n "s/.*node $victim has been NotReady for \([0-9]*\)s.*/\1/p")
+[ -n "$waited" ] && [ "$waited" -ge 3 ] || fail "PodLost for the NotReady node: waited '$waited' s (want >= 3)"
+pass "a pod on a node NotReady for --node-lost-grace=3s (here ${waited}s) is force-deleted and recreated (node_lost=3)"
