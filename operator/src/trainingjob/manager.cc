@@ -33,20 +33,18 @@ std::string identity() {
   return std::string(host) + "_" + std::to_string(::getpid());
 }
 
-constexpr const char* kGangApi = "/apis/scheduling.k8s.io/v1alpha2";
-
 // Why the operator cannot gang-schedule here ("" when it can): the API server must serve PodGroups
 // (scheduling.k8s.io/v1alpha2 and the GenericWorkload gate) and let the operator list them where it watches; an
 // informer that may not list would never sync and keep the operator from ever starting.
 std::string gang_unavailable(kube::Client& api, const std::string& podgroups_path) {
-  auto r = api.get(kGangApi);
+  auto r = api.get(gang_api_path());
   bool served = false;
   if (r) {
     for (const auto& res : r->value("resources", nlohmann::json::array())) {
       served = served || (res.is_object() && res.value("name", "") == "podgroups");
     }
   }
-  if (!served) return std::string("the cluster does not serve ") + kGangApi + " podgroups";
+  if (!served) return "the cluster does not serve " + gang_api_path() + " podgroups";
   auto list = api.get(podgroups_path + "?limit=1");
   if (!list) return "the operator may not list podgroups (HTTP " + std::to_string(list.error().http_status) + ")";
   return "";
@@ -109,7 +107,7 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   // would never sync. Without them a job asking for a gang fails with a condition saying what is missing.
   std::unique_ptr<PodGroupInformer> pod_groups;
   if (options.gang_scheduling != GangMode::kOff) {
-    const std::string path = scoped(kGangApi, options.ns, "podgroups");
+    const std::string path = scoped(gang_api_path(), options.ns, "podgroups");
     if (const std::string why = gang_unavailable(api, path); why.empty()) {
       pod_groups = std::make_unique<PodGroupInformer>(
           api, kube::InformerOptions{path, kJobNameLabel}, parse_pod_group_facts,

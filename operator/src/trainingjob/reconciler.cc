@@ -139,23 +139,27 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
 
   const std::string ns_path = "/api/v1/namespaces/" + job->ns;
+  // The objects a job's pods rely on, each created when absent; AlreadyExists means our cache has not shown it yet.
+  auto create_if_absent = [&](const std::string& collection, const json& obj, const std::string& what) {
+    auto r = client_.create(collection, obj);
+    return r || r.error().kind == Error::Kind::kAlreadyExists ? std::string() : "create " + what + ": " + r.error().message;
+  };
   if (plan.create_secret) {
-    // Created once: while it exists (also when our cache has not shown it yet: AlreadyExists) it is never replaced,
-    // so running launchers and the poller keep agreeing on it. It goes with the job (owner reference).
+    // Created once: while it exists it is never replaced, so running launchers and the poller keep agreeing on it.
+    // It goes with the job (owner reference).
+    const std::string what = "secret " + rdzv_secret_name(job->name);
     auto secret = new_rdzv_secret();
-    if (!secret) return ReconcileResult::failed("create secret " + rdzv_secret_name(job->name) + ": " + secret.error().message);
-    auto r = client_.create(ns_path + "/secrets", render_rdzv_secret(*job, *secret));
-    if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
-      return ReconcileResult::failed("create secret " + rdzv_secret_name(job->name) + ": " + r.error().message);
+    if (!secret) return ReconcileResult::failed("create " + what + ": " + secret.error().message);
+    if (auto e = create_if_absent(ns_path + "/secrets", render_rdzv_secret(*job, *secret), what); !e.empty()) {
+      return ReconcileResult::failed(e);
     }
   }
   if (plan.create_service) {
-    auto r = client_.create(ns_path + "/services", render_service(*job));
-    if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
-      return ReconcileResult::failed("create service " + job->name + ": " + r.error().message);
+    if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name); !e.empty()) {
+      return ReconcileResult::failed(e);
     }
   }
-  const std::string gang_path = "/apis/scheduling.k8s.io/v1alpha2/namespaces/" + job->ns;
+  const std::string gang_path = gang_api_path() + "/namespaces/" + job->ns;
   if (plan.delete_gang) {
     for (const char* plural : {"/podgroups/", "/workloads/"}) {
       auto r = client_.remove(gang_path + plural + job->name, json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}});
@@ -169,9 +173,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     // they wait for it.
     for (const auto& [plural, obj] : {std::pair{"/workloads", render_workload(*job, *plan.create_gang)},
                                       std::pair{"/podgroups", render_pod_group(*job, *plan.create_gang)}}) {
-      auto r = client_.create(gang_path + plural, obj);
-      if (!r && r.error().kind != Error::Kind::kAlreadyExists) {
-        return ReconcileResult::failed("create " + std::string(plural + 1) + " " + job->name + ": " + r.error().message);
+      if (auto e = create_if_absent(gang_path + plural, obj, std::string(plural + 1) + " " + job->name); !e.empty()) {
+        return ReconcileResult::failed(e);
       }
     }
   }

@@ -120,7 +120,7 @@ json gang_metadata(const TrainingJob& job) {
 }  // namespace
 
 json render_workload(const TrainingJob& job, int min_count) {
-  return {{"apiVersion", "scheduling.k8s.io/v1alpha2"},
+  return {{"apiVersion", kGangApiVersion},
           {"kind", "Workload"},
           {"metadata", gang_metadata(job)},
           {"spec",
@@ -129,7 +129,7 @@ json render_workload(const TrainingJob& job, int min_count) {
 }
 
 json render_pod_group(const TrainingJob& job, int min_count) {
-  return {{"apiVersion", "scheduling.k8s.io/v1alpha2"},
+  return {{"apiVersion", kGangApiVersion},
           {"kind", "PodGroup"},
           {"metadata", gang_metadata(job)},
           {"spec",

@@ -25,6 +25,10 @@ struct PodOptions {
 inline constexpr const char* kRdzvSecretDir = "/kubedist/rdzv";  // the trainer's read-only mount of Secret J-rdzv
 inline constexpr const char* kRdzvSecretKey = "secret";           // its one key: the launcher's --rdzv-secret-file
 
+// The Workload API's group/version (Workloads and PodGroups), and the path its namespaced objects live under.
+inline constexpr const char* kGangApiVersion = "scheduling.k8s.io/v1alpha2";
+inline std::string gang_api_path() { return std::string("/apis/") + kGangApiVersion; }
+
 // The gang size of the job's PodGroup, or nullopt when the job is not gang-scheduled (spec.scheduling.gang, else
 // the operator's default): minReplicas, the fewest nodes the job can run on, so an elastic job still starts (and
 // shrinks) down to it.

@@ -2,10 +2,9 @@
 # Three 8-GPU nodes. Gang jobs of 2 x 8 GPUs: a takes two nodes; b finds one free and waits whole (no pod bound,
 # condition GangScheduled False, Event GangWaiting) instead of holding that node; with a gone, b runs whole.
 # An elastic gang job (minReplicas 1) still shrinks to the one node left.
-# usage: a_gang_job_is_placed_whole_or_waits_whole.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: a_gang_job_is_placed_whole_or_waits_whole.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario gang

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # A job gets a headless service a rendezvous secret and wrapped pods.
-# usage: a_job_gets_a_headless_service_a_rendezvous_secret_and_wrapped_pods.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: a_job_gets_a_headless_service_a_rendezvous_secret_and_wrapped_pods.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario example

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Six 8-node jobs with one worker: killing the operator as soon as the first pod appears lands mid-way.
-# usage: a_restarted_operator_duplicates_nothing.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: a_restarted_operator_duplicates_nothing.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario restart

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Active deadline seconds fails the job.
-# usage: active_deadline_seconds_fails_the_job.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: active_deadline_seconds_fails_the_job.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario deadline

@@ -2,10 +2,9 @@
 # Two 8-GPU nodes for a job of 3 nodes x 8 GPUs (min 2): one pod cannot be placed (which one is the scheduler's
 # choice), the job is given 2 nodes after the grace, so j-node-2 goes (ranks stay dense) and j-node-0 and
 # j-node-1 run; a third node appears and the job grows back to 3.
-# usage: an_elastic_job_gives_up_unschedulable_pods_and_grows_back.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: an_elastic_job_gives_up_unschedulable_pods_and_grows_back.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario elastic

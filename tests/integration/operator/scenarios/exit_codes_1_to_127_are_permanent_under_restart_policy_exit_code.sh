@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Exit codes 1 to 127 are permanent under restart policy exit code.
-# usage: exit_codes_1_to_127_are_permanent_under_restart_policy_exit_code.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: exit_codes_1_to_127_are_permanent_under_restart_policy_exit_code.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario exitcode

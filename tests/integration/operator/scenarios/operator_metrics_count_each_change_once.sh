@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Operator metrics count each change once.
-# usage: operator_metrics_count_each_change_once.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: operator_metrics_count_each_change_once.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario metrics

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # j-node-1's node is deleted: the pod is force-deleted and recreated on the spare node, node 0 untouched.
-# usage: pods_lost_with_their_node_are_recreated.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: pods_lost_with_their_node_are_recreated.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario nodelost

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Pods bound to a node up front: kube-scheduler can crash on pods it schedules right after an API server
 # restart ("scheduler cache is corrupted"), which is not the operator's to test and would stall later tests.
-# usage: the_operator_recovers_from_an_api_server_restart.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: the_operator_recovers_from_an_api_server_restart.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario apiserver

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Bearer tokens from a kubeconfig tokenFile, re-read when the file changes (service account tokens rotate).
 # Only what the operator needs (the Helm chart's rules): proves it asks for nothing more.
-# usage: the_operator_works_with_least_privilege_tokens.sh OPERATOR_BINARY [LAUNCHER_BINARY]   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
+# usage: the_operator_works_with_least_privilege_tokens.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
-LAUNCHER=${2:-}  # kubedist-launcher, for the scenarios that run real launchers
 . "$KUBEDIST_SOURCE_DIR/tests/lib/kube.sh"
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario token
