@@ -15,6 +15,10 @@
 #   cluster.sh run-operator NAME BINARY [ARGS...]
 #                                        (re)start a kubedist-operator binary against cluster NAME, stopped
 #                                        by down like the rest; its log is logs/kubedist-operator.log
+#   cluster.sh kueue-up [NAME]           install Kueue's CRDs (from the pinned module) and start its manager as a
+#                                        process (no webhooks: nothing the API server calls); stopped by kueue-down
+#                                        or down; its log is logs/kueue.log
+#   cluster.sh kueue-down [NAME]         stop Kueue's manager (its CRDs and objects stay)
 #
 # Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4, or 0 with real
 # nodes), KUBEDIST_REAL_NODES (real nodes, default 0), KUBEDIST_NODE_GPUS (nvidia.com/gpu each real node
@@ -45,6 +49,10 @@ kcm_port=$((base + 3))
 scheduler_port=$((base + 4))
 kwok_port=$((base + 5))
 # base + 6: the registry of a cluster with real nodes (nodes.sh)
+# base + 7, 8, 9: Kueue's health probes, metrics and (unused, but always served) webhook port (kueue-up)
+kueue_health_port=$((base + 7))
+kueue_metrics_port=$((base + 8))
+kueue_webhook_port=$((base + 9))
 
 log() { printf '[cluster %s] %s\n' "$name" "$*" >&2; }
 die() { printf 'cluster.sh: %s\n' "$*" >&2; exit 1; }
@@ -379,6 +387,7 @@ down_quiet() {
   local what
   # The operator (started by demo.sh into the same run folder) goes first, then the nodes, the store last.
   stop kubedist-operator
+  stop kueue
   stop kwok
   [ "$real_nodes" -eq 0 ] || real_down
   for what in kube-scheduler kube-controller-manager kube-apiserver etcd; do
@@ -431,8 +440,66 @@ run_operator() {
   log "operator running (pid $(pid_of kubedist-operator), log $dir/logs/kubedist-operator.log)"
 }
 
+# Kueue (sigs.k8s.io/kueue, built by tools.sh) against this cluster, the way the TrainingJobs' admission is tested.
+# Its webhooks are not registered with the API server (Kueue's own defaulting and validation of its objects is then
+# skipped: the tests write complete objects), and its certificate management is off (it would want those webhook
+# configurations): the webhook server it always starts and its metrics get a self-signed certificate. Its
+# on-demand visibility API (an aggregated API server with certificates of its own) is off.
+kueue_up() {
+  [ -f "$kubeconfig" ] && alive kube-apiserver || die "cluster $name is not up"
+  [ "$real_nodes" -eq 0 ] || die "kueue-up runs against clusters with fake nodes only"
+  local moddir crds kdir="$dir/kueue"
+  moddir=$(cd "$here/tools/kueue" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue) ||
+    die "Kueue's module is not in the Go module cache: run deploy/local/setup.sh"
+  crds="$moddir/config/components/crd/bases"
+  kctl apply --server-side --force-conflicts -f "$crds" >/dev/null
+  kctl wait --for=condition=Established --timeout=60s -f "$crds" >/dev/null
+  kctl get namespace kueue-system >/dev/null 2>&1 || kctl create namespace kueue-system >/dev/null
+  alive kueue && return 0
+  mkdir -p "$kdir/certs"
+  if [ ! -f "$kdir/certs/tls.crt" ]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=kueue-webhook -addext subjectAltName=IP:127.0.0.1 \
+      -keyout "$kdir/certs/tls.key" -out "$kdir/certs/tls.crt" 2>/dev/null
+  fi
+  cat >"$kdir/config.yaml" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:$kueue_health_port
+metrics:
+  bindAddress: 127.0.0.1:$kueue_metrics_port
+webhook:
+  host: 127.0.0.1
+  port: $kueue_webhook_port
+  certDir: $kdir/certs
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+manageJobsWithoutQueueName: false
+integrations:
+  frameworks: []
+  externalFrameworks: ["TrainingJob.v1alpha1.kubedist.io"]
+EOF
+  # Without its certificate management Kueue reads a metrics certificate from the fixed path
+  # /etc/kueue/metrics/certs (where its chart mounts cert-manager's): it gets ours there through an overlay on /etc
+  # in a mount namespace of its own, and the host's /etc stays as it is.
+  rm -rf "$kdir/etc" "$kdir/etc-work"
+  mkdir -p "$kdir/etc/kueue/metrics" "$kdir/etc-work"
+  cp -r "$kdir/certs" "$kdir/etc/kueue/metrics/certs"
+  start kueue unshare --mount --propagation private sh -c \
+    'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/etc,workdir=$1/etc-work" /etc && shift && exec "$@"' \
+    sh "$kdir" "$bin/kueue" --config="$kdir/config.yaml" --kubeconfig="$kubeconfig" \
+    --feature-gates=VisibilityOnDemand=false
+  wait_for kueue 120 curl -fsS "http://127.0.0.1:$kueue_health_port/readyz"
+  log "kueue running (pid $(pid_of kueue), log $dir/logs/kueue.log)"
+}
+
 case "$cmd" in
   up) up ;;
+  kueue-up) kueue_up ;;
+  kueue-down) stop kueue ;;
   run-operator)
     shift 2
     [ $# -ge 1 ] || die "run-operator needs the operator binary"
@@ -443,7 +510,7 @@ case "$cmd" in
   restart-apiserver) restart_apiserver ;;
   kubeconfig) echo "$kubeconfig" ;;
   *)
-    echo "usage: cluster.sh up|down|status|restart-apiserver|kubeconfig [NAME]" >&2
+    echo "usage: cluster.sh up|down|status|restart-apiserver|kubeconfig|kueue-up|kueue-down [NAME]" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned upstream tools (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet,
-# kube-proxy, etcd, kwok, kwokctl, helm, the distribution registry, containerd, coredns) from the Go module proxy
+# kube-proxy, etcd, kwok, kwokctl, helm, the distribution registry, containerd, coredns, kueue) from the Go module proxy
 # with the ordinary go client, once per version: the binaries
 # are kept under $KUBEDIST_CACHE/tools/<tool>-<version>/ and linked into $KUBEDIST_CACHE/bin. A second run
 # only checks that they are there. Go's own build and module caches make a rebuild after a clean cheap.
@@ -65,6 +65,7 @@ require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
 require_pin "$here/tools/registry" github.com/distribution/distribution/v3 "$REGISTRY_VERSION"
 require_pin "$here/tools/containerd" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
 require_pin "$here/tools/coredns" github.com/coredns/coredns "$COREDNS_VERSION"
+require_pin "$here/tools/kueue" sigs.k8s.io/kueue "$KUEUE_VERSION"
 require_pin "$here/tools/kubeflow" github.com/kubeflow/training-operator "$KUBEFLOW_TRAINING_OPERATOR_VERSION"
 
 build etcd "$ETCD_VERSION" "$here/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
@@ -92,6 +93,9 @@ GOFLAGS="$GOFLAGS -tags=no_btrfs,no_devmapper,no_zfs" build containerd "$CONTAIN
   containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
   ctr=github.com/containerd/containerd/v2/cmd/ctr
 build coredns "$COREDNS_VERSION" "$here/tools/coredns" "" coredns=github.com/coredns/coredns
+# Kueue's manager: its CRDs come from the same module (deploy/local/kueue.sh).
+build kueue "$KUEUE_VERSION" "$here/tools/kueue" "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+  kueue=sigs.k8s.io/kueue/cmd/kueue
 # `tools.sh bench`: also what only the benchmarks run (tests/bench/operator/bench.sh --compare).
 if [ "${1:-}" = bench ]; then
   build kubeflow "$KUBEFLOW_TRAINING_OPERATOR_VERSION" "$here/tools/kubeflow" "" \

@@ -8,5 +8,7 @@ REGISTRY_VERSION=v3.1.2
 # Real nodes (KUBEDIST_REAL_NODES): the container runtime and the cluster DNS.
 CONTAINERD_VERSION=v2.3.7
 COREDNS_VERSION=v1.14.7
+# Kueue, the job queueing controller that admits TrainingJobs by quota (operator.cluster.kueue runs it).
+KUEUE_VERSION=v0.17.0
 # Benchmarks only (tools.sh bench): Kubeflow's Training Operator v1, run beside kubedist by tests/bench/operator.
 KUBEFLOW_TRAINING_OPERATOR_VERSION=v1.9.3

@@ -16,6 +16,7 @@
 #include "kube/informer.h"
 #include "metrics/operator_metrics.h"
 #include "trainingjob/job_metrics.h"
+#include "trainingjob/kueue.h"
 #include "trainingjob/launcher_poller.h"
 #include "trainingjob/parse.h"
 #include "trainingjob/reconciler.h"
@@ -47,6 +48,19 @@ std::string gang_unavailable(kube::Client& api, const std::string& podgroups_pat
   if (!served) return "the cluster does not serve " + gang_api_path() + " podgroups";
   auto list = api.get(podgroups_path + "?limit=1");
   if (!list) return "the operator may not list podgroups (HTTP " + std::to_string(list.error().http_status) + ")";
+  return "";
+}
+
+// Why the operator cannot see Kueue ("" when it can): the API server must serve Kueue's Workloads, ResourceFlavors
+// and WorkloadPriorityClasses (kueue.x-k8s.io/v1beta2), and the operator may list them. As for PodGroups, an
+// informer that may not list would never sync.
+std::string kueue_unavailable(kube::Client& api, const std::vector<std::string>& paths) {
+  auto r = api.get(kueue_api_path());
+  if (!r) return "the cluster does not serve " + kueue_api_path() + " (Kueue is not installed)";
+  for (const auto& path : paths) {
+    auto list = api.get(path + "?limit=1");
+    if (!list) return "the operator may not list " + path + " (HTTP " + std::to_string(list.error().http_status) + ")";
+  }
   return "";
 }
 
@@ -115,6 +129,32 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
           [&](const std::string& key, const std::string&) { queue.add(key); });
     } else {
       log_warn("manager", why + ": gang scheduling is off (jobs asking for it fail)");
+    }
+  }
+  // Kueue's objects, where Kueue is installed: queued jobs (label kueue.x-k8s.io/queue-name) wait for its admission.
+  // A flavor or priority class may concern any queued job: all jobs are requeued (the others' pass is a no-op).
+  std::unique_ptr<KueueWorkloadInformer> kueue_workloads;
+  std::unique_ptr<FlavorInformer> flavors;
+  std::unique_ptr<PriorityClassInformer> priority_classes;
+  {
+    const std::string workloads_path = scoped(kueue_api_path(), options.ns, "workloads");
+    const std::string flavors_path = kueue_api_path() + "/resourceflavors";
+    const std::string priorities_path = kueue_api_path() + "/workloadpriorityclasses";
+    if (const std::string why = kueue_unavailable(api, {workloads_path, flavors_path, priorities_path}); why.empty()) {
+      auto requeue_all = [&](const std::string&, const std::string&) {
+        for (const auto& key : jobs.keys()) queue.add(key);
+      };
+      kueue_workloads = std::make_unique<KueueWorkloadInformer>(
+          api, kube::InformerOptions{workloads_path, kJobNameLabel}, parse_kueue_workload_facts,
+          [](const KueueWorkloadFacts& w) { return w.ns + "/" + w.name; },
+          [&](const std::string& key, const std::string&) { queue.add(key); });
+      flavors = std::make_unique<FlavorInformer>(api, kube::InformerOptions{flavors_path, ""}, parse_flavor_facts,
+                                                 [](const FlavorFacts&) { return std::string(); }, requeue_all);
+      priority_classes = std::make_unique<PriorityClassInformer>(
+          api, kube::InformerOptions{priorities_path, ""}, parse_priority_class_facts,
+          [](const PriorityClassFacts&) { return std::string(); }, requeue_all);
+    } else {
+      log_info("manager", why + ": jobs queued for Kueue wait (condition Admitted, reason KueueUnavailable)");
     }
   }
   PodOptions pod_options = options.pods;
@@ -188,6 +228,9 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   extras.nodes = nodes.get();
   extras.pod_groups = pod_groups.get();
   extras.secrets = &secrets;
+  extras.kueue_workloads = kueue_workloads.get();
+  extras.flavors = flavors.get();
+  extras.priority_classes = priority_classes.get();
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&](const std::string& key) { return poller.latest(key); };
   }
@@ -214,8 +257,17 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   secrets.start();
   if (nodes) nodes->start();
   if (pod_groups) pod_groups->start();
+  if (kueue_workloads) {
+    kueue_workloads->start();
+    flavors->start();
+    priority_classes->start();
+  }
+  const auto kueue_synced = [&] {
+    return !kueue_workloads || (kueue_workloads->synced() && flavors->synced() && priority_classes->synced());
+  };
   while (!stop && !lost && !(jobs.synced() && pods.synced() && services.synced() && secrets.synced() &&
-                             (!nodes || nodes->synced()) && (!pod_groups || pod_groups->synced()))) {
+                             (!nodes || nodes->synced()) && (!pod_groups || pod_groups->synced()) &&
+                             kueue_synced())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!stop && !lost) {
@@ -245,6 +297,11 @@ Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>&
   secrets.stop();
   if (nodes) nodes->stop();
   if (pod_groups) pod_groups->stop();
+  if (kueue_workloads) {
+    kueue_workloads->stop();
+    flavors->stop();
+    priority_classes->stop();
+  }
   probes.stop();
   if (elector) {
     stop_holding = true;

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <string>
 
+#include "trainingjob/kueue.h"
+
 namespace kubedist::trainingjob {
 namespace {
 
@@ -359,6 +361,10 @@ Result<TrainingJob> parse_training_job(const json& obj) {
   job.resource_version = string_at(md, "resourceVersion");
   job.generation = md.contains("generation") && md["generation"].is_number_integer() ? md["generation"].get<int64_t>() : 0;
   job.deleting = md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
+  if (auto labels = md.find("labels"); labels != md.end() && labels->is_object()) {
+    job.queue_name = string_at(*labels, kQueueNameLabel);
+    job.priority_class = string_at(*labels, kPriorityClassLabel);
+  }
   job.status = parse_status(obj.value("status", json::object()));
   auto spec = parse_spec(obj.value("spec", json()), job.name);
   if (spec) {

@@ -55,8 +55,9 @@ constexpr int kMaxLauncherDelta = 100000;
 
 class Decider {
  public:
-  Decider(const TrainingJob& job, const Observed& observed, UnixSeconds now)
-      : job_(job), spec_(job.spec), obs_(observed), service_exists_(observed.service_exists), now_(now) {
+  Decider(const TrainingJob& job, const Observed& observed, UnixSeconds now, std::optional<Admission> admission)
+      : job_(job), spec_(job.spec), obs_(observed), service_exists_(observed.service_exists), now_(now),
+        admission_(std::move(admission)) {
     std::set<std::string> present;
     for (const auto& pod : observed.pods) {
       if (pod.owner_uid != job.uid) continue;  // not ours: another controller's or a user's pod
@@ -93,6 +94,8 @@ class Decider {
     }
     if (st.phase == "Succeeded" || st.phase == "Failed") return finished();
     if (spec_.suspend) return suspended();
+    if (admission_ && admission_->state != Admission::State::kAdmitted) return queued(*admission_);
+    if (admission_) admitted(*admission_);
     if (condition_true(st, "Suspended")) {
       set_condition(st, "Suspended", false, "JobResumed", "spec.suspend is false", now_);
       emit("Normal", "Resumed", "job resumed: recreating its pods");
@@ -225,12 +228,24 @@ class Decider {
     set_condition(st, "Failed", true, "InvalidSpec", job_.spec_error, now_);
     if (st.completion_time.empty()) st.completion_time = format_rfc3339(now_);
     if (!reported) emit("Warning", "InvalidSpec", job_.spec_error);
+    finish_workload();
     observe_pods(st, spec_, live_);
     return std::move(plan_);
   }
 
+  // A finished job's Kueue Workload is marked finished, which gives its quota back.
+  void finish_workload() {
+    const auto& wl = obs_.kueue.workload;
+    if (job_.queue_name.empty() || !wl || wl->owner_uid != job_.uid || wl->finished) return;
+    const Status& st = plan_.status;
+    const Condition* c = find_condition(st, st.phase);
+    plan_.kueue_status = KueueStatusWrite{KueueStatusWrite::Kind::kFinish, st.phase == "Succeeded" ? "Succeeded" : "Failed",
+                                          c != nullptr && !c->message.empty() ? c->message : "the job " + st.phase};
+  }
+
   // Applies cleanPodPolicy to the pods not already being deleted, and the TTL timer.
   Plan finished() {
+    finish_workload();
     std::vector<std::string> names;
     for (const auto& pod : live_) {
       bool already = false;
@@ -292,6 +307,56 @@ class Decider {
     st.start_time = "";  // activeDeadlineSeconds counts from the resume, as for a batch Job
     observe_pods(st, spec_, live_);
     return std::move(plan_);
+  }
+
+  // A queued job Kueue has not admitted (or has evicted): no pods, and conditions Admitted and Suspended say why.
+  Plan queued(const Admission& a) {
+    using State = Admission::State;
+    Status& st = plan_.status;
+    std::vector<std::string> names;
+    for (const auto& pod : live_) {
+      delete_pod(pod);
+      names.push_back(pod.name);
+    }
+    switch (a.state) {
+      case State::kCreate:
+        plan_.create_kueue_workload = true;
+        plan_.kueue_priority = a.priority;
+        break;
+      case State::kRecreate: plan_.delete_kueue_workload = true; break;
+      case State::kEvicted:
+        // The quota goes back once the pods are gone, so that what preempted the job finds the room free.
+        if (live_.empty() && terminating_.empty()) {
+          plan_.kueue_status = KueueStatusWrite{KueueStatusWrite::Kind::kReleaseQuota, a.reason, a.message};
+        }
+        break;
+      default: break;
+    }
+    const Condition* before = find_condition(st, "Admitted");
+    const bool news = before == nullptr || before->status != "False" || before->reason != a.reason;
+    if (news || !names.empty()) {
+      const bool trouble = a.state == State::kUnavailable || a.state == State::kConflict ||
+                           a.reason == "PriorityClassNotFound" || a.reason == "FlavorNotFound";
+      const std::string what = a.state == State::kEvicted ? "Evicted" : trouble ? a.reason : "Queued";
+      emit(a.state == State::kEvicted || trouble ? "Warning" : "Normal", what,
+           names.empty() ? a.message : a.message + "; deleting pods " + join_names(names));
+    }
+    set_condition(st, "Admitted", false, a.reason, a.message, now_);
+    set_condition(st, "Suspended", true, "WaitingForAdmission", a.message, now_);
+    if (condition_true(st, "Running")) set_condition(st, "Running", false, a.reason, a.message, now_);
+    st.phase = "Suspended";
+    st.start_time = "";  // activeDeadlineSeconds counts from the admission
+    observe_pods(st, spec_, live_);
+    return std::move(plan_);
+  }
+
+  // Kueue admitted the job: its pods get the flavors' placement, and the conditions say by which queue.
+  void admitted(const Admission& a) {
+    Status& st = plan_.status;
+    if (!condition_true(st, "Admitted")) emit("Normal", "Admitted", a.message);
+    set_condition(st, "Admitted", true, a.reason, a.message, now_);
+    plan_.placement = a.placement;
+    if (condition_true(st, "Suspended")) set_condition(st, "Suspended", false, "Admitted", a.message, now_);
   }
 
   Plan active() {
@@ -512,6 +577,7 @@ class Decider {
   const Observed& obs_;
   const bool service_exists_;
   const UnixSeconds now_;
+  const std::optional<Admission> admission_;  // Kueue's verdict on a queued job; nullopt when it is not queued
   std::vector<PodFacts> live_;
   std::vector<PodFacts> terminating_;
   Plan plan_;
@@ -539,7 +605,16 @@ bool failure_is_node_loss(const PodFacts& pod) {
 }
 
 Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now) {
-  return Decider(job, observed, now).run();
+  if (job.queue_name.empty() || job.deleting) return Decider(job, observed, now, std::nullopt).run();
+  Admission admission = decide_admission(job, observed.kueue);
+  if (admission.state == Admission::State::kAdmitted && admission.admitted_count < job.spec.replicas) {
+    // Partial admission: the job runs on the nodes admitted, as if spec.replicas said so.
+    const int nodes = admission.admitted_count;
+    Plan plan = Decider(with_admitted_nodes(job, nodes), observed, now, std::move(admission)).run();
+    plan.admitted_nodes = nodes;
+    return plan;
+  }
+  return Decider(job, observed, now, std::move(admission)).run();
 }
 
 Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now) {

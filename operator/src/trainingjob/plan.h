@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/time.h"
+#include "trainingjob/kueue.h"
 #include "trainingjob/types.h"
 
 namespace kubedist::trainingjob {
@@ -35,6 +36,7 @@ struct Observed {
   bool gang_api = false;                   // the cluster serves PodGroups and the operator watches them
   bool gang_by_default = false;            // jobs without spec.scheduling.gang are gang-scheduled
   std::optional<PodGroupFacts> pod_group;  // PodGroup J, when it exists and the job controls it
+  KueueObserved kueue;                     // Kueue's view of a queued job (job.queue_name set)
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
 };
@@ -44,6 +46,12 @@ struct Plan {
   std::optional<int> create_gang;         // create Workload J and PodGroup J with this gang minCount (before pods)
   bool delete_gang = false;               // PodGroup J has another minCount: delete it and Workload J, then recreate
   bool create_secret = false;             // the rendezvous Secret J-rdzv, before any pod mounts it
+  bool create_kueue_workload = false;     // Kueue Workload J (kueue.h), with this priority class if any
+  std::optional<PriorityClassFacts> kueue_priority;
+  bool delete_kueue_workload = false;     // it asks for another size or is finished: the next pass creates it anew
+  std::optional<KueueStatusWrite> kueue_status;  // release the quota of an evicted job, or mark the Workload finished
+  std::optional<int> admitted_nodes;      // Kueue admitted fewer nodes than spec.replicas: render pods for that many
+  std::optional<Placement> placement;     // the admitted flavors' node selector and tolerations for new pods
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed

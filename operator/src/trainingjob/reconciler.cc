@@ -1,8 +1,9 @@
 #include "trainingjob/reconciler.h"
 
 #include "common/log.h"
-#include "trainingjob/rdzv_auth.h"
+#include "trainingjob/kueue.h"
 #include "trainingjob/parse.h"
+#include "trainingjob/rdzv_auth.h"
 #include "trainingjob/render.h"
 #include "trainingjob/status.h"
 
@@ -82,6 +83,14 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   o.gang_api = extras_.pod_groups != nullptr;
   o.gang_by_default = pod_options_.gang_by_default;
   if (extras_.pod_groups != nullptr) o.pod_group = extras_.pod_groups->get(key);
+  if (!job.queue_name.empty()) {
+    o.kueue.api = extras_.kueue_workloads != nullptr;
+    if (o.kueue.api) {
+      o.kueue.workload = extras_.kueue_workloads->get(key);
+      o.kueue.flavors = extras_.flavors->by_index("");
+      o.kueue.priorities = extras_.priority_classes->by_index("");
+    }
+  }
   o.unschedulable_grace_s = extras_.unschedulable_grace_s;
   o.node_lost_grace_s = extras_.node_lost_grace_s;
   return o;
@@ -178,10 +187,37 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       }
     }
   }
+  const std::string kueue_path = kueue_api_path() + "/namespaces/" + job->ns + "/workloads";
+  if (plan.delete_kueue_workload) {
+    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+    auto r = client_.remove(kueue_path + "/" + job->name, options);
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("delete Kueue workload " + job->name + ": " + r.error().message);
+    }
+  }
+  if (plan.create_kueue_workload) {
+    const json wl = render_kueue_workload(*job, plan.kueue_priority);
+    if (auto e = create_if_absent(kueue_path, wl, "Kueue workload " + job->name); !e.empty()) {
+      return ReconcileResult::failed(e);
+    }
+  }
+  if (plan.kueue_status && observed.kueue.workload) {
+    // Conditional on the Workload's resourceVersion: a conflict means Kueue wrote first; the next pass decides again.
+    auto r = client_.merge_patch(kueue_path + "/" + job->name + "/status",
+                                 kueue_status_patch(*observed.kueue.workload, *plan.kueue_status, now_unix()));
+    if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("update Kueue workload " + job->name + ": " + r.error().message);
+    }
+  }
+  // Pods are rendered for the job as admitted: partial admission runs fewer nodes, on the admitted flavors.
+  const TrainingJob pod_job = plan.admitted_nodes ? with_admitted_nodes(*job, *plan.admitted_nodes) : *job;
   Expectations expect;
   std::string first_error;
   for (int rank : plan.create_ranks) {
-    auto r = client_.create(ns_path + "/pods", render_pod(*job, rank, pod_options_));
+    json pod = render_pod(pod_job, rank, pod_options_);
+    if (plan.placement) apply_placement(pod, *plan.placement);
+    auto r = client_.create(ns_path + "/pods", pod);
     if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
       expect.creates.insert(pod_name(job->name, rank));
       continue;

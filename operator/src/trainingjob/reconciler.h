@@ -15,6 +15,7 @@
 #include "kube/informer.h"
 #include "trainingjob/pending_writes.h"
 #include "trainingjob/job_metrics.h"
+#include "trainingjob/kueue.h"
 #include "trainingjob/plan.h"
 #include "trainingjob/render.h"
 #include "trainingjob/types.h"
@@ -29,6 +30,9 @@ using ServiceInformer = kube::Informer<ServiceFacts>;
 using NodeInformer = kube::Informer<NodeFacts>;
 using PodGroupInformer = kube::Informer<PodGroupFacts>;
 using SecretInformer = kube::Informer<SecretFacts>;
+using KueueWorkloadInformer = kube::Informer<KueueWorkloadFacts>;
+using FlavorInformer = kube::Informer<FlavorFacts>;
+using PriorityClassInformer = kube::Informer<PriorityClassFacts>;
 
 // What the reconciler needs beyond the job, pod and service caches; everything here is optional.
 struct ReconcilerExtras {
@@ -37,6 +41,11 @@ struct ReconcilerExtras {
   // The jobs' rendezvous Secrets (key namespace/J-rdzv); null: the operator creates none (pods must then not mount
   // one: PodOptions::rdzv_secret false).
   const SecretInformer* secrets = nullptr;
+  // Kueue's Workloads (key namespace/J), ResourceFlavors and WorkloadPriorityClasses (index ""): all three or none.
+  // Null: the operator sees no Kueue, and queued jobs wait saying so.
+  const KueueWorkloadInformer* kueue_workloads = nullptr;
+  const FlavorInformer* flavors = nullptr;
+  const PriorityClassInformer* priority_classes = nullptr;
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;

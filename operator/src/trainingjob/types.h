@@ -124,6 +124,8 @@ struct TrainingJob {
   std::string resource_version;
   int64_t generation = 0;
   bool deleting = false;  // metadata.deletionTimestamp is set
+  std::string queue_name;      // label kueue.x-k8s.io/queue-name: the job waits for Kueue's admission (kueue.h)
+  std::string priority_class;  // label kueue.x-k8s.io/priority-class: its Workload's WorkloadPriorityClass
   Spec spec;
   std::string spec_error;  // non-empty: the spec is invalid and this says why; spec holds defaults
   Status status;           // as last written

@@ -1,0 +1,280 @@
+#include "trainingjob/kueue.h"
+
+#include <gtest/gtest.h>
+
+#include "test_jobs.h"
+#include "trainingjob/plan.h"
+#include "trainingjob/status.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+using State = Admission::State;
+
+constexpr UnixSeconds kNow = 1'800'000'000;
+
+TrainingJob queued_job(int replicas = 4, int min_replicas = 4, const std::string& priority = "") {
+  json j = testing::example_job_json();
+  j["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team"}};
+  if (!priority.empty()) j["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority;
+  j["spec"]["replicas"] = replicas;
+  j["spec"]["minReplicas"] = min_replicas;
+  j["spec"]["maxReplicas"] = replicas;
+  return testing::job_from(j);
+}
+
+// Workload J as Kueue serves it: conditions given as (type, status, reason) triples, admitted on flavor "a100".
+json workload_json(const std::vector<std::tuple<std::string, std::string, std::string>>& conditions, int count = 4,
+                   int admitted = -1, int min_count = 0) {
+  json conds = json::array();
+  for (const auto& [type, status, reason] : conditions) {
+    conds.push_back({{"type", type}, {"status", status}, {"reason", reason}, {"message", type + " says " + reason},
+                     {"lastTransitionTime", "2027-01-15T08:00:00Z"}});
+  }
+  json ps = {{"name", "nodes"}, {"count", count}, {"template", json::object()}};
+  if (min_count > 0) ps["minCount"] = min_count;
+  json wl = {{"metadata",
+              {{"name", "resnet"}, {"namespace", "team-a"}, {"resourceVersion", "77"},
+               {"creationTimestamp", "2027-01-15T07:00:00Z"},
+               {"ownerReferences", json::array({{{"uid", "uid-1"}, {"controller", true}}})}}},
+             {"spec", {{"queueName", "team"}, {"podSets", json::array({ps})}}},
+             {"status", {{"conditions", conds}}}};
+  if (admitted >= 0) {
+    wl["status"]["admission"] = {
+        {"clusterQueue", "gpus"},
+        {"podSetAssignments",
+         json::array({{{"name", "nodes"}, {"count", admitted}, {"flavors", {{"nvidia.com/gpu", "a100"}, {"cpu", "a100"}}}}})}};
+  }
+  return wl;
+}
+
+FlavorFacts a100() {
+  return {"a100", {{"gpu", "a100"}}, json::array({{{"key", "gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}})};
+}
+
+KueueObserved seen(std::optional<json> workload, std::vector<FlavorFacts> flavors = {a100()}) {
+  KueueObserved k;
+  k.api = true;
+  if (workload) k.workload = parse_kueue_workload_facts(*workload);
+  k.flavors = std::move(flavors);
+  k.priorities = {{"high", 1000}};
+  return k;
+}
+
+
+TEST(KueueWorkloadFacts, ReadsAdmissionFlavorsAndTheReasonItWaits) {
+  auto f = parse_kueue_workload_facts(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
+                                                     {"Admitted", "True", "Admitted"}}, 4, 3, 2));
+  EXPECT_TRUE(f.admitted);
+  EXPECT_TRUE(f.quota_reserved);
+  EXPECT_EQ(f.count, 4);
+  EXPECT_EQ(f.min_count, 2);
+  EXPECT_EQ(f.admitted_count, 3);
+  EXPECT_EQ(f.flavors, std::vector<std::string>{"a100"});  // one flavor named by two resources, once
+  EXPECT_EQ(f.cluster_queue, "gpus");
+  EXPECT_EQ(f.owner_uid, "uid-1");
+  EXPECT_EQ(f.admitted_at, "2027-01-15T08:00:00Z");
+
+  auto pending = parse_kueue_workload_facts(workload_json({{"QuotaReserved", "False", "Pending"}}));
+  EXPECT_FALSE(pending.admitted);
+  EXPECT_EQ(pending.reason, "Pending");
+  EXPECT_EQ(pending.message, "QuotaReserved says Pending");
+  EXPECT_EQ(pending.waiting_since, "2027-01-15T07:00:00Z");
+
+  auto evicted = parse_kueue_workload_facts(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
+                                                           {"Evicted", "True", "Preempted"}}, 4, 4));
+  EXPECT_TRUE(evicted.evicted);
+  EXPECT_EQ(evicted.reason, "Preempted");
+  EXPECT_TRUE(parse_kueue_workload_facts(json::object()).conditions.is_array());  // nothing served: no crash
+}
+
+TEST(DecideAdmission, WaitsSayingWhyUntilKueueAdmits) {
+  const TrainingJob job = queued_job();
+  EXPECT_EQ(decide_admission(job, KueueObserved{}).state, State::kUnavailable);
+  EXPECT_EQ(decide_admission(job, seen(std::nullopt)).state, State::kCreate);
+  const Admission waiting = decide_admission(job, seen(workload_json({{"QuotaReserved", "False", "Pending"}})));
+  EXPECT_EQ(waiting.state, State::kWaiting);
+  EXPECT_EQ(waiting.reason, "Pending");
+  EXPECT_EQ(waiting.message, "waiting for admission by LocalQueue team: QuotaReserved says Pending");
+
+  json other = workload_json({});
+  other["metadata"]["ownerReferences"][0]["uid"] = "someone-else";
+  EXPECT_EQ(decide_admission(job, seen(other)).state, State::kConflict);
+}
+
+TEST(DecideAdmission, AnAdmittedJobRunsOnItsFlavorsNodes) {
+  const Admission a = decide_admission(
+      queued_job(), seen(workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4)));
+  ASSERT_EQ(a.state, State::kAdmitted);
+  EXPECT_EQ(a.admitted_count, 4);
+  EXPECT_EQ(a.placement.node_selector, (std::map<std::string, std::string>{{"gpu", "a100"}}));
+  EXPECT_EQ(a.placement.tolerations.size(), 1u);
+  EXPECT_EQ(a.message, "admitted by ClusterQueue gpus (4 of 4 nodes, flavor a100)");
+  // A flavor the cache does not show (yet) places nothing wrongly: the job waits for it.
+  const Admission unknown = decide_admission(
+      queued_job(), seen(workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4), {}));
+  EXPECT_EQ(unknown.state, State::kWaiting);
+  EXPECT_EQ(unknown.reason, "FlavorNotFound");
+}
+
+TEST(DecideAdmission, EvictionAndChangesAreTold) {
+  const TrainingJob job = queued_job();
+  EXPECT_EQ(decide_admission(job, seen(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
+                                                      {"Admitted", "True", "Admitted"},
+                                                      {"Evicted", "True", "Preempted"}}, 4, 4)))
+                .state,
+            State::kEvicted);
+  // Quota given back after the eviction: an ordinary wait, still saying it was preempted.
+  const Admission after = decide_admission(job, seen(workload_json({{"QuotaReserved", "False", "Pending"},
+                                                                    {"Evicted", "True", "Preempted"}})));
+  EXPECT_EQ(after.state, State::kWaiting);
+  EXPECT_EQ(after.reason, "Preempted");
+  EXPECT_EQ(decide_admission(job, seen(workload_json({}, 2))).state, State::kRecreate);  // kubectl scale
+  EXPECT_EQ(decide_admission(job, seen(workload_json({{"Finished", "True", "Succeeded"}}))).state, State::kRecreate);
+}
+
+TEST(DecideAdmission, APriorityClassThatDoesNotExistKeepsTheJobOutOfTheQueue) {
+  EXPECT_EQ(decide_admission(queued_job(4, 4, "high"), seen(std::nullopt)).priority, (PriorityClassFacts{"high", 1000}));
+  const Admission missing = decide_admission(queued_job(4, 4, "urgent"), seen(std::nullopt));
+  EXPECT_EQ(missing.state, State::kWaiting);
+  EXPECT_EQ(missing.reason, "PriorityClassNotFound");
+}
+
+TEST(RenderKueueWorkload, OnePodSetOfTheTemplateWithRequestsPriorityAndPartialAdmission) {
+  const json wl = render_kueue_workload(queued_job(4, 2), PriorityClassFacts{"high", 1000});
+  EXPECT_EQ(wl["apiVersion"], "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ(wl["metadata"]["name"], "resnet");
+  EXPECT_EQ(wl["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  EXPECT_EQ(wl["spec"]["queueName"], "team");
+  EXPECT_EQ(wl["spec"]["priority"], 1000);
+  EXPECT_EQ(wl["spec"]["priorityClassRef"]["kind"], "WorkloadPriorityClass");
+  const json& ps = wl["spec"]["podSets"][0];
+  EXPECT_EQ(ps["name"], "nodes");
+  EXPECT_EQ(ps["count"], 4);
+  EXPECT_EQ(ps["minCount"], 2);
+  EXPECT_EQ(ps["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"], 8);
+  const json fixed = render_kueue_workload(queued_job(), std::nullopt);
+  EXPECT_FALSE(fixed["spec"]["podSets"][0].contains("minCount"));
+  EXPECT_FALSE(fixed["spec"].contains("priority"));
+}
+
+TEST(KueueStatusPatch, ReleasingQuotaClearsTheAdmissionAndRequeuesAPreemptedJob) {
+  const auto wl = parse_kueue_workload_facts(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
+                                                            {"Admitted", "True", "Admitted"},
+                                                            {"Evicted", "True", "Preempted"}}, 4, 4));
+  const json p = kueue_status_patch(wl, {KueueStatusWrite::Kind::kReleaseQuota, "Preempted", "by a higher priority"}, kNow);
+  EXPECT_EQ(p["metadata"]["resourceVersion"], "77");
+  EXPECT_TRUE(p["status"]["admission"].is_null());
+  std::map<std::string, std::string> status;
+  for (const auto& c : p["status"]["conditions"]) status[c["type"]] = c["status"];
+  EXPECT_EQ(status, (std::map<std::string, std::string>{
+                        {"QuotaReserved", "False"}, {"Admitted", "False"}, {"Evicted", "True"}, {"Requeued", "True"}}));
+
+  const json done = kueue_status_patch(wl, {KueueStatusWrite::Kind::kFinish, "Succeeded", "all nodes exited 0"}, kNow);
+  EXPECT_FALSE(done["status"].contains("admission"));
+  EXPECT_EQ(done["status"]["conditions"].back()["type"], "Finished");
+  EXPECT_EQ(done["status"]["conditions"].back()["lastTransitionTime"], format_rfc3339(kNow));
+}
+
+TEST(ApplyPlacement, TheFlavorsLabelsAndTolerationsJoinThePodsOwn) {
+  json pod = {{"spec", {{"nodeSelector", {{"zone", "x"}, {"gpu", "t4"}}}, {"tolerations", json::array({{{"key", "a"}}})}}}};
+  apply_placement(pod, Placement{{{"gpu", "a100"}}, json::array({{{"key", "gpu"}}, {{"key", "a"}}})});
+  EXPECT_EQ(pod["spec"]["nodeSelector"], (json{{"zone", "x"}, {"gpu", "a100"}}));
+  EXPECT_EQ(pod["spec"]["tolerations"].size(), 2u);
+}
+
+Observed observed_with(const KueueObserved& k, std::vector<PodFacts> pods = {}) {
+  Observed o;
+  o.kueue = k;
+  o.pods = std::move(pods);
+  o.service_exists = true;
+  return o;
+}
+
+PodFacts running_pod(int rank) {
+  PodFacts p;
+  p.name = "resnet-node-" + std::to_string(rank);
+  p.uid = "pod-" + std::to_string(rank);
+  p.owner_uid = "uid-1";
+  p.rank = rank;
+  p.phase = "Running";
+  p.ready = true;
+  return p;
+}
+
+TEST(DecideQueuedJob, CreatesItsWorkloadAndNoPodUntilAdmitted) {
+  const Plan p = decide(queued_job(), observed_with(seen(std::nullopt)), kNow);
+  EXPECT_TRUE(p.create_kueue_workload);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_FALSE(p.create_service);
+  EXPECT_EQ(p.status.phase, "Suspended");
+  EXPECT_FALSE(condition_true(p.status, "Admitted"));
+  EXPECT_TRUE(condition_true(p.status, "Suspended"));
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, "Queued");
+}
+
+TEST(DecideQueuedJob, AnAdmittedJobCreatesItsPodsOnTheFlavor) {
+  const Plan p = decide(queued_job(), observed_with(seen(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
+                                                                       {"Admitted", "True", "Admitted"}}, 4, 4))),
+                        kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
+  ASSERT_TRUE(p.placement.has_value());
+  EXPECT_EQ(p.placement->node_selector.at("gpu"), "a100");
+  EXPECT_FALSE(p.admitted_nodes.has_value());
+  EXPECT_TRUE(condition_true(p.status, "Admitted"));
+}
+
+TEST(DecideQueuedJob, PartialAdmissionRunsTheAdmittedNodes) {
+  const Plan p = decide(queued_job(4, 2), observed_with(seen(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
+                                                                           {"Admitted", "True", "Admitted"}}, 4, 3, 2))),
+                        kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(p.admitted_nodes, 3);
+  EXPECT_EQ(with_admitted_nodes(queued_job(4, 2), 3).spec.max_replicas, 3);
+}
+
+TEST(DecideQueuedJob, AnEvictedJobDeletesItsPodsThenGivesTheQuotaBack) {
+  const json evicted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"},
+                                      {"Evicted", "True", "Preempted"}}, 4, 4);
+  TrainingJob job = queued_job();
+  job.status.phase = "Running";
+  const Plan first = decide(job, observed_with(seen(evicted), {running_pod(0), running_pod(1), running_pod(2), running_pod(3)}), kNow);
+  EXPECT_EQ(first.delete_pods.size(), 4u);
+  EXPECT_FALSE(first.kueue_status.has_value());  // not while its pods still hold the GPUs
+  EXPECT_EQ(first.status.phase, "Suspended");
+  EXPECT_EQ(find_condition(first.status, "Admitted")->reason, "Preempted");
+  ASSERT_EQ(first.events.size(), 1u);
+  EXPECT_EQ(first.events[0].reason, "Evicted");
+  EXPECT_EQ(first.status.restarts, 0);  // a preemption is no failure of the job's
+
+  const Plan gone = decide(job, observed_with(seen(evicted)), kNow);
+  ASSERT_TRUE(gone.kueue_status.has_value());
+  EXPECT_EQ(gone.kueue_status->kind, KueueStatusWrite::Kind::kReleaseQuota);
+  EXPECT_EQ(gone.kueue_status->reason, "Preempted");
+}
+
+TEST(DecideQueuedJob, AFinishedJobMarksItsWorkloadFinishedOnce) {
+  TrainingJob job = queued_job();
+  job.status.phase = "Succeeded";
+  set_condition(job.status, "Succeeded", true, "AllNodesSucceeded", "all 4 nodes' trainer containers exited 0", kNow);
+  const json admitted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4);
+  const Plan p = decide(job, observed_with(seen(admitted)), kNow);
+  ASSERT_TRUE(p.kueue_status.has_value());
+  EXPECT_EQ(p.kueue_status->kind, KueueStatusWrite::Kind::kFinish);
+  EXPECT_EQ(p.kueue_status->reason, "Succeeded");
+  EXPECT_EQ(p.kueue_status->message, "all 4 nodes' trainer containers exited 0");
+  const json finished = workload_json({{"Finished", "True", "Succeeded"}}, 4, 4);
+  EXPECT_FALSE(decide(job, observed_with(seen(finished)), kNow).kueue_status.has_value());
+}
+
+TEST(DecideQueuedJob, AJobWithoutTheLabelIgnoresKueue) {
+  Plan p = decide(testing::example_job(), observed_with(seen(std::nullopt)), kNow);
+  EXPECT_FALSE(p.create_kueue_workload);
+  EXPECT_EQ(p.create_ranks.size(), 4u);
+  EXPECT_EQ(find_condition(p.status, "Admitted"), nullptr);
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
