@@ -54,6 +54,14 @@ OperatorMetrics::OperatorMetrics()
       recovery_(BuildGauge().Name("kubedist_job_last_recovery_seconds")
                     .Help("Seconds from the job's last Restarting condition turning True to it running again")
                     .Register(*registry_)),
+      waiting_(BuildGauge().Name("kubedist_job_waiting_for_admission")
+                   .Help("1 while a TrainingJob queued for Kueue waits for admission, else 0").Register(*registry_)),
+      admission_wait_(BuildGauge().Name("kubedist_job_last_admission_wait_seconds")
+                          .Help("Seconds the TrainingJob last waited for Kueue's admission (since queued or requeued)")
+                          .Register(*registry_)),
+      admission_wait_seconds_(BuildHistogram().Name("kubedist_admission_wait_seconds")
+                                  .Help("Seconds TrainingJobs waited for Kueue's admission, by namespace")
+                                  .Register(*registry_)),
       reconcile_duration_(BuildHistogram().Name("kubedist_reconcile_duration_seconds")
                               .Help("Duration of one reconcile of one TrainingJob").Register(*registry_)
                               .Add({}, prometheus::Histogram::BucketBoundaries{
@@ -162,6 +170,24 @@ void OperatorMetrics::job_recovery(const std::string& ns, const std::string& nam
   s.recovery->Set(seconds);
 }
 
+void OperatorMetrics::job_waiting_for_admission(const std::string& ns, const std::string& name, bool waiting) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobSeries& s = job_locked(ns, name);
+  if (s.waiting == nullptr) s.waiting = &waiting_.Add(job_labels(ns, name));
+  s.waiting->Set(waiting ? 1 : 0);
+}
+
+void OperatorMetrics::job_admitted(const std::string& ns, const std::string& name, double waited_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobSeries& s = job_locked(ns, name);
+  if (s.admission_wait == nullptr) s.admission_wait = &admission_wait_.Add(job_labels(ns, name));
+  s.admission_wait->Set(waited_seconds);
+  admission_wait_seconds_
+      .Add({{"job_namespace", ns}},
+           prometheus::Histogram::BucketBoundaries{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400})
+      .Observe(waited_seconds);
+}
+
 void OperatorMetrics::forget_job(const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find({ns, name});
@@ -174,6 +200,8 @@ void OperatorMetrics::forget_job(const std::string& ns, const std::string& name)
   world_size_.Remove(s.world_size);
   for (auto& [phase, g] : s.phase) phase_.Remove(g);
   if (s.recovery != nullptr) recovery_.Remove(s.recovery);
+  if (s.waiting != nullptr) waiting_.Remove(s.waiting);
+  if (s.admission_wait != nullptr) admission_wait_.Remove(s.admission_wait);
   jobs_.erase(it);
 }
 

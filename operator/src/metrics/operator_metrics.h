@@ -50,6 +50,10 @@ class OperatorMetrics {
   // The operator changed an elastic job's target size; direction "down" or "up".
   void scale_decision(const std::string& ns, const std::string& name, const std::string& direction);
   void job_recovery(const std::string& ns, const std::string& name, double seconds);
+  // A job queued for Kueue: whether it waits for admission now (a series only for jobs ever queued).
+  void job_waiting_for_admission(const std::string& ns, const std::string& name, bool waiting);
+  // Kueue admitted the job after it waited this long (since it was queued, or requeued after an eviction).
+  void job_admitted(const std::string& ns, const std::string& name, double waited_seconds);
   // Removes every series of the job (it was deleted).
   void forget_job(const std::string& ns, const std::string& name);
 
@@ -63,6 +67,8 @@ class OperatorMetrics {
     prometheus::Gauge* world_size = nullptr;
     std::map<std::string, prometheus::Gauge*> phase;       // by phase
     prometheus::Gauge* recovery = nullptr;                 // absent until the job first recovers
+    prometheus::Gauge* waiting = nullptr;                  // absent unless the job is queued for Kueue
+    prometheus::Gauge* admission_wait = nullptr;           // absent until Kueue first admits the job
   };
   JobSeries& job_locked(const std::string& ns, const std::string& name);
 
@@ -77,6 +83,9 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& world_size_;
   prometheus::Family<prometheus::Gauge>& phase_;
   prometheus::Family<prometheus::Gauge>& recovery_;
+  prometheus::Family<prometheus::Gauge>& waiting_;
+  prometheus::Family<prometheus::Gauge>& admission_wait_;
+  prometheus::Family<prometheus::Histogram>& admission_wait_seconds_;  // by job_namespace
   prometheus::Histogram& reconcile_duration_;
   prometheus::Gauge& workqueue_depth_;
   prometheus::Counter& workqueue_retries_;

@@ -9,6 +9,12 @@ int target_nodes(const Spec& spec, const Status& status) {
   return status.elastic.target_replicas > 0 ? status.elastic.target_replicas : spec.replicas;
 }
 
+std::optional<bool> waiting_for_admission(const Status& status) {
+  const Condition* c = find_condition(status, "Admitted");
+  if (c == nullptr) return std::nullopt;
+  return c->status != "True";
+}
+
 StatusTransition status_transition(const Spec& spec, const Status& before, const Status& after) {
   StatusTransition t;
   if (after.elastic.target_replicas != before.elastic.target_replicas) {
@@ -31,6 +37,13 @@ StatusTransition status_transition(const Spec& spec, const Status& before, const
     const auto to = parse_rfc3339(now->last_transition_time);
     if (from && to && *to >= *from) t.recovery_seconds = static_cast<double>(*to - *from);
   }
+  const Condition* queued = find_condition(before, "Admitted");
+  const Condition* admitted = find_condition(after, "Admitted");
+  if (queued != nullptr && queued->status == "False" && admitted != nullptr && admitted->status == "True") {
+    const auto from = parse_rfc3339(queued->last_transition_time);
+    const auto to = parse_rfc3339(admitted->last_transition_time);
+    if (from && to && *to >= *from) t.admission_wait_seconds = static_cast<double>(*to - *from);
+  }
   return t;
 }
 
@@ -38,6 +51,7 @@ void JobMetrics::seen(const TrainingJob& job) {
   if (job.name.empty()) return;  // an object the informer could not parse: nothing to label series with
   const Status& s = job.status;
   metrics_.job_state(job.ns, job.name, s.ready_replicas, target_nodes(job.spec, s), s.world_size, s.phase);
+  if (const auto waiting = waiting_for_admission(s)) metrics_.job_waiting_for_admission(job.ns, job.name, *waiting);
 }
 
 void JobMetrics::written(const TrainingJob& before, const Status& after) {
@@ -49,6 +63,10 @@ void JobMetrics::written(const TrainingJob& before, const Status& after) {
   for (const auto& [reason, n] : t.restarts) metrics_.restarts(before.ns, before.name, reason, n);
   if (t.recovery_seconds) metrics_.job_recovery(before.ns, before.name, *t.recovery_seconds);
   if (t.scaled != 0) metrics_.scale_decision(before.ns, before.name, t.scaled < 0 ? "down" : "up");
+  if (t.admission_wait_seconds) metrics_.job_admitted(before.ns, before.name, *t.admission_wait_seconds);
+  if (const auto waiting = waiting_for_admission(after)) {
+    metrics_.job_waiting_for_admission(before.ns, before.name, *waiting);
+  }
   metrics_.job_state(before.ns, before.name, after.ready_replicas, target_nodes(before.spec, after), after.world_size,
                      after.phase);
 }

@@ -18,8 +18,13 @@ struct StatusTransition {
   std::map<std::string, int> restarts;  // positive increases of status.restartsByReason, by reason
   std::optional<double> recovery_seconds;  // the job is Running again after a Restarting condition
   int scaled = 0;                          // the elastic target went down (-1) or up (+1)
+  std::optional<double> admission_wait_seconds;  // Kueue admitted the job after it waited this long
 };
 StatusTransition status_transition(const Spec& spec, const Status& before, const Status& after);
+
+// Whether the status says the job waits for Kueue's admission (its Admitted condition is False); nullopt when the
+// job is not queued (no Admitted condition).
+std::optional<bool> waiting_for_admission(const Status& status);
 
 // The nodes the operator aims at: the elastic target while one is set, else spec.replicas.
 int target_nodes(const Spec& spec, const Status& status);

@@ -302,6 +302,12 @@ class Decider {
            names.empty() ? std::string("job suspended") : "job suspended: deleting pods " + join_names(names));
     }
     set_condition(st, "Suspended", true, "JobSuspended", "spec.suspend is true", now_);
+    // A suspended job holds no quota: its Kueue Workload goes, and resuming queues the job anew.
+    const auto& wl = obs_.kueue.workload;
+    if (!job_.queue_name.empty() && wl && wl->owner_uid == job_.uid) plan_.delete_kueue_workload = true;
+    if (find_condition(st, "Admitted") != nullptr) {
+      set_condition(st, "Admitted", false, "JobSuspended", "spec.suspend is true", now_);
+    }
     if (condition_true(st, "Running")) set_condition(st, "Running", false, "JobSuspended", "spec.suspend is true", now_);
     st.phase = "Suspended";
     st.start_time = "";  // activeDeadlineSeconds counts from the resume, as for a batch Job

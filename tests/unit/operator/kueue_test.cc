@@ -269,6 +269,17 @@ TEST(DecideQueuedJob, AFinishedJobMarksItsWorkloadFinishedOnce) {
   EXPECT_FALSE(decide(job, observed_with(seen(finished)), kNow).kueue_status.has_value());
 }
 
+TEST(DecideQueuedJob, ASuspendedJobGivesItsQuotaBackByDroppingItsWorkload) {
+  TrainingJob job = queued_job();
+  job.spec.suspend = true;
+  const json admitted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4);
+  const Plan p = decide(job, observed_with(seen(admitted), {running_pod(0)}), kNow);
+  EXPECT_TRUE(p.delete_kueue_workload);
+  EXPECT_EQ(p.delete_pods.size(), 1u);
+  EXPECT_EQ(p.status.phase, "Suspended");
+  EXPECT_FALSE(decide(job, observed_with(seen(std::nullopt)), kNow).create_kueue_workload);
+}
+
 TEST(DecideQueuedJob, AJobWithoutTheLabelIgnoresKueue) {
   Plan p = decide(testing::example_job(), observed_with(seen(std::nullopt)), kNow);
   EXPECT_FALSE(p.create_kueue_workload);

@@ -159,6 +159,34 @@ TEST(JobMetrics, ForgetRemovesEveryPerJobSeriesAndKeepsTheOthers) {
   jm.forget("ns1", "never-seen");  // harmless
 }
 
+TEST(JobMetrics, AQueuedJobWaitsForAdmissionUntilKueueAdmitsIt) {
+  OperatorMetrics m;
+  JobMetrics jm(m);
+  Status queued;
+  queued.phase = "Suspended";
+  set_condition(queued, "Admitted", false, "Pending", "waiting for admission by LocalQueue team", 1000);
+  jm.seen(job("ns1", "q", queued));
+  jm.seen(job("ns1", "plain", running()));
+  std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_job_waiting_for_admission{job_name=\"q\",job_namespace=\"ns1\"} 1")) << text;
+  EXPECT_EQ(text.find("kubedist_job_waiting_for_admission{job_name=\"plain\""), std::string::npos) << text;
+
+  Status admitted = queued;
+  admitted.phase = "Pending";
+  set_condition(admitted, "Admitted", true, "Admitted", "admitted by ClusterQueue gpus", 1042);
+  EXPECT_EQ(status_transition(Spec{}, queued, admitted).admission_wait_seconds, 42.0);
+  EXPECT_FALSE(status_transition(Spec{}, admitted, admitted).admission_wait_seconds.has_value());
+  jm.written(job("ns1", "q", queued), admitted);
+  text = m.render();
+  EXPECT_TRUE(has_line(text, "kubedist_job_waiting_for_admission{job_name=\"q\",job_namespace=\"ns1\"} 0")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_job_last_admission_wait_seconds{job_name=\"q\",job_namespace=\"ns1\"} 42")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_admission_wait_seconds_count{job_namespace=\"ns1\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_admission_wait_seconds_bucket{job_namespace=\"ns1\",le=\"60\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "kubedist_admission_wait_seconds_bucket{job_namespace=\"ns1\",le=\"30\"} 0")) << text;
+  jm.forget("ns1", "q");
+  EXPECT_EQ(m.render().find("job_name=\"q\""), std::string::npos);
+}
+
 TEST(StatusTransition, AnElasticTargetChangeIsAScaleDecision) {
   Spec spec;
   spec.replicas = 3;

@@ -99,6 +99,9 @@ got=$(kubectl -n "$NS" get workloads.kueue.x-k8s.io a -o jsonpath='{.spec.queueN
 jp tj/c '{.status.conditions[?(@.type=="Admitted")].message}' | grep -q "waiting for admission by LocalQueue team" ||
   fail "c's Admitted condition: $(jp tj/c '{.status.conditions[?(@.type=="Admitted")]}')"
 eventually 10 "Queued event on c" has_event c Queued
+metric() { curl -fsS "http://127.0.0.1:$OP_PORT/metrics" | grep -F "$1{job_name=\"$2\",job_namespace=\"$NS\"}" | awk '{print $2}'; }
+[ "$(metric kubedist_job_waiting_for_admission c)" = 1 ] || fail "kubedist_job_waiting_for_admission of c: '$(metric kubedist_job_waiting_for_admission c)'"
+[ "$(metric kubedist_job_waiting_for_admission a)" = 0 ] || fail "kubedist_job_waiting_for_admission of a: '$(metric kubedist_job_waiting_for_admission a)'"
 pass "8 GPUs of quota: two 4-GPU jobs run on the flavor's nodes (its labels and tolerations), the third waits suspended without pods"
 
 for p in a-node-0 a-node-1; do finish_pod "$p" 0; done
@@ -108,7 +111,12 @@ eventually 30 "a's Kueue Workload Finished" wl_finished a
 eventually 60 "c admitted and running" all_running c 2
 admitted_is c True || fail "c: Admitted $(jp tj/c '{.status.conditions[?(@.type=="Admitted")]}')"
 eventually 10 "Admitted event on c" has_event c Admitted
-pass "a finished job's Workload is marked Finished, its quota admits the waiting job"
+[ "$(metric kubedist_job_waiting_for_admission c)" = 0 ] || fail "c still counted as waiting"
+waited=$(metric kubedist_job_last_admission_wait_seconds c)
+[ -n "$waited" ] && [ "${waited%.*}" -ge 1 ] || fail "kubedist_job_last_admission_wait_seconds of c: '$waited' (c waited for a to finish)"
+curl -fsS "http://127.0.0.1:$OP_PORT/metrics" | grep -q "^kubedist_admission_wait_seconds_count{job_namespace=\"$NS\"} [1-9]" ||
+  fail "kubedist_admission_wait_seconds counts no admission"
+pass "a finished job's Workload is marked Finished, its quota admits the waiting job (metrics: waiting 1 then 0, time to admission ${waited}s)"
 
 queued_job d high | kubectl -n "$NS" apply -f - >/dev/null
 victim=
