@@ -31,6 +31,7 @@ from expect import Failure, check, eventually, log  # noqa: E402
 from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
 
 SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
+CLUSTER_SH = os.path.join(SOURCE, "deploy/local/cluster.sh")
 TRAIN = os.path.join(SOURCE, "tests/integration/launcher/workers/ddp_train.py")
 # Short graces and polls, so that the scenarios take seconds (the defaults are 30s, 60s, 10s).
 OPERATOR_FLAGS = ["--unschedulable-grace=3s", "--node-lost-grace=3s", "--launcher-poll-interval=1s"]
@@ -48,12 +49,16 @@ class Env:
         self.operator = None
         self.runner = None
         self.cordoned = []
+        self.kueue = False
+        self.cluster = os.path.basename(os.path.dirname(os.environ["KUBECONFIG"]))
 
     def __enter__(self):
         kubectl("apply", "--server-side", "--force-conflicts", "-f",
                 os.path.join(SOURCE, "crd/kubedist.io_trainingjobs.yaml"))
         kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.kubedist.io")
         kubectl("create", "namespace", self.ns)
+        if self.scenario == "dashboard":
+            self.kueue_up()  # before the operator, which looks for Kueue when it starts
         self.op_log_path = os.path.join(self.tmp, "operator.log")
         self.op_log = open(self.op_log_path, "wb")
         self.operator = subprocess.Popen(
@@ -80,7 +85,23 @@ class Env:
         if exc_type is not None:
             self.dump()
         kubectl("delete", "namespace", self.ns, "--wait=false", check=False)
+        if self.kueue:
+            kubectl("delete", f"clusterqueue/{self.ns}", f"resourceflavor/{self.ns}", "--wait=false", check=False)
+            subprocess.run([CLUSTER_SH, "kueue-down", self.cluster], capture_output=True)
         return False
+
+    def kueue_up(self):
+        """Kueue (cluster.sh kueue-up) with LocalQueue "team" in the namespace: 8 CPUs of quota on one flavor."""
+        self.kueue = True
+        subprocess.run([CLUSTER_SH, "kueue-up", self.cluster], check=True, capture_output=True)
+        kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": self.ns}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": self.ns},
+             "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": self.ns}},
+                      "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                          {"name": self.ns, "resources": [{"name": "cpu", "nominalQuota": 8}]}]}]}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+             "metadata": {"name": "team", "namespace": self.ns}, "spec": {"clusterQueue": self.ns}}]}))
 
     def dump(self):
         print("--- operator log (last 40 lines) ---")
@@ -96,7 +117,7 @@ class Env:
 
     # ---- the job ---------------------------------------------------------------------------------------
     def create_job(self, name, replicas, command, min_replicas=None, max_replicas=None, max_restarts=3,
-                   restart_policy="OnFailure", backoff_limit=6):
+                   restart_policy="OnFailure", backoff_limit=6, queue=None):
         spec = {"replicas": replicas, "nprocPerNode": 2, "masterPort": random.randrange(30000, 40000, 2),
                 "maxRestarts": max_restarts, "restartPolicy": restart_policy, "backoffLimit": backoff_limit,
                 "template": {"spec": {"containers": [{"name": "trainer", "image": "kubedist-e2e",
@@ -107,6 +128,8 @@ class Env:
             spec["maxReplicas"] = max_replicas
         job = {"apiVersion": "kubedist.io/v1alpha1", "kind": "TrainingJob",
                "metadata": {"name": name, "namespace": self.ns}, "spec": spec}
+        if queue:
+            job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": queue}
         kubectl("apply", "-f", "-", input=json.dumps(job))
 
     def train_command(self, steps, *extra):
@@ -302,7 +325,8 @@ def scenario_permanent(env):
 def scenario_dashboard(env):
     """Every panel of the Grafana dashboard answered by a real Prometheus scraping this e2e run: the operator and
     the launchers in the job's pods (at each pod's IP and kd-metrics port, found through a file_sd target file as
-    a PodMonitor would find them), while a 3 x 2 DDP job survives a worker crash in place and then a lost pod."""
+    a PodMonitor would find them), while a 3 x 2 DDP job, queued for and admitted by Kueue, survives a worker crash
+    in place and then a lost pod."""
     sys.path.insert(0, os.path.join(SOURCE, "tests/integration/dashboard"))
     import dashboard_test as dash  # noqa: E402  (its Prometheus client and the dashboard's queries)
 
@@ -334,8 +358,9 @@ def scenario_dashboard(env):
         eventually(60, "Prometheus ready", lambda: dash.http_get(f"{prom.base}/-/ready")[0] == 200)
         eventually(30, "Prometheus scrapes the operator", lambda: prom.query('up{job="kubedist-operator"} == 1')[0])
         started = time.time()
+        # Queued for Kueue, which admits it at once: the admission panel has its waiting count and time to admission.
         env.create_job("dash", 3, env.train_command(1_000_000, "--step-sleep", "0.2", "--crash-rank", "3"),
-                       max_restarts=3)
+                       max_restarts=3, queue="team")
 
         def pod_targets():
             pods = env.pods("dash")

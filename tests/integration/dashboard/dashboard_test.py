@@ -4,9 +4,10 @@
 Usage: dashboard_test.py prometheus OPERATOR LAUNCHER   (needs the local control plane: KUBECONFIG)
        dashboard_test.py rules                          (helm and promtool only)
 
-prometheus: runs kubedist-operator against the local control plane and a kubedist-launcher supervising a small
-/usr/bin/python3 worker, both on 127.0.0.1, and a Prometheus scraping them every second. A TrainingJob goes
-through a pod failure, a second one fails for good, and the launcher's worker crashes once; then every query of
+prometheus: runs kubedist-operator against the local control plane (with Kueue, cluster.sh kueue-up) and a
+kubedist-launcher supervising a small /usr/bin/python3 worker, both on 127.0.0.1, and a Prometheus scraping them
+every second. A TrainingJob goes through a pod failure, a second one fails for good, a third is queued for Kueue and
+admitted, and the launcher's worker crashes once; then every query of
 every panel in deploy/dashboards/kubedist.json must return data, the panels must show the restart and the failure,
 and the chart's alerts, loaded into the same Prometheus, must fire (or be pending) for them.
 
@@ -143,7 +144,30 @@ def prometheus_test(operator, launcher):
     procs = {}
     tmp = tempfile.mkdtemp(prefix="kubedist-dashboard-")
     passed = False
+    cluster_sh = os.path.join(SRC, "deploy", "local", "cluster.sh")
+    cluster = os.path.basename(os.path.dirname(os.environ["KUBECONFIG"]))
     try:
+        # Kueue, before the operator (which looks for it when it starts), with a queue for this namespace.
+        run(cluster_sh, "kueue-up", cluster)
+        run("kubectl", "apply", "-f", "-", input=f"""
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {ns}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {ns}}}
+spec:
+  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {ns}}}}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{{name: {ns}, resources: [{{name: cpu, nominalQuota: 8}}]}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: team, namespace: {ns}}}
+spec: {{clusterQueue: {ns}}}
+""")
         # The operator.
         op_log = open(os.path.join(tmp, "operator.log"), "w+")
         procs["operator"] = subprocess.Popen([operator, "--namespace", ns, "--probe-address", "127.0.0.1:0"],
@@ -217,6 +241,13 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
             return run("kubectl", "-n", ns, "get", "tj/j", "-o", "jsonpath={.status.phase}", check=False).stdout
 
         eventually(60, "job Running", lambda: phase() == "Running")
+        # A job queued for Kueue, admitted at once: the admission panel's waiting count and time to admission.
+        run("kubectl", "-n", ns, "apply", "-f", "-", input=job.replace(
+            "{name: j}", "{name: queued, labels: {kueue.x-k8s.io/queue-name: team}}").replace("replicas: 2", "replicas: 1"))
+        eventually(60, "the queued job admitted by Kueue and Running", lambda: run(
+            "kubectl", "-n", ns, "get", "tj/queued", "-o",
+            'jsonpath={.status.phase} {.status.conditions[?(@.type=="Admitted")].status}', check=False).stdout ==
+            "Running True")
         # A second job whose pod fails permanently: the failed counter and its alert.
         run("kubectl", "-n", ns, "apply", "-f", "-",
             input=job.replace("{name: j}", "{name: doomed}").replace("replicas: 2", "replicas: 1\n  restartPolicy: Never"))
@@ -327,6 +358,9 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
                     with open(path) as f:
                         print(f"--- {name} log (last 30 lines) ---\n" + "".join(f.readlines()[-30:]), flush=True)
         subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
+        subprocess.run(["kubectl", "delete", f"clusterqueue/{ns}", f"resourceflavor/{ns}", "--wait=false"],
+                       capture_output=True)
+        subprocess.run([cluster_sh, "kueue-down", cluster], capture_output=True)
         subprocess.run(["rm", "-rf", "--", tmp])
 
 

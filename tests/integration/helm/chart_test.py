@@ -66,14 +66,29 @@ check(os.path.realpath(os.path.join(CHART, "crds", "kubedist.io_trainingjobs.yam
 
 # Defaults: cluster-wide RBAC, leader election, metrics Service, dashboard; no Prometheus Operator objects.
 docs = render()
-check(len(find(docs, "ClusterRole")) == 1 and len(find(docs, "ClusterRoleBinding")) == 1,
-      "default values grant a ClusterRole")
+main_roles = [r for r in find(docs, "ClusterRole") if not r["metadata"]["name"].endswith("-kueue")]
+check(len(main_roles) == 1 and len(find(docs, "ClusterRoleBinding")) == 2,
+      "default values grant a ClusterRole (and one for Kueue's cluster-scoped objects)")
 args = operator_args(docs)
 check("--leader-elect" in args and "--leader-election-namespace=kubedist-system" in args,
       "leader election is on by default")
 check(not any(a.startswith("--namespace=") for a in args), "default values watch all namespaces")
 check("--launcher-metrics-port=9402" in args, "the launchers serve metrics at port 9402 by default")
 check("--gang-scheduling=per-job" in args, "jobs asking for gang scheduling get it by default")
+kueue_rules = [r for r in main_roles[0]["rules"] if "kueue.x-k8s.io" in r["apiGroups"]]
+kueue_role = find(docs, "ClusterRole", main_roles[0]["metadata"]["name"] + "-kueue")
+check(sorted(r for rule in kueue_rules for r in rule["resources"]) == ["workloads", "workloads/status"]
+      and kueue_role and kueue_role[0]["rules"][0]["resources"] == ["resourceflavors", "workloadpriorityclasses"]
+      and "create" in kueue_rules[0]["verbs"] and "patch" in kueue_rules[1]["verbs"]
+      and "create" not in kueue_role[0]["rules"][0]["verbs"],
+      "Kueue admission is on by default: Workloads and their status, read-only flavors and priority classes")
+no_kueue = render("kueue.enabled=false")
+check(not any("kueue.x-k8s.io" in r["apiGroups"] for d in find(no_kueue, "ClusterRole") for r in d["rules"])
+      and len(find(no_kueue, "ClusterRole")) == 1, "kueue.enabled=false drops Kueue from the RBAC")
+ns_kueue = render("watchNamespace=team-a")
+check(len(find(ns_kueue, "ClusterRole")) == 1 and find(ns_kueue, "ClusterRole")[0]["metadata"]["name"].endswith("-kueue")
+      and any("kueue.x-k8s.io" in r["apiGroups"] for r in find(ns_kueue, "Role")[0]["rules"]),
+      "a namespaced install reads Kueue's cluster-scoped flavors and priority classes through its own ClusterRole")
 check(not any("scheduling.k8s.io" in r["apiGroups"] for r in find(render("gangScheduling=off"), "ClusterRole")[0]["rules"])
       and "--gang-scheduling=off" in operator_args(render("gangScheduling=off")),
       "gangScheduling=off reaches the operator and drops the Workload API from its RBAC")
@@ -96,10 +111,10 @@ with open(os.path.join(SRC, "deploy", "dashboards", "kubedist.json")) as f:
 docs = render("watchNamespace=team-a", "leaderElection.enabled=false", "metrics.serviceMonitor.enabled=true",
               "metrics.prometheusRule.enabled=true", "metrics.launcherPodMonitor.enabled=true",
               "metrics.launcherPort=9500", "grafanaDashboard.enabled=false", "replicaCount=2",
-              "image.tag=9.9.9")
+              "image.tag=9.9.9", "kueue.enabled=false")
 roles = find(docs, "Role")
 check(not find(docs, "ClusterRole") and len(roles) == 1 and roles[0]["metadata"]["namespace"] == "team-a",
-      "watchNamespace=team-a grants a Role in team-a and no ClusterRole")
+      "watchNamespace=team-a (without Kueue) grants a Role in team-a and no ClusterRole")
 args = operator_args(docs)
 check("--namespace=team-a" in args and "--leader-elect" not in args,
       "watchNamespace and leaderElection.enabled=false reach the operator's flags")
@@ -121,7 +136,8 @@ check(dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containe
       "replicaCount and image.tag are honoured")
 
 for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel"),
-                         ("metrics.launcherPort=70000", "launcherPort"), ("gangScheduling=sometimes", "gangScheduling")]:
+                         ("metrics.launcherPort=70000", "launcherPort"), ("gangScheduling=sometimes", "gangScheduling"),
+                         ("kueue.enabled=yes", "kueue")]:
     bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
