@@ -2,10 +2,10 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -206,17 +206,17 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::atomic<bool> stop{false};
-  std::thread waiter([&] {
+  std::stop_source stop;
+  std::thread waiter([signals, stop]() mutable {
     int sig = 0;
     sigwait(&signals, &sig);
     kubedist::log_info("main", std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                    ", stopping gracefully");
-    stop = true;
+    stop.request_stop();
   });
   waiter.detach();
 
-  auto r = kubedist::trainingjob::run_manager(options, stop);
+  auto r = kubedist::trainingjob::run_manager(options, stop.get_token());
   if (!r) {
     std::fprintf(stderr, "kubedist-operator: %s\n", r.error().message.c_str());
     return 1;
