@@ -2,46 +2,22 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
+#include <functional>
 #include <map>
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "trainingjob/manager.h"
 #include "trainingjob/render.h"
 
 namespace {
-
-constexpr const char* kUsage = R"(usage: kubedist-operator [flags]
-  --kubeconfig PATH        kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)
-  --context NAME           kubeconfig context (default: current-context)
-  --namespace NS           watch only NS (default: all namespaces)
-  --workers N              concurrent reconciles (default 4)
-  --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);
-                           also spelled --metrics-address (/metrics is served there too)
-  --launcher-image IMAGE   launcher init container image (default ghcr.io/kubedist/launcher:0.1.0)
-  --launcher-metrics-port P   each pod's launcher serves /metrics on the pod's IP at P, port name kd-metrics
-                           (default 9402; 0: off)
-  --log-level LEVEL        debug | info | warn | error (default info)
-  --leader-elect[=BOOL]    take a Lease before reconciling, for several replicas (default false)
-  --leader-election-namespace NS      namespace of the Lease (default: the kubeconfig's or pod's namespace)
-  --leader-election-id NAME           name of the Lease (default kubedist-operator)
-  --leader-election-lease-seconds N   a silent leader is replaced after N seconds (default 15)
-  --watch-nodes[=BOOL]     watch nodes (read-only) to recreate pods lost with a deleted or NotReady node
-                           (default true when watching all namespaces, else false)
-  --unschedulable-grace D  elastic jobs give up pods unschedulable longer than D, down to minReplicas, and
-                           try to grow back D after each change (default 30s)
-  --node-lost-grace D      pods on a node NotReady longer than D are force-deleted and recreated (default 60s)
-  --launcher-poll-interval D   ask each running job's node-0 launcher for its STATUS (in-place restarts by
-                           reason) every D; 0 disables (default 10s)
-  --gang-scheduling MODE   per-job: jobs with spec.scheduling.gang: true are gang-scheduled (default);
-                           all: every job unless it says false; off: none (jobs asking for it fail).
-                           Needs the cluster's scheduling.k8s.io/v1alpha2 PodGroups (else treated as off)
-Durations D: an integer with unit ms, s or m (e.g. 500ms, 30s, 2m); a bare integer is seconds.
-)";
 
 bool parse_int(const std::string& value, long min, long max, long* out) {
   char* end = nullptr;
@@ -68,7 +44,136 @@ bool parse_duration_ms(const std::string& value, long min_ms, long max_ms, long*
   return true;
 }
 
-bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o, std::string* error) {
+// Sets an option from a flag's value; returns what is wrong with the value (after the flag's name), or nothing.
+using Setter = std::function<std::optional<std::string>(const std::string& value)>;
+
+std::string got(const std::string& value) { return ", got \"" + value + "\""; }
+
+Setter text(std::string* out) {
+  return [out](const std::string& v) -> std::optional<std::string> {
+    *out = v;
+    return std::nullopt;
+  };
+}
+
+// An integer in [min, max]; `what` says which in the error ("an integer from 1 to 64").
+template <typename Int>
+Setter integer(Int* out, long min, long max, const std::string& what) {
+  return [=](const std::string& v) -> std::optional<std::string> {
+    long n = 0;
+    if (!parse_int(v, min, max, &n)) return "must be " + what + got(v);
+    *out = static_cast<Int>(n);
+    return std::nullopt;
+  };
+}
+
+// A duration in milliseconds, accepted by `ok`; `what` says which in the error.
+Setter duration_ms(std::function<void(long)> store, std::function<bool(long)> ok, long min_ms, long max_ms,
+                   const std::string& what) {
+  return [=](const std::string& v) -> std::optional<std::string> {
+    long ms = 0;
+    if (!parse_duration_ms(v, min_ms, max_ms, &ms) || !ok(ms)) return "must be " + what + got(v);
+    store(ms);
+    return std::nullopt;
+  };
+}
+
+// "true" or "false" (a bare flag is "true").
+template <typename Bool>
+Setter boolean(Bool* out) {
+  return [out](const std::string& v) -> std::optional<std::string> {
+    if (v != "true" && v != "false") return "must be true or false" + got(v);
+    *out = v == "true";
+    return std::nullopt;
+  };
+}
+
+struct Flag {
+  std::vector<std::string> names;  // the first is the one documented
+  bool optional_value;             // --flag[=BOOL]; else --flag VALUE or --flag=VALUE
+  Setter set;
+  const char* usage;               // its lines in --help
+};
+
+std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
+  using kubedist::trainingjob::GangMode;
+  const std::string grace = "a whole number of seconds from 1s to 24h (e.g. 30s, 2m)";
+  auto whole_seconds = [](long ms) { return ms % 1000 == 0; };
+  return {
+      {{"--kubeconfig"}, false, text(&o->kubeconfig),
+       "  --kubeconfig PATH        kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)\n"},
+      {{"--context"}, false, text(&o->context), "  --context NAME           kubeconfig context (default: current-context)\n"},
+      {{"--namespace"}, false, text(&o->ns), "  --namespace NS           watch only NS (default: all namespaces)\n"},
+      {{"--workers"}, false, integer(&o->workers, 1, 64, "an integer from 1 to 64"),
+       "  --workers N              concurrent reconciles (default 4)\n"},
+      {{"--probe-address", "--metrics-address", "--health-address"}, false, text(&o->probe_address),
+       "  --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);\n"
+       "                           also spelled --metrics-address (/metrics is served there too)\n"},
+      {{"--launcher-image"}, false,
+       [o](const std::string& v) -> std::optional<std::string> {
+         if (v.empty()) return "must not be empty";
+         o->pods.launcher_image = v;
+         return std::nullopt;
+       },
+       "  --launcher-image IMAGE   launcher init container image (default ghcr.io/kubedist/launcher:0.1.0)\n"},
+      {{"--launcher-metrics-port"}, false,
+       integer(&o->pods.launcher_metrics_port, 0, 65535, "a port number from 0 (off) to 65535"),
+       "  --launcher-metrics-port P   each pod's launcher serves /metrics on the pod's IP at P, port name kd-metrics\n"
+       "                           (default 9402; 0: off)\n"},
+      {{"--log-level"}, false,
+       [](const std::string& v) -> std::optional<std::string> {
+         kubedist::LogLevel level;
+         if (!kubedist::parse_log_level(v, &level)) return "must be debug, info, warn or error" + got(v);
+         kubedist::set_log_level(level);
+         return std::nullopt;
+       },
+       "  --log-level LEVEL        debug | info | warn | error (default info)\n"},
+      {{"--leader-elect"}, true, boolean(&o->leader_elect),
+       "  --leader-elect[=BOOL]    take a Lease before reconciling, for several replicas (default false)\n"},
+      {{"--leader-election-namespace"}, false, text(&o->leader_election_namespace),
+       "  --leader-election-namespace NS      namespace of the Lease (default: the kubeconfig's or pod's namespace)\n"},
+      {{"--leader-election-id"}, false, text(&o->leader_election_id),
+       "  --leader-election-id NAME           name of the Lease (default kubedist-operator)\n"},
+      {{"--leader-election-lease-seconds"}, false,
+       integer(&o->leader_election_lease_seconds, 3, 3600, "an integer from 3 to 3600"),
+       "  --leader-election-lease-seconds N   a silent leader is replaced after N seconds (default 15)\n"},
+      {{"--watch-nodes"}, true, boolean(&o->watch_nodes),
+       "  --watch-nodes[=BOOL]     watch nodes (read-only) to recreate pods lost with a deleted or NotReady node\n"
+       "                           (default true when watching all namespaces, else false)\n"},
+      {{"--unschedulable-grace"}, false,
+       duration_ms([o](long ms) { o->unschedulable_grace_s = ms / 1000; }, whole_seconds, 1000, 86400000, grace),
+       "  --unschedulable-grace D  elastic jobs give up pods unschedulable longer than D, down to minReplicas, and\n"
+       "                           try to grow back D after each change (default 30s)\n"},
+      {{"--node-lost-grace"}, false,
+       duration_ms([o](long ms) { o->node_lost_grace_s = ms / 1000; }, whole_seconds, 1000, 86400000, grace),
+       "  --node-lost-grace D      pods on a node NotReady longer than D are force-deleted and recreated (default 60s)\n"},
+      {{"--launcher-poll-interval"}, false,
+       duration_ms([o](long ms) { o->launcher_poll_interval_ms = ms; }, [](long ms) { return ms == 0 || ms >= 100; },
+                   0, 3600000, "0 (off) or a duration from 100ms to 1h (e.g. 10s)"),
+       "  --launcher-poll-interval D   ask each running job's node-0 launcher for its STATUS (in-place restarts by\n"
+       "                           reason) every D; 0 disables (default 10s)\n"},
+      {{"--gang-scheduling"}, false,
+       [o](const std::string& v) -> std::optional<std::string> {
+         const std::map<std::string, GangMode> modes = {
+             {"per-job", GangMode::kPerJob}, {"all", GangMode::kAll}, {"off", GangMode::kOff}};
+         auto mode = modes.find(v);
+         if (mode == modes.end()) return "must be per-job, all or off" + got(v);
+         o->gang_scheduling = mode->second;
+         return std::nullopt;
+       },
+       "  --gang-scheduling MODE   per-job: jobs with spec.scheduling.gang: true are gang-scheduled (default);\n"
+       "                           all: every job unless it says false; off: none (jobs asking for it fail).\n"
+       "                           Needs the cluster's scheduling.k8s.io/v1alpha2 PodGroups (else treated as off)\n"},
+  };
+}
+
+std::string usage(const std::vector<Flag>& flags) {
+  std::string out = "usage: kubedist-operator [flags]\n";
+  for (const auto& f : flags) out += f.usage;
+  return out + "Durations D: an integer with unit ms, s or m (e.g. 500ms, 30s, 2m); a bare integer is seconds.\n";
+}
+
+bool parse_flags(int argc, char** argv, const std::vector<Flag>& flags, std::string* error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -78,113 +183,28 @@ bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    auto next = [&]() -> bool {
-      if (has_value) return true;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage(flags).c_str(), stdout);
+      std::exit(0);
+    }
+    auto flag = std::find_if(flags.begin(), flags.end(), [&](const Flag& f) {
+      return std::find(f.names.begin(), f.names.end(), arg) != f.names.end();
+    });
+    if (flag == flags.end()) {
+      *error = "unknown flag " + arg;
+      return false;
+    }
+    if (!has_value && flag->optional_value) {
+      value = "true";
+    } else if (!has_value) {
       if (i + 1 >= argc) {
         *error = arg + " needs a value";
         return false;
       }
       value = argv[++i];
-      return true;
-    };
-    // Flags that take any string.
-    const std::map<std::string, std::string*> strings = {
-        {"--kubeconfig", &o->kubeconfig},
-        {"--context", &o->context},
-        {"--namespace", &o->ns},
-        {"--probe-address", &o->probe_address},
-        {"--metrics-address", &o->probe_address},
-        {"--health-address", &o->probe_address},
-        {"--leader-election-namespace", &o->leader_election_namespace},
-        {"--leader-election-id", &o->leader_election_id},
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (auto it = strings.find(arg); it != strings.end()) {
-      if (!next()) return false;
-      *it->second = value;
-    } else if (arg == "--leader-elect") {
-      if (has_value && value != "true" && value != "false") {
-        *error = "--leader-elect must be true or false, got \"" + value + "\"";
-        return false;
-      }
-      o->leader_elect = !has_value || value == "true";
-    } else if (arg == "--leader-election-lease-seconds") {
-      if (!next()) return false;
-      long n = 0;
-      if (!parse_int(value, 3, 3600, &n)) {
-        *error = "--leader-election-lease-seconds must be an integer from 3 to 3600, got \"" + value + "\"";
-        return false;
-      }
-      o->leader_election_lease_seconds = static_cast<int>(n);
-    } else if (arg == "--watch-nodes") {
-      if (has_value && value != "true" && value != "false") {
-        *error = "--watch-nodes must be true or false, got \"" + value + "\"";
-        return false;
-      }
-      o->watch_nodes = !has_value || value == "true";
-    } else if (arg == "--unschedulable-grace" || arg == "--node-lost-grace") {
-      if (!next()) return false;
-      long ms = 0;
-      if (!parse_duration_ms(value, 1000, 86400000, &ms) || ms % 1000 != 0) {
-        *error = arg + " must be a whole number of seconds from 1s to 24h (e.g. 30s, 2m), got \"" + value + "\"";
-        return false;
-      }
-      (arg == "--unschedulable-grace" ? o->unschedulable_grace_s : o->node_lost_grace_s) = ms / 1000;
-    } else if (arg == "--launcher-poll-interval") {
-      if (!next()) return false;
-      long ms = 0;
-      if (!parse_duration_ms(value, 0, 3600000, &ms) || (ms > 0 && ms < 100)) {
-        *error = "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"" +
-                 value + "\"";
-        return false;
-      }
-      o->launcher_poll_interval_ms = ms;
-    } else if (arg == "--gang-scheduling") {
-      if (!next()) return false;
-      using kubedist::trainingjob::GangMode;
-      const std::map<std::string, GangMode> modes = {
-          {"per-job", GangMode::kPerJob}, {"all", GangMode::kAll}, {"off", GangMode::kOff}};
-      auto mode = modes.find(value);
-      if (mode == modes.end()) {
-        *error = "--gang-scheduling must be per-job, all or off, got \"" + value + "\"";
-        return false;
-      }
-      o->gang_scheduling = mode->second;
-    } else if (arg == "--workers") {
-      if (!next()) return false;
-      long n = 0;
-      if (!parse_int(value, 1, 64, &n)) {
-        *error = "--workers must be an integer from 1 to 64, got \"" + value + "\"";
-        return false;
-      }
-      o->workers = static_cast<int>(n);
-    } else if (arg == "--launcher-image") {
-      if (!next()) return false;
-      if (value.empty()) {
-        *error = "--launcher-image must not be empty";
-        return false;
-      }
-      o->pods.launcher_image = value;
-    } else if (arg == "--launcher-metrics-port") {
-      if (!next()) return false;
-      long n = 0;
-      if (!parse_int(value, 0, 65535, &n)) {
-        *error = "--launcher-metrics-port must be a port number from 0 (off) to 65535, got \"" + value + "\"";
-        return false;
-      }
-      o->pods.launcher_metrics_port = static_cast<int>(n);
-    } else if (arg == "--log-level") {
-      if (!next()) return false;
-      kubedist::LogLevel level;
-      if (!kubedist::parse_log_level(value, &level)) {
-        *error = "--log-level must be debug, info, warn or error, got \"" + value + "\"";
-        return false;
-      }
-      kubedist::set_log_level(level);
-    } else {
-      *error = "unknown flag " + arg;
+    }
+    if (auto wrong = flag->set(value)) {
+      *error = arg + " " + *wrong;
       return false;
     }
   }
@@ -195,9 +215,10 @@ bool parse_flags(int argc, char** argv, kubedist::trainingjob::ManagerOptions* o
 
 int main(int argc, char** argv) {
   kubedist::trainingjob::ManagerOptions options;
+  const std::vector<Flag> flags = flag_table(&options);
   std::string error;
-  if (!parse_flags(argc, argv, &options, &error)) {
-    std::fprintf(stderr, "kubedist-operator: %s\n%s", error.c_str(), kUsage);
+  if (!parse_flags(argc, argv, flags, &error)) {
+    std::fprintf(stderr, "kubedist-operator: %s\n%s", error.c_str(), usage(flags).c_str());
     return 2;
   }
   // Every thread inherits this mask, so SIGTERM/SIGINT reach only the sigwait below.
@@ -206,17 +227,17 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::atomic<bool> stop{false};
-  std::thread waiter([&] {
+  std::stop_source stop;
+  std::thread waiter([signals, stop]() mutable {
     int sig = 0;
     sigwait(&signals, &sig);
     kubedist::log_info("main", std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                    ", stopping gracefully");
-    stop = true;
+    stop.request_stop();
   });
   waiter.detach();
 
-  auto r = kubedist::trainingjob::run_manager(options, stop);
+  auto r = kubedist::trainingjob::run_manager(options, stop.get_token());
   if (!r) {
     std::fprintf(stderr, "kubedist-operator: %s\n", r.error().message.c_str());
     return 1;

@@ -13,10 +13,7 @@ void Controller::start() {
 
 void Controller::stop() {
   queue_.shutdown();
-  for (auto& t : threads_) {
-    if (t.joinable()) t.join();
-  }
-  threads_.clear();
+  threads_.clear();  // joins: each worker ends when the queue hands it no more keys
 }
 
 std::pair<double, double> Controller::latency_ms() const {
@@ -34,7 +31,7 @@ void Controller::work() {
     try {
       result = reconcile_(*key);
     } catch (const std::exception& e) {  // no exception may end a worker
-      result = ReconcileResult::failed(std::string("unexpected exception: ") + e.what());
+      result = ReconcileResult::failed(Error{Error::Kind::kOther, std::string("unexpected exception: ") + e.what(), 0});
     }
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
     {
@@ -53,7 +50,7 @@ void Controller::work() {
       case ReconcileResult::Kind::kError:
         ++errors_;
         log_warn("controller", "reconcile " + *key + " failed (retry " + std::to_string(queue_.failures(*key) + 1) +
-                                   "): " + result.error);
+                                   "): " + result.error.message);
         queue_.add_rate_limited(*key);
         break;
     }

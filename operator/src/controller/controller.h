@@ -36,7 +36,7 @@ class Controller {
   WorkQueue& queue_;
   const ReconcileFn reconcile_;
   const int workers_;
-  std::vector<std::thread> threads_;
+  std::vector<std::jthread> threads_;
   std::atomic<uint64_t> reconciles_{0};
   std::atomic<uint64_t> errors_{0};
   mutable std::mutex mu_;

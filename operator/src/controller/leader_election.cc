@@ -1,7 +1,5 @@
 #include "controller/leader_election.h"
 
-#include <thread>
-
 #include "common/log.h"
 #include "common/time.h"
 
@@ -45,7 +43,7 @@ bool LeaderElector::try_acquire_or_renew() {
   const std::string holder = spec.value("holderIdentity", "");
   if (holder != o_.identity && !holder.empty()) {
     const std::string record = holder + "|" + spec.value("renewTime", "");
-    const auto seen = std::chrono::steady_clock::now();
+    const auto seen = clock_.now();
     if (record != observed_record_) {
       observed_record_ = record;
       observed_at_ = seen;
@@ -68,28 +66,24 @@ bool LeaderElector::try_acquire_or_renew() {
   return client_.merge_patch(path() + "/" + o_.name, patch).ok();
 }
 
-bool LeaderElector::acquire(const std::atomic<bool>& stop) {
+bool LeaderElector::acquire(std::stop_token stop) {
   log_info("leader", "waiting to lead as " + o_.identity + " (lease " + o_.ns + "/" + o_.name + ")");
-  while (!stop) {
+  while (!stop.stop_requested()) {
     if (try_acquire_or_renew()) {
       log_info("leader", "leading as " + o_.identity);
       return true;
     }
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.lease_seconds * 1000 / 5);
-    while (!stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    clock_.sleep_for(std::chrono::milliseconds(o_.lease_seconds * 1000 / 5), stop);
   }
   return false;
 }
 
-bool LeaderElector::hold(const std::atomic<bool>& stop) {
-  auto last_renewed = std::chrono::steady_clock::now();
-  while (!stop) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.lease_seconds * 1000 / 3);
-    while (!stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (stop) break;
+bool LeaderElector::hold(std::stop_token stop) {
+  auto last_renewed = clock_.now();
+  while (clock_.sleep_for(std::chrono::milliseconds(o_.lease_seconds * 1000 / 3), stop)) {
     if (try_acquire_or_renew()) {
-      last_renewed = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - last_renewed >= std::chrono::seconds(o_.lease_seconds) * 2 / 3) {
+      last_renewed = clock_.now();
+    } else if (clock_.now() - last_renewed >= std::chrono::seconds(o_.lease_seconds) * 2 / 3) {
       // Stop before the lease can expire for the others: two leaders at once is the one thing to avoid.
       log_error("leader", "could not renew the lease; giving up leadership");
       return false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/backoff.h"
+
 namespace kubedist::controller {
 
 void WorkQueue::add(const std::string& key) {
@@ -32,9 +34,7 @@ void WorkQueue::add_rate_limited(const std::string& key) {
   std::chrono::milliseconds delay;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const int n = failures_[key]++;
-    delay = options_.base_delay * (1LL << std::min(n, 30));
-    delay = std::min(delay, options_.max_delay);
+    delay = BackoffPolicy{options_.base_delay, options_.max_delay}.delay(failures_[key]++);
   }
   add_after(key, delay);
 }

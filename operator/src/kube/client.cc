@@ -11,6 +11,8 @@
 #include <cpprest/http_client.h>
 #include <pplx/threadpool.h>
 
+#include "common/backoff.h"
+
 namespace kubedist::kube {
 namespace {
 
@@ -160,13 +162,12 @@ struct Client::Impl {
   Result<json> send(const http::method& method, const std::string& path, const json* body = nullptr,
                     const std::string& content_type = "application/json") {
     (method == http::methods::GET ? counts.reads : counts.writes)++;
-    auto delay = retry.initial;
+    const BackoffPolicy backoff{retry.initial, retry.max};
     for (int attempt = 1;; ++attempt) {
       std::chrono::milliseconds retry_after{0};
       auto r = send_once(method, path, body, content_type, &retry_after);
       if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
-      std::this_thread::sleep_for(std::min(std::max(delay, retry_after), retry.max));
-      delay = std::min(delay * 2, retry.max);
+      std::this_thread::sleep_for(std::min(std::max(backoff.delay(attempt - 1), retry_after), retry.max));
     }
   }
 };

@@ -1,9 +1,9 @@
-// Wires the operator together: client, informers, work queue, workers, probes; runs until told to stop.
+// The TrainingJob controller's setup: what it watches, how a key is reconciled, its metrics; run by controller::Manager.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "common/result.h"
@@ -33,8 +33,8 @@ struct ManagerOptions {
   GangMode gang_scheduling = GangMode::kPerJob;
 };
 
-// Runs until *stop becomes true; returns an error for a setup failure (bad config, port in use) or when
+// Runs until stop is requested; returns an error for a setup failure (bad config, port in use) or when
 // leadership is lost (the process must exit so that it cannot act beside the new leader).
-Result<void> run_manager(const ManagerOptions& options, const std::atomic<bool>& stop);
+Result<void> run_manager(const ManagerOptions& options, std::stop_token stop);
 
 }  // namespace kubedist::trainingjob

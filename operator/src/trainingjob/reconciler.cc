@@ -151,29 +151,26 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   // The objects a job's pods rely on, each created when absent; AlreadyExists means our cache has not shown it yet.
   auto create_if_absent = [&](const std::string& collection, const json& obj, const std::string& what) {
     auto r = client_.create(collection, obj);
-    return r || r.error().kind == Error::Kind::kAlreadyExists ? std::string() : "create " + what + ": " + r.error().message;
+    return r || r.error().kind == Error::Kind::kAlreadyExists ? std::optional<ReconcileResult>()
+                                                              : ReconcileResult::failed("create " + what, r.error());
   };
   if (plan.create_secret) {
     // Created once: while it exists it is never replaced, so running launchers and the poller keep agreeing on it.
     // It goes with the job (owner reference).
     const std::string what = "secret " + rdzv_secret_name(job->name);
     auto secret = new_rdzv_secret();
-    if (!secret) return ReconcileResult::failed("create " + what + ": " + secret.error().message);
-    if (auto e = create_if_absent(ns_path + "/secrets", render_rdzv_secret(*job, *secret), what); !e.empty()) {
-      return ReconcileResult::failed(e);
-    }
+    if (!secret) return ReconcileResult::failed("create " + what, secret.error());
+    if (auto e = create_if_absent(ns_path + "/secrets", render_rdzv_secret(*job, *secret), what)) return *e;
   }
   if (plan.create_service) {
-    if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name); !e.empty()) {
-      return ReconcileResult::failed(e);
-    }
+    if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name)) return *e;
   }
   const std::string gang_path = gang_api_path() + "/namespaces/" + job->ns;
   if (plan.delete_gang) {
     for (const char* plural : {"/podgroups/", "/workloads/"}) {
       auto r = client_.remove(gang_path + plural + job->name, json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}});
       if (!r && r.error().kind != Error::Kind::kNotFound) {
-        return ReconcileResult::failed("delete " + std::string(plural + 1) + job->name + ": " + r.error().message);
+        return ReconcileResult::failed("delete " + std::string(plural + 1) + job->name, r.error());
       }
     }
   }
@@ -182,9 +179,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     // they wait for it.
     for (const auto& [plural, obj] : {std::pair{"/workloads", render_workload(*job, *plan.create_gang)},
                                       std::pair{"/podgroups", render_pod_group(*job, *plan.create_gang)}}) {
-      if (auto e = create_if_absent(gang_path + plural, obj, std::string(plural + 1) + " " + job->name); !e.empty()) {
-        return ReconcileResult::failed(e);
-      }
+      if (auto e = create_if_absent(gang_path + plural, obj, std::string(plural + 1) + " " + job->name)) return *e;
     }
   }
   const std::string kueue_path = kueue_api_path() + "/namespaces/" + job->ns + "/workloads";
@@ -192,14 +187,12 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
     auto r = client_.remove(kueue_path + "/" + job->name, options);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("delete Kueue workload " + job->name + ": " + r.error().message);
+      return ReconcileResult::failed("delete Kueue workload " + job->name, r.error());
     }
   }
   if (plan.create_kueue_workload) {
     const json wl = render_kueue_workload(*job, plan.kueue_priority);
-    if (auto e = create_if_absent(kueue_path, wl, "Kueue workload " + job->name); !e.empty()) {
-      return ReconcileResult::failed(e);
-    }
+    if (auto e = create_if_absent(kueue_path, wl, "Kueue workload " + job->name)) return *e;
   }
   if (plan.kueue_status && observed.kueue.workload) {
     // Conditional on the Workload's resourceVersion: a conflict means Kueue wrote first; the next pass decides again.
@@ -207,13 +200,13 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
                                  kueue_status_patch(*observed.kueue.workload, *plan.kueue_status, now_unix()));
     if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
     if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("update Kueue workload " + job->name + ": " + r.error().message);
+      return ReconcileResult::failed("update Kueue workload " + job->name, r.error());
     }
   }
   // Pods are rendered for the job as admitted: partial admission runs fewer nodes, on the admitted flavors.
   const TrainingJob pod_job = plan.admitted_nodes ? with_admitted_nodes(*job, *plan.admitted_nodes) : *job;
   Expectations expect;
-  std::string first_error;
+  std::optional<ReconcileResult> first_error;
   for (int rank : plan.create_ranks) {
     json pod = render_pod(pod_job, rank, pod_options_);
     if (plan.placement) apply_placement(pod, *plan.placement);
@@ -232,7 +225,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       plan.events.push_back({"Warning", "InvalidSpec", message});
       break;
     }
-    if (first_error.empty()) first_error = "create pod " + pod_name(job->name, rank) + ": " + r.error().message;
+    if (!first_error) first_error = ReconcileResult::failed("create pod " + pod_name(job->name, rank), r.error());
   }
   for (const auto& d : plan.delete_pods) {
     json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
@@ -240,8 +233,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     auto r = client_.remove(ns_path + "/pods/" + d.name, options);
     if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
       expect.deletes.insert(d.uid);
-    } else if (first_error.empty()) {
-      first_error = "delete pod " + d.name + ": " + r.error().message;
+    } else if (!first_error) {
+      first_error = ReconcileResult::failed("delete pod " + d.name, r.error());
     }
   }
   if (!expect.creates.empty() || !expect.deletes.empty()) {
@@ -256,7 +249,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       (held_back = hold_pending(key, job->status, plan.status)).count() == 0) {
     auto r = write_status(*job, observed, plan.status);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("update status of " + key + ": " + r.error().message);
+      return ReconcileResult::failed("update status of " + key, r.error());
     }
     if (r && !r->empty()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -268,10 +261,10 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
                           {"preconditions", {{"uid", job->uid}}}};
     auto r = client_.remove(jobs_path(job->ns) + "/" + job->name, options);
     if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("delete job " + key + ": " + r.error().message);
+      return ReconcileResult::failed("delete job " + key, r.error());
     }
   }
-  if (!first_error.empty()) return ReconcileResult::failed(first_error);
+  if (first_error) return *first_error;
   std::chrono::milliseconds after = held_back;
   if (plan.requeue_after_s) {
     const std::chrono::milliseconds timer = std::chrono::seconds(*plan.requeue_after_s);

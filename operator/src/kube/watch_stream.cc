@@ -1,0 +1,131 @@
+#include "kube/watch_stream.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace kubedist::kube {
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string WatchStream::with_query(bool watch) const {
+  std::string p = options_.list_path + "?";
+  if (!options_.label_selector.empty()) p += "labelSelector=" + escape(options_.label_selector) + "&";
+  if (watch) {
+    p += "watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(options_.watch_timeout_s) +
+         "&resourceVersion=" + resource_version_;
+  } else {
+    p += "limit=" + std::to_string(options_.page_size);
+  }
+  return p;
+}
+
+bool WatchStream::relist(std::stop_token stop, const Sink& sink) {
+  std::string cont;
+  std::string rv;
+  do {
+    std::string path = with_query(false);
+    if (!cont.empty()) path += "&continue=" + escape(cont);
+    auto r = client_.get(path);
+    if (!r) {
+      log_warn("informer", "list " + options_.list_path + " failed: " + r.error().message);
+      sink.list_ended(false);
+      return false;
+    }
+    const nlohmann::json md = r->value("metadata", nlohmann::json::object());
+    cont = md.value("continue", "");
+    rv = md.value("resourceVersion", "");
+    if (r->contains("items") && (*r)["items"].is_array()) {
+      for (const auto& item : (*r)["items"]) sink.listed(item);
+    }
+  } while (!cont.empty() && !stop.stop_requested());
+  if (!cont.empty()) {  // stopped between pages
+    sink.list_ended(false);
+    return false;
+  }
+  resource_version_ = rv;
+  sink.list_ended(true);
+  return true;
+}
+
+void WatchStream::run(std::stop_token stop, const Sink& sink) {
+  while (!stop.stop_requested()) {
+    try {
+      run_once(stop, sink);
+    } catch (const std::exception& e) {  // no exception may end the stream: relist after a pause
+      log_error("informer", options_.list_path + ": " + e.what());
+      clock_.sleep_for(std::chrono::seconds(1), stop);
+    }
+  }
+}
+
+void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
+  Backoff backoff(kBackoff, clock_);
+  bool need_relist = true;
+  while (!stop.stop_requested()) {
+    if (need_relist) {
+      if (!relist(stop, sink)) {
+        backoff.wait(stop);
+        continue;
+      }
+      need_relist = false;
+    }
+    AfterEvent after = AfterEvent::kContinue;
+    bool saw_event = false;
+    const auto started = clock_.now();
+    auto r = client_.watch(with_query(true), [&](const nlohmann::json& raw) {
+      saw_event = true;
+      if (stop.stop_requested()) return false;
+      const WatchEvent event = WatchEvent::parse(raw);
+      if (event.type == WatchEvent::Type::kError) {
+        log_info("informer", options_.list_path + ": watch error " + std::to_string(event.error_code) + ", " +
+                                 event.error_message);
+      }
+      after = sink.event(event);
+      if (event.type != WatchEvent::Type::kError && event.type != WatchEvent::Type::kIgnored) {
+        resource_version_ = event.resource_version;
+      }
+      return after == AfterEvent::kContinue;
+    });
+    if (stop.stop_requested()) break;
+    if (after == AfterEvent::kRelist) {
+      need_relist = true;
+      continue;
+    }
+    if (!r) {
+      if (r.error().kind == Error::Kind::kGone) {
+        need_relist = true;
+        continue;
+      }
+      // Servers end watches at timeoutSeconds in ways cpprest reports as a broken stream; only early drops matter.
+      const bool early = clock_.now() - started < std::chrono::seconds(options_.watch_timeout_s / 2);
+      log(early ? LogLevel::kWarn : LogLevel::kDebug, "informer",
+          "watch " + options_.list_path + " dropped: " + r.error().message);
+      backoff.wait(stop);
+      continue;
+    }
+    if (saw_event) {
+      backoff.reset();
+    } else if (clock_.now() - started < std::chrono::seconds(1)) {
+      backoff.wait(stop);  // a server that closes watches at once must not spin us
+    }
+  }
+}
+
+}  // namespace kubedist::kube

@@ -1,0 +1,56 @@
+// WatchStream: list+watch of one kind from the API server: paged lists, watches resumed from the last
+// resourceVersion, a relist on 410 Gone, and backoff while the API server is away. It keeps no objects: it hands
+// them to a Sink (an informer's store).
+#pragma once
+
+#include <functional>
+#include <stop_token>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/backoff.h"
+#include "common/clock.h"
+#include "kube/client.h"
+#include "kube/watch_event.h"
+
+namespace kubedist::kube {
+
+struct WatchOptions {
+  std::string list_path;        // e.g. /api/v1/pods or /apis/kubedist.io/v1alpha1/namespaces/ns/trainingjobs
+  std::string label_selector;   // "" = all
+  int watch_timeout_s = 300;    // the server closes each watch after this; we resume from the last version
+  int page_size = 500;
+};
+
+class WatchStream {
+ public:
+  struct Sink {
+    std::function<void(const nlohmann::json& item)> listed;  // each object of a relist, page by page
+    std::function<void(bool complete)> list_ended;           // complete: every page was read; else forget them
+    std::function<AfterEvent(const WatchEvent&)> event;      // one watch event
+  };
+
+  // Reconnect delays: 200 ms doubling to 5 s, reset by a stream that brought events.
+  static constexpr BackoffPolicy kBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000)};
+
+  WatchStream(Client& client, WatchOptions options, const Clock& clock = steady_clock())
+      : client_(client), options_(std::move(options)), clock_(clock) {}
+
+  // Lists, then watches, until stop is requested. Watch streams are only interrupted by the server or by
+  // Client::cancel_watches(). No exception ends it.
+  void run(std::stop_token stop, const Sink& sink);
+  const std::string& path() const { return options_.list_path; }
+
+ private:
+  void run_once(std::stop_token stop, const Sink& sink);
+  bool relist(std::stop_token stop, const Sink& sink);
+  std::string with_query(bool watch) const;
+
+  Client& client_;
+  const WatchOptions options_;
+  const Clock& clock_;
+  std::string resource_version_;
+};
+
+}  // namespace kubedist::kube
