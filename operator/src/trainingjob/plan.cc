@@ -81,20 +81,20 @@ class Decider {
     st.selector = selector_for(job_.name);
 
     if (!job_.spec_error.empty()) return invalid_spec();
-    const Condition* failed = find_condition(st, "Failed");
-    if (st.phase == "Failed" && failed != nullptr && failed->reason == "InvalidSpec") {
+    const Condition* failed = find_condition(st, ConditionType::kFailed);
+    if (st.phase == JobPhase::kFailed && failed != nullptr && failed->reason == "InvalidSpec") {
       // Failed for its spec (ours or the API server's verdict on its pods): nothing is retried until the user
       // changes the spec; then it starts over instead of staying failed forever.
       if (job_.status.observed_generation == job_.generation) return finished();
-      set_condition(st, "Failed", false, "SpecFixed", "the spec is valid again", now_);
+      set_condition(st, ConditionType::kFailed, false, "SpecFixed", "the spec is valid again", now_);
       emit("Normal", "SpecFixed", "the spec is valid again; reconciling");
-      st.phase = "";
+      st.phase = JobPhase::kNone;
       st.completion_time = "";
     }
-    if (st.phase == "Succeeded" || st.phase == "Failed") return finished();
+    if (st.phase == JobPhase::kSucceeded || st.phase == JobPhase::kFailed) return finished();
     if (spec_.suspend) return suspended();
-    if (condition_true(st, "Suspended")) {
-      set_condition(st, "Suspended", false, "JobResumed", "spec.suspend is false", now_);
+    if (condition_true(st, ConditionType::kSuspended)) {
+      set_condition(st, ConditionType::kSuspended, false, "JobResumed", "spec.suspend is false", now_);
       emit("Normal", "Resumed", "job resumed: recreating its pods");
     }
     if (st.start_time.empty()) st.start_time = format_rfc3339(now_);
@@ -218,11 +218,11 @@ class Decider {
 
   Plan invalid_spec() {
     Status& st = plan_.status;
-    const Condition* c = find_condition(st, "Failed");
+    const Condition* c = find_condition(st, ConditionType::kFailed);
     const bool reported = c != nullptr && c->status == "True" && c->reason == "InvalidSpec" &&
                           c->message == job_.spec_error;
-    st.phase = "Failed";
-    set_condition(st, "Failed", true, "InvalidSpec", job_.spec_error, now_);
+    st.phase = JobPhase::kFailed;
+    set_condition(st, ConditionType::kFailed, true, "InvalidSpec", job_.spec_error, now_);
     if (st.completion_time.empty()) st.completion_time = format_rfc3339(now_);
     if (!reported) emit("Warning", "InvalidSpec", job_.spec_error);
     observe_pods(st, spec_, live_);
@@ -264,10 +264,10 @@ class Decider {
 
   Plan finish(bool success, const std::string& reason, const std::string& message) {
     Status& st = plan_.status;
-    st.phase = success ? "Succeeded" : "Failed";
-    set_condition(st, st.phase, true, reason, message, now_);
-    if (find_condition(st, "Running") != nullptr) set_condition(st, "Running", false, reason, message, now_);
-    if (find_condition(st, "Restarting") != nullptr) set_condition(st, "Restarting", false, reason, message, now_);
+    st.phase = success ? JobPhase::kSucceeded : JobPhase::kFailed;
+    set_condition(st, success ? ConditionType::kSucceeded : ConditionType::kFailed, true, reason, message, now_);
+    if (find_condition(st, ConditionType::kRunning) != nullptr) set_condition(st, ConditionType::kRunning, false, reason, message, now_);
+    if (find_condition(st, ConditionType::kRestarting) != nullptr) set_condition(st, ConditionType::kRestarting, false, reason, message, now_);
     st.completion_time = format_rfc3339(now_);
     emit(success ? "Normal" : "Warning", reason, message);
     plan_.create_ranks.clear();
@@ -282,13 +282,13 @@ class Decider {
       delete_pod(pod);
       names.push_back(pod.name);
     }
-    if (!condition_true(st, "Suspended") || !names.empty()) {
+    if (!condition_true(st, ConditionType::kSuspended) || !names.empty()) {
       emit("Normal", "Suspended",
            names.empty() ? std::string("job suspended") : "job suspended: deleting pods " + join_names(names));
     }
-    set_condition(st, "Suspended", true, "JobSuspended", "spec.suspend is true", now_);
-    if (condition_true(st, "Running")) set_condition(st, "Running", false, "JobSuspended", "spec.suspend is true", now_);
-    st.phase = "Suspended";
+    set_condition(st, ConditionType::kSuspended, true, "JobSuspended", "spec.suspend is true", now_);
+    if (condition_true(st, ConditionType::kRunning)) set_condition(st, ConditionType::kRunning, false, "JobSuspended", "spec.suspend is true", now_);
+    st.phase = JobPhase::kSuspended;
     st.start_time = "";  // activeDeadlineSeconds counts from the resume, as for a batch Job
     observe_pods(st, spec_, live_);
     return std::move(plan_);
@@ -307,7 +307,7 @@ class Decider {
 
     // Pods someone else is deleting (kubectl delete, an eviction) while the job runs: their node is lost to the job.
     // Not while Scaling: pods a scale-down removed may still be terminating when the user scales up again.
-    const bool was_running = job_.status.phase == "Running" || job_.status.phase == "Restarting";
+    const bool was_running = job_.status.phase == JobPhase::kRunning || job_.status.phase == JobPhase::kRestarting;
     for (const auto& pod : terminating_) {
       // A pod terminating on a node that is gone (drained, then powered off) waits for a kubelet that never
       // confirms, and its rank cannot be recreated until it is gone: force it.
@@ -402,8 +402,8 @@ class Decider {
       emit("Warning", "PodFailed", restart_message);
     }
 
-    if (!live_.empty() && !condition_true(st, "Created")) {
-      set_condition(st, "Created", true, "PodsCreated", "the job's pods exist", now_);
+    if (!live_.empty() && !condition_true(st, ConditionType::kCreated)) {
+      set_condition(st, ConditionType::kCreated, true, "PodsCreated", "the job's pods exist", now_);
     }
     std::vector<std::string> created;
     for (int rank = 0; rank < target; ++rank) {
@@ -414,7 +414,7 @@ class Decider {
         terminating = terminating || (lost_uids.count(pod.uid) != 0 && pod.name == pod_name(job_.name, rank));
       }
       if (terminating) continue;
-      if (job_.status.phase == "Running" && rank < job_.status.replicas && !elastic.changed) {
+      if (job_.status.phase == JobPhase::kRunning && rank < job_.status.replicas && !elastic.changed) {
         // Every pod ran at the last status write and this one vanished unseen (deleted at once, node gone).
         count_pod_restart(kRestartNodeLost);
         lost_.push_back(pod_name(job_.name, rank));
@@ -424,8 +424,8 @@ class Decider {
       created.push_back(pod_name(job_.name, rank));
     }
     if (!created.empty()) {
-      if (!condition_true(st, "Created")) {
-        set_condition(st, "Created", true, "PodsCreated",
+      if (!condition_true(st, ConditionType::kCreated)) {
+        set_condition(st, ConditionType::kCreated, true, "PodsCreated",
                       "created Service " + job_.name + " and " + std::to_string(created.size()) + " pods", now_);
         emit("Normal", "Created", "creating Service " + job_.name + " and pods " + join_names(created));
       } else if (job_.generation != job_.status.observed_generation && target > job_.status.replicas) {
@@ -434,7 +434,7 @@ class Decider {
       } else {
         emit("Normal", "CreatedPods", "creating missing pods " + join_names(created));
       }
-    } else if (plan_.create_service && condition_true(st, "Created")) {
+    } else if (plan_.create_service && condition_true(st, ConditionType::kCreated)) {
       emit("Normal", "CreatedService", "creating missing Service " + job_.name);
     }
 
@@ -450,37 +450,37 @@ class Decider {
     // The launchers are re-forming the group (after a crash, a lost node or a new size) although every pod runs.
     const bool regrouping = launcher_current && obs_.launcher->phase == "gathering" && obs_.launcher->round >= 0;
     if (!lost_.empty()) {
-      st.phase = "Restarting";
-      set_condition(st, "Restarting", true, "PodLost", "recreating lost pods " + join_names(lost_), now_);
-    } else if (!retryable.empty() || (job_.status.phase == "Restarting" && !complete)) {
-      st.phase = "Restarting";
-      if (!retryable.empty()) set_condition(st, "Restarting", true, "PodFailed", restart_message, now_);
+      st.phase = JobPhase::kRestarting;
+      set_condition(st, ConditionType::kRestarting, true, "PodLost", "recreating lost pods " + join_names(lost_), now_);
+    } else if (!retryable.empty() || (job_.status.phase == JobPhase::kRestarting && !complete)) {
+      st.phase = JobPhase::kRestarting;
+      if (!retryable.empty()) set_condition(st, ConditionType::kRestarting, true, "PodFailed", restart_message, now_);
     } else if (complete && regrouping) {
       // The latest restart says why; with none new, the group is still re-forming for the reason shown before.
       const bool scaling = !last_reason_.empty() ? last_reason_ == kRestartScale
-                                                 : elastic.changed || job_.status.phase == "Scaling";
-      st.phase = scaling ? "Scaling" : "Restarting";
+                                                 : elastic.changed || job_.status.phase == JobPhase::kScaling;
+      st.phase = scaling ? JobPhase::kScaling : JobPhase::kRestarting;
       if (!scaling && !last_reason_.empty()) {
-        set_condition(st, "Restarting", true, last_reason_ == kRestartNodeLost ? "NodeLost" : "WorkerCrash",
+        set_condition(st, ConditionType::kRestarting, true, last_reason_ == kRestartNodeLost ? "NodeLost" : "WorkerCrash",
                       "the launchers are re-forming the worker group after a " +
                           std::string(last_reason_ == kRestartNodeLost ? "lost node" : "worker crash"),
                       now_);
       }
     } else if (complete) {
-      st.phase = "Running";
-      set_condition(st, "Running", true, "AllNodesRunning",
+      st.phase = JobPhase::kRunning;
+      set_condition(st, ConditionType::kRunning, true, "AllNodesRunning",
                     std::to_string(running) + "/" + std::to_string(target) + " nodes running", now_);
-      if (condition_true(st, "Restarting")) {
-        set_condition(st, "Restarting", false, "AllNodesRunning", "all nodes are running again", now_);
+      if (condition_true(st, ConditionType::kRestarting)) {
+        set_condition(st, ConditionType::kRestarting, false, "AllNodesRunning", "all nodes are running again", now_);
       }
-    } else if (!surplus.empty() || elastic.changed || job_.status.phase == "Scaling" ||
-               (condition_true(job_.status, "Created") && job_.generation != job_.status.observed_generation &&
+    } else if (!surplus.empty() || elastic.changed || job_.status.phase == JobPhase::kScaling ||
+               (condition_true(job_.status, ConditionType::kCreated) && job_.generation != job_.status.observed_generation &&
                 target != job_.status.replicas)) {
-      st.phase = "Scaling";  // spec.replicas changed (kubectl scale): pods are being added or removed
-    } else if (job_.status.phase == "Running") {
-      st.phase = "Restarting";  // a node's pod vanished (deleted, evicted) and is being recreated
+      st.phase = JobPhase::kScaling;  // spec.replicas changed (kubectl scale): pods are being added or removed
+    } else if (job_.status.phase == JobPhase::kRunning) {
+      st.phase = JobPhase::kRestarting;  // a node's pod vanished (deleted, evicted) and is being recreated
     } else {
-      st.phase = "Pending";
+      st.phase = JobPhase::kPending;
     }
     note_gang();
     return std::move(plan_);
@@ -491,7 +491,7 @@ class Decider {
     if (!obs_.pod_group || !gang_min_count(job_, obs_.gang_by_default)) return;
     const PodGroupFacts& pg = *obs_.pod_group;
     Status& st = plan_.status;
-    const Condition* before = find_condition(st, "GangScheduled");
+    const Condition* before = find_condition(st, ConditionType::kGangScheduled);
     const std::string gang = "the gang of " + std::to_string(pg.min_count) + " pods (minReplicas)";
     if (pg.scheduled == "False") {
       const std::string reason = pg.reason.empty() ? "Unschedulable" : pg.reason;
@@ -500,10 +500,10 @@ class Decider {
       if (before == nullptr || before->status != "False" || before->reason != reason) {
         emit("Warning", "GangWaiting", message);
       }
-      set_condition(st, "GangScheduled", false, reason, message, now_);
+      set_condition(st, ConditionType::kGangScheduled, false, reason, message, now_);
     } else if (pg.scheduled == "True") {
       if (before != nullptr && before->status == "False") emit("Normal", "GangScheduled", gang + " was placed");
-      set_condition(st, "GangScheduled", true, "Scheduled", gang + " was placed together", now_);
+      set_condition(st, ConditionType::kGangScheduled, true, "Scheduled", gang + " was placed together", now_);
     }
   }
 

@@ -190,8 +190,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
         r.error().http_status == 400) {
       // The template passed our checks but not the API server's: a spec error only the server could see.
       const std::string message = "the API server rejected pod " + pod_name(job->name, rank) + ": " + r.error().message;
-      plan.status.phase = "Failed";
-      set_condition(plan.status, "Failed", true, "InvalidSpec", message, now_unix());
+      plan.status.phase = JobPhase::kFailed;
+      set_condition(plan.status, ConditionType::kFailed, true, "InvalidSpec", message, now_unix());
       if (plan.status.completion_time.empty()) plan.status.completion_time = format_rfc3339(now_unix());
       plan.events.push_back({"Warning", "InvalidSpec", message});
       break;
