@@ -57,11 +57,4 @@ struct Plan {
 Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now);
 Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now);
 
-// Pod failures that are the node's fault, not the program's (eviction, node shutdown): counted as node_lost and
-// recreated whatever the restartPolicy, without spending backoffLimit.
-bool failure_is_node_loss(const PodFacts& pod);
-
-// Whether a failed pod may be recreated under the job's restartPolicy (ExitCode: 1-127 are permanent).
-bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod);
-
 }  // namespace kubedist::trainingjob

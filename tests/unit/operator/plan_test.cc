@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
+#include "trainingjob/decide_failures.h"
+#include "trainingjob/decide_lost_pods.h"
 #include "trainingjob/status.h"
 
 namespace kubedist::trainingjob {
