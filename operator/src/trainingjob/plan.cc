@@ -47,6 +47,12 @@ Plan active(DecideState& s) {
   fold_launcher(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
   decide_phase(s, target, ranks, failures, elastic.changed);
   decide_gang_condition(s);
+  if (const auto& rejected = s.obs.pod_rejected; rejected && rejected->generation == s.job.generation) {
+    // The template passed our checks but not the API server's: a spec error only the server could see. Nothing
+    // more is created; the job stays failed until its spec changes (run(): InvalidSpec).
+    s.plan.create_ranks.clear();
+    return fail_for_spec(s, "the API server rejected pod " + rejected->pod + ": " + rejected->message);
+  }
   return std::move(s.plan);
 }
 

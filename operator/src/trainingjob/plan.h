@@ -24,6 +24,15 @@ struct PodDeletion {
   bool operator==(const PodDeletion&) const = default;
 };
 
+// The API server refused to create one of the job's pods (422 or 400: a template that passed parse.cc's checks
+// but not the server's). Only the server can judge this; the reconciler reports it, decide() fails the job for it.
+struct PodRejection {
+  std::string pod;         // the pod's name
+  std::string message;     // the server's reason
+  int64_t generation = 0;  // the job's metadata.generation the pod was rendered from
+  bool operator==(const PodRejection&) const = default;
+};
+
 // Everything decide() reads besides the job: the caches' facts, the launcher's report and the operator's graces.
 struct Observed {
   std::vector<PodFacts> pods;
@@ -35,6 +44,8 @@ struct Observed {
   bool gang_api = false;                   // the cluster serves PodGroups and the operator watches them
   bool gang_by_default = false;            // jobs without spec.scheduling.gang are gang-scheduled
   std::optional<PodGroupFacts> pod_group;  // PodGroup J, when it exists and the job controls it
+  // A pod create the API server refused; one from an older generation says nothing of this spec.
+  std::optional<PodRejection> pod_rejected;
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
 };

@@ -440,6 +440,39 @@ TEST(Decide, APodTemplateTheApiServerRejectsStaysFailedUntilTheSpecChanges) {
   EXPECT_EQ(fixed.status.observed_generation, 4);
 }
 
+TEST(Decide, APodCreateTheApiServerRefusedFailsTheJobOnceForThatSpecOnly) {
+  auto job = testing::example_job();
+  job.generation = 3;
+  Observed o;
+  o.service_exists = true;
+  o.pod_rejected = PodRejection{"resnet-node-0", "spec.containers[1].name: Duplicate value: \"trainer\"", 3};
+  auto p = decide(job, o, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  const Condition* c = find_condition(p.status, ConditionType::kFailed);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "InvalidSpec");
+  EXPECT_EQ(c->message, "the API server rejected pod resnet-node-0: spec.containers[1].name: Duplicate value: \"trainer\"");
+  EXPECT_EQ(p.status.completion_time, format_rfc3339(kNow));
+  ASSERT_FALSE(p.events.empty());
+  EXPECT_EQ(p.events.back().reason, "InvalidSpec");
+  EXPECT_EQ(p.events.back().message, c->message);
+
+  // Once written, the failure holds while the refusal is still known: no new Event, no create, no change.
+  job.status = p.status;
+  auto again = decide(job, o, kNow + 5);
+  EXPECT_EQ(again.status, job.status);
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_TRUE(again.create_ranks.empty());
+
+  // A refusal of another generation's template says nothing of this one.
+  auto fresh = testing::example_job();
+  fresh.generation = 4;
+  auto other = decide(fresh, o, kNow);
+  EXPECT_EQ(other.status.phase, JobPhase::kPending);
+  EXPECT_EQ(other.create_ranks.size(), 4u);
+}
+
 TEST(Decide, TheFirstPodToFailIsTheLastFailureAndItsMessageReachesTheEvent) {
   auto job = job_with(json::object(), "Running");
   job.status.replicas = 4;
