@@ -10,7 +10,7 @@ int target_nodes(const Spec& spec, const Status& status) {
 }
 
 std::optional<bool> waiting_for_admission(const Status& status) {
-  const Condition* c = find_condition(status, "Admitted");
+  const Condition* c = find_condition(status, ConditionType::kAdmitted);
   if (c == nullptr) return std::nullopt;
   return c->status != "True";
 }
@@ -21,24 +21,24 @@ StatusTransition status_transition(const Spec& spec, const Status& before, const
     const int from = target_nodes(spec, before), to = target_nodes(spec, after);
     t.scaled = to < from ? -1 : to > from ? 1 : 0;
   }
-  t.created = condition_true(after, "Created") && !condition_true(before, "Created");
-  t.succeeded = after.phase == "Succeeded" && before.phase != "Succeeded";
-  t.failed = after.phase == "Failed" && before.phase != "Failed";
+  t.created = condition_true(after, ConditionType::kCreated) && !condition_true(before, ConditionType::kCreated);
+  t.succeeded = after.phase == JobPhase::kSucceeded && before.phase != JobPhase::kSucceeded;
+  t.failed = after.phase == JobPhase::kFailed && before.phase != JobPhase::kFailed;
   for (const auto& [reason, n] : after.restarts_by_reason) {
     auto it = before.restarts_by_reason.find(reason);
     const int increase = n - (it == before.restarts_by_reason.end() ? 0 : it->second);
     if (increase > 0) t.restarts[reason] = increase;
   }
-  const Condition* was = find_condition(before, "Restarting");
-  const Condition* now = find_condition(after, "Restarting");
-  if (after.phase == "Running" && was != nullptr && was->status == "True" && now != nullptr &&
+  const Condition* was = find_condition(before, ConditionType::kRestarting);
+  const Condition* now = find_condition(after, ConditionType::kRestarting);
+  if (after.phase == JobPhase::kRunning && was != nullptr && was->status == "True" && now != nullptr &&
       now->status == "False") {
     const auto from = parse_rfc3339(was->last_transition_time);
     const auto to = parse_rfc3339(now->last_transition_time);
     if (from && to && *to >= *from) t.recovery_seconds = static_cast<double>(*to - *from);
   }
-  const Condition* queued = find_condition(before, "Admitted");
-  const Condition* admitted = find_condition(after, "Admitted");
+  const Condition* queued = find_condition(before, ConditionType::kAdmitted);
+  const Condition* admitted = find_condition(after, ConditionType::kAdmitted);
   if (queued != nullptr && queued->status == "False" && admitted != nullptr && admitted->status == "True") {
     const auto from = parse_rfc3339(queued->last_transition_time);
     const auto to = parse_rfc3339(admitted->last_transition_time);
@@ -50,7 +50,7 @@ StatusTransition status_transition(const Spec& spec, const Status& before, const
 void JobMetrics::seen(const TrainingJob& job) {
   if (job.name.empty()) return;  // an object the informer could not parse: nothing to label series with
   const Status& s = job.status;
-  metrics_.job_state(job.ns, job.name, s.ready_replicas, target_nodes(job.spec, s), s.world_size, s.phase);
+  metrics_.job_state(job.ns, job.name, s.ready_replicas, target_nodes(job.spec, s), s.world_size, to_string(s.phase));
   if (const auto waiting = waiting_for_admission(s)) metrics_.job_waiting_for_admission(job.ns, job.name, *waiting);
 }
 
@@ -68,7 +68,7 @@ void JobMetrics::written(const TrainingJob& before, const Status& after) {
     metrics_.job_waiting_for_admission(before.ns, before.name, *waiting);
   }
   metrics_.job_state(before.ns, before.name, after.ready_replicas, target_nodes(before.spec, after), after.world_size,
-                     after.phase);
+                     to_string(after.phase));
 }
 
 void JobMetrics::forget(const std::string& ns, const std::string& name) { metrics_.forget_job(ns, name); }

@@ -115,8 +115,8 @@ Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chro
 
 std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std::vector<PodFacts>& pods) {
   if (!job.spec_error.empty() || job.deleting || job.spec.max_replicas < 2) return std::nullopt;  // no listener
-  const std::string& phase = job.status.phase;
-  if (phase == "Succeeded" || phase == "Failed" || phase == "Suspended") return std::nullopt;
+  const JobPhase phase = job.status.phase;
+  if (phase == JobPhase::kSucceeded || phase == JobPhase::kFailed || phase == JobPhase::kSuspended) return std::nullopt;
   for (const auto& pod : pods) {
     if (pod.owner_uid != job.uid || pod.deleting || pod.rank != 0 || pod.name != pod_name(job.name, 0)) continue;
     if (pod.phase != "Running" || pod.pod_ip.empty()) return std::nullopt;

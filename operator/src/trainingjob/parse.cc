@@ -255,7 +255,7 @@ Status parse_status(const json& st) {
 static Status parse_status_fields(const json& st) {
   Status s;
   if (!st.is_object()) return s;
-  s.phase = string_at(st, "phase");
+  s.phase = parse_job_phase(string_at(st, "phase"));
   s.replicas = st.value("replicas", 0);
   s.ready_replicas = st.value("readyReplicas", 0);
   s.world_size = st.value("worldSize", 0);
@@ -298,8 +298,10 @@ static Status parse_status_fields(const json& st) {
   if (auto it = st.find("conditions"); it != st.end() && it->is_array()) {
     for (const auto& c : *it) {
       if (!c.is_object()) continue;
-      s.conditions.push_back({string_at(c, "type"), string_at(c, "status"), string_at(c, "reason"),
-                              string_at(c, "message"), string_at(c, "lastTransitionTime")});
+      const auto type = parse_condition_type(string_at(c, "type"));
+      if (!type) continue;  // none of the operator's: the status is the operator's alone, rewritten whole
+      s.conditions.push_back({*type, string_at(c, "status"), string_at(c, "reason"), string_at(c, "message"),
+                              string_at(c, "lastTransitionTime")});
     }
   }
   return s;
@@ -307,10 +309,10 @@ static Status parse_status_fields(const json& st) {
 
 json status_to_json(const Status& s) {
   json j = json::object();
-  j["phase"] = s.phase;
+  j["phase"] = to_string(s.phase);
   json conds = json::array();
   for (const auto& c : s.conditions) {
-    conds.push_back({{"type", c.type},
+    conds.push_back({{"type", to_string(c.type)},
                      {"status", c.status},
                      {"reason", c.reason},
                      {"message", c.message},

@@ -10,10 +10,11 @@ std::chrono::milliseconds PendingWrites::hold(const std::string& key, const Stat
                                               Clock::time_point now) {
   // The scheduler's verdict on a gang (waits whole, or placed) is news a user waits for, never mere progress.
   const auto gang = [](const Status& s) {
-    const Condition* c = find_condition(s, "GangScheduled");
+    const Condition* c = find_condition(s, ConditionType::kGangScheduled);
     return c == nullptr ? std::string() : c->status + c->reason;
   };
-  const bool progress_only = after.phase == "Pending" && (before.phase.empty() || before.phase == "Pending") &&
+  const bool progress_only = after.phase == JobPhase::kPending &&
+                             (before.phase == JobPhase::kNone || before.phase == JobPhase::kPending) &&
                              after.restarts == before.restarts && gang(after) == gang(before);
   if (!progress_only) {
     held_.erase(key);

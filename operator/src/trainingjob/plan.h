@@ -25,6 +25,15 @@ struct PodDeletion {
   bool operator==(const PodDeletion&) const = default;
 };
 
+// The API server refused to create one of the job's pods (422 or 400: a template that passed parse.cc's checks
+// but not the server's). Only the server can judge this; the reconciler reports it, decide() fails the job for it.
+struct PodRejection {
+  std::string pod;         // the pod's name
+  std::string message;     // the server's reason
+  int64_t generation = 0;  // the job's metadata.generation the pod was rendered from
+  bool operator==(const PodRejection&) const = default;
+};
+
 // Everything decide() reads besides the job: the caches' facts, the launcher's report and the operator's graces.
 struct Observed {
   std::vector<PodFacts> pods;
@@ -37,6 +46,8 @@ struct Observed {
   bool gang_by_default = false;            // jobs without spec.scheduling.gang are gang-scheduled
   std::optional<PodGroupFacts> pod_group;  // PodGroup J, when it exists and the job controls it
   KueueObserved kueue;                     // Kueue's view of a queued job (job.queue_name set)
+  // A pod create the API server refused; one from an older generation says nothing of this spec.
+  std::optional<PodRejection> pod_rejected;
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
 };
@@ -64,12 +75,5 @@ struct Plan {
 // service_exists: whether Service J exists (owned by the job).
 Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now);
 Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now);
-
-// Pod failures that are the node's fault, not the program's (eviction, node shutdown): counted as node_lost and
-// recreated whatever the restartPolicy, without spending backoffLimit.
-bool failure_is_node_loss(const PodFacts& pod);
-
-// Whether a failed pod may be recreated under the job's restartPolicy (ExitCode: 1-127 are permanent).
-bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod);
 
 }  // namespace kubedist::trainingjob

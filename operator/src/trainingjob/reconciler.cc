@@ -5,7 +5,6 @@
 #include "trainingjob/parse.h"
 #include "trainingjob/rdzv_auth.h"
 #include "trainingjob/render.h"
-#include "trainingjob/status.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -13,7 +12,6 @@ namespace {
 using nlohmann::json;
 
 constexpr auto kExpectationTimeout = std::chrono::seconds(30);
-constexpr int kStatusAttempts = 4;
 
 std::string jobs_path(const std::string& ns) {
   return std::string("/apis/") + kGroup + "/" + kVersion + "/namespaces/" + ns + "/" + kPlural;
@@ -69,9 +67,22 @@ std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const
   return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now());
 }
 
-Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) const {
+Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) {
   const std::string key = job.ns + "/" + job.name;
   Observed o;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rejected_.find(key);
+    if (it != rejected_.end()) {
+      const auto& [uid, rejection] = it->second;
+      // A job of the same name created anew, or a new spec: the refusal says nothing of it any more.
+      if (uid != job.uid || rejection.generation != job.generation) {
+        rejected_.erase(it);
+      } else {
+        o.pod_rejected = rejection;
+      }
+    }
+  }
   o.pods = std::move(pods);
   o.service_exists = service_exists;
   if (extras_.secrets != nullptr) o.secret_exists = extras_.secrets->get(job.ns + "/" + rdzv_secret_name(job.name)).has_value();
@@ -96,29 +107,14 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   return o;
 }
 
-Result<std::string> Reconciler::write_status(const TrainingJob& observed_job, const Observed& observed,
-                                             Status status) {
-  TrainingJob job = observed_job;
-  for (int attempt = 1;; ++attempt) {
-    // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
-    const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
-    auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
-    if (r.ok()) {
-      if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
-      const auto md = r->value("metadata", json::object());
-      return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
-    }
-    if (r.error().kind != Error::Kind::kConflict || attempt >= kStatusAttempts) return r.error();
-    // Someone (or our own last write) changed the job: decide the status again from the fresh object.
-    auto fresh = client_.get(jobs_path(job.ns) + "/" + job.name);
-    if (!fresh) return fresh.error();
-    auto parsed = parse_training_job(*fresh);
-    if (!parsed) return parsed.error();
-    job = *parsed;
-    if (job.uid != observed_job.uid) return Error{Error::Kind::kNotFound, "the job was replaced", 404};
-    status = decide(job, observed, now_unix()).status;
-    if (status == job.status) return std::string();
-  }
+Result<std::string> Reconciler::write_status(const TrainingJob& job, const Status& status) {
+  // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
+  const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
+  auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
+  if (!r.ok()) return r.error();
+  if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
+  const auto md = r->value("metadata", json::object());
+  return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
 }
 
 ReconcileResult Reconciler::reconcile(const std::string& key) {
@@ -133,6 +129,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       metrics_->forget(key.substr(0, slash), key.substr(slash + 1));
     }
     written_.erase(key);
+    rejected_.erase(key);
     return ReconcileResult::done();
   }
   if (metrics_ != nullptr) metrics_->seen(*job);
@@ -144,7 +141,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   const auto svc = services_.get(key);
   const bool service_exists = svc.has_value();
   const Observed observed = observe(*job, pods, service_exists);
-  Plan plan = decide(*job, observed, now_unix());
+  const Plan plan = decide(*job, observed, now_unix());
   const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
 
   const std::string ns_path = "/api/v1/namespaces/" + job->ns;
@@ -207,6 +204,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   const TrainingJob pod_job = plan.admitted_nodes ? with_admitted_nodes(*job, *plan.admitted_nodes) : *job;
   Expectations expect;
   std::optional<ReconcileResult> first_error;
+  std::optional<PodRejection> rejected;
   for (int rank : plan.create_ranks) {
     json pod = render_pod(pod_job, rank, pod_options_);
     if (plan.placement) apply_placement(pod, *plan.placement);
@@ -217,15 +215,25 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     }
     if (r.error().kind == Error::Kind::kUnprocessable || r.error().kind == Error::Kind::kInvalid ||
         r.error().http_status == 400) {
-      // The template passed our checks but not the API server's: a spec error only the server could see.
-      const std::string message = "the API server rejected pod " + pod_name(job->name, rank) + ": " + r.error().message;
-      plan.status.phase = "Failed";
-      set_condition(plan.status, "Failed", true, "InvalidSpec", message, now_unix());
-      if (plan.status.completion_time.empty()) plan.status.completion_time = format_rfc3339(now_unix());
-      plan.events.push_back({"Warning", "InvalidSpec", message});
+      // Every pod renders from the same template: the others would be refused too.
+      rejected = PodRejection{pod_name(job->name, rank), r.error().message, job->generation};
       break;
     }
     if (!first_error) first_error = ReconcileResult::failed("create pod " + pod_name(job->name, rank), r.error());
+  }
+  const auto remember_expected = [&] {
+    if (expect.creates.empty() && expect.deletes.empty()) return;
+    expect.since = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_[key] = std::move(expect);
+  };
+  if (rejected) {
+    // A fact for decide(), which fails the job for it: the rest of this plan was made without it, so it is
+    // dropped and the job reconciled again at once.
+    remember_expected();
+    std::lock_guard<std::mutex> lock(mu_);
+    rejected_[key] = {job->uid, *rejected};
+    return ReconcileResult::requeue_after(std::chrono::milliseconds(0));
   }
   for (const auto& d : plan.delete_pods) {
     json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
@@ -237,17 +245,18 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       first_error = ReconcileResult::failed("delete pod " + d.name, r.error());
     }
   }
-  if (!expect.creates.empty() || !expect.deletes.empty()) {
-    expect.since = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
-    expectations_[key] = std::move(expect);
-  }
+  remember_expected();
   for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
 
   std::chrono::milliseconds held_back{0};
   if (!(plan.status == job->status) &&
       (held_back = hold_pending(key, job->status, plan.status)).count() == 0) {
-    auto r = write_status(*job, observed, plan.status);
+    auto r = write_status(*job, plan.status);
+    if (!r && r.error().kind == Error::Kind::kConflict) {
+      // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
+      // version, which the job's watch event usually brings first; the timer covers a slow watch.
+      return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    }
     if (!r && r.error().kind != Error::Kind::kNotFound) {
       return ReconcileResult::failed("update status of " + key, r.error());
     }

@@ -78,9 +78,10 @@ class Reconciler {
   // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
   bool status_caught_up(const std::string& key, const TrainingJob& job);
-  Observed observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) const;
-  // On success, the resourceVersion the server gave the job (empty if the write became unnecessary).
-  Result<std::string> write_status(const TrainingJob& job, const Observed& observed, Status status);
+  Observed observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists);
+  // On success, the resourceVersion the server gave the job. A 409 Conflict (the job changed since the cache's
+  // version) comes back as the error: the next reconcile decides again from the newer job.
+  Result<std::string> write_status(const TrainingJob& job, const Status& status);
 
   kube::Client& client_;
   const JobInformer& jobs_;
@@ -95,6 +96,9 @@ class Reconciler {
   // The resourceVersion of each job's last status write we have not yet seen in the cache, and since when.
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_;
   PendingWrites pending_writes_;
+  // The pod create the API server last refused, per job key, with the job's uid: a fact decide() needs until the
+  // job's status shows the failure (or its spec changes), kept here because no cache holds a refused object.
+  std::map<std::string, std::pair<std::string, PodRejection>> rejected_;
 };
 
 }  // namespace kubedist::trainingjob

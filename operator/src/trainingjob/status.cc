@@ -31,19 +31,19 @@ int procs_per_node(const Spec& spec) {
   return 1;
 }
 
-const Condition* find_condition(const Status& status, const std::string& type) {
+const Condition* find_condition(const Status& status, ConditionType type) {
   for (const auto& c : status.conditions) {
     if (c.type == type) return &c;
   }
   return nullptr;
 }
 
-bool condition_true(const Status& status, const std::string& type) {
+bool condition_true(const Status& status, ConditionType type) {
   const Condition* c = find_condition(status, type);
   return c != nullptr && c->status == "True";
 }
 
-void set_condition(Status& status, const std::string& type, bool value, const std::string& reason,
+void set_condition(Status& status, ConditionType type, bool value, const std::string& reason,
                    const std::string& message, UnixSeconds now) {
   const std::string s = value ? "True" : "False";
   for (auto& c : status.conditions) {

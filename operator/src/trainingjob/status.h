@@ -13,11 +13,11 @@ namespace kubedist::trainingjob {
 // nvidia.com/gpu limit for auto/gpu (auto falls back to 1), else the whole-CPU limit for cpu, else 1.
 int procs_per_node(const Spec& spec);
 
-const Condition* find_condition(const Status& status, const std::string& type);
-bool condition_true(const Status& status, const std::string& type);
+const Condition* find_condition(const Status& status, ConditionType type);
+bool condition_true(const Status& status, ConditionType type);
 
 // Sets a condition; lastTransitionTime changes only when the True/False status changes.
-void set_condition(Status& status, const std::string& type, bool value, const std::string& reason,
+void set_condition(Status& status, ConditionType type, bool value, const std::string& reason,
                    const std::string& message, UnixSeconds now);
 
 // replicas (pods that exist), readyReplicas (pods running) and worldSize from the job's live pods.

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainingjob/job_state.h"
+
 namespace kubedist::trainingjob {
 
 inline constexpr const char* kGroup = "kubedist.io";
@@ -58,7 +60,7 @@ struct Spec {
 };
 
 struct Condition {
-  std::string type;
+  ConditionType type = ConditionType::kCreated;
   std::string status;  // "True" | "False"
   std::string reason;
   std::string message;
@@ -99,7 +101,7 @@ struct LastFailure {
 };
 
 struct Status {
-  std::string phase;  // "" until first written
+  JobPhase phase = JobPhase::kNone;  // kNone until first written
   std::vector<Condition> conditions;
   int replicas = 0;
   int ready_replicas = 0;

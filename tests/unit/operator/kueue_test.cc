@@ -208,9 +208,9 @@ TEST(DecideQueuedJob, CreatesItsWorkloadAndNoPodUntilAdmitted) {
   EXPECT_TRUE(p.create_kueue_workload);
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_FALSE(p.create_service);
-  EXPECT_EQ(p.status.phase, "Suspended");
-  EXPECT_FALSE(condition_true(p.status, "Admitted"));
-  EXPECT_TRUE(condition_true(p.status, "Suspended"));
+  EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
+  EXPECT_FALSE(condition_true(p.status, ConditionType::kAdmitted));
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kSuspended));
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_EQ(p.events[0].reason, "Queued");
 }
@@ -223,7 +223,7 @@ TEST(DecideQueuedJob, AnAdmittedJobCreatesItsPodsOnTheFlavor) {
   ASSERT_TRUE(p.placement.has_value());
   EXPECT_EQ(p.placement->node_selector.at("gpu"), "a100");
   EXPECT_FALSE(p.admitted_nodes.has_value());
-  EXPECT_TRUE(condition_true(p.status, "Admitted"));
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kAdmitted));
 }
 
 TEST(DecideQueuedJob, PartialAdmissionRunsTheAdmittedNodes) {
@@ -239,12 +239,12 @@ TEST(DecideQueuedJob, AnEvictedJobDeletesItsPodsThenGivesTheQuotaBack) {
   const json evicted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"},
                                       {"Evicted", "True", "Preempted"}}, 4, 4);
   TrainingJob job = queued_job();
-  job.status.phase = "Running";
+  job.status.phase = JobPhase::kRunning;
   const Plan first = decide(job, observed_with(seen(evicted), {running_pod(0), running_pod(1), running_pod(2), running_pod(3)}), kNow);
   EXPECT_EQ(first.delete_pods.size(), 4u);
   EXPECT_FALSE(first.kueue_status.has_value());  // not while its pods still hold the GPUs
-  EXPECT_EQ(first.status.phase, "Suspended");
-  EXPECT_EQ(find_condition(first.status, "Admitted")->reason, "Preempted");
+  EXPECT_EQ(first.status.phase, JobPhase::kSuspended);
+  EXPECT_EQ(find_condition(first.status, ConditionType::kAdmitted)->reason, "Preempted");
   ASSERT_EQ(first.events.size(), 1u);
   EXPECT_EQ(first.events[0].reason, "Evicted");
   EXPECT_EQ(first.status.restarts, 0);  // a preemption is no failure of the job's
@@ -257,8 +257,8 @@ TEST(DecideQueuedJob, AnEvictedJobDeletesItsPodsThenGivesTheQuotaBack) {
 
 TEST(DecideQueuedJob, AFinishedJobMarksItsWorkloadFinishedOnce) {
   TrainingJob job = queued_job();
-  job.status.phase = "Succeeded";
-  set_condition(job.status, "Succeeded", true, "AllNodesSucceeded", "all 4 nodes' trainer containers exited 0", kNow);
+  job.status.phase = JobPhase::kSucceeded;
+  set_condition(job.status, ConditionType::kSucceeded, true, "AllNodesSucceeded", "all 4 nodes' trainer containers exited 0", kNow);
   const json admitted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4);
   const Plan p = decide(job, observed_with(seen(admitted)), kNow);
   ASSERT_TRUE(p.kueue_status.has_value());
@@ -276,7 +276,7 @@ TEST(DecideQueuedJob, ASuspendedJobGivesItsQuotaBackByDroppingItsWorkload) {
   const Plan p = decide(job, observed_with(seen(admitted), {running_pod(0)}), kNow);
   EXPECT_TRUE(p.delete_kueue_workload);
   EXPECT_EQ(p.delete_pods.size(), 1u);
-  EXPECT_EQ(p.status.phase, "Suspended");
+  EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
   EXPECT_FALSE(decide(job, observed_with(seen(std::nullopt)), kNow).create_kueue_workload);
 }
 
@@ -284,7 +284,7 @@ TEST(DecideQueuedJob, AJobWithoutTheLabelIgnoresKueue) {
   Plan p = decide(testing::example_job(), observed_with(seen(std::nullopt)), kNow);
   EXPECT_FALSE(p.create_kueue_workload);
   EXPECT_EQ(p.create_ranks.size(), 4u);
-  EXPECT_EQ(find_condition(p.status, "Admitted"), nullptr);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kAdmitted), nullptr);
 }
 
 }  // namespace

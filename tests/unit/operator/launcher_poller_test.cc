@@ -16,7 +16,7 @@ TrainingJob job(int min, int max, const std::string& phase = "Running") {
   j["spec"]["maxReplicas"] = max;
   j["spec"]["masterPort"] = 23456;
   auto t = testing::job_from(j);
-  t.status.phase = phase;
+  t.status.phase = parse_job_phase(phase);
   return t;
 }
 

@@ -23,11 +23,11 @@ TrainingJob job(const std::string& ns, const std::string& name, Status status = 
 
 Status running(int pod_failures = 0, int worker_crashes = 0) {
   Status s;
-  s.phase = "Running";
+  s.phase = JobPhase::kRunning;
   s.ready_replicas = 2;
   s.world_size = 16;
-  set_condition(s, "Created", true, "PodsCreated", "", 1000);
-  set_condition(s, "Running", true, "AllNodesRunning", "", 1000);
+  set_condition(s, ConditionType::kCreated, true, "PodsCreated", "", 1000);
+  set_condition(s, ConditionType::kRunning, true, "AllNodesRunning", "", 1000);
   if (pod_failures > 0) s.restarts_by_reason[kRestartPodFailure] = pod_failures;
   if (worker_crashes > 0) s.restarts_by_reason[kRestartWorkerCrash] = worker_crashes;
   s.restarts = pod_failures + worker_crashes;
@@ -40,9 +40,9 @@ bool has_line(const std::string& text, const std::string& line) {
 
 TEST(StatusTransition, CountsCreatedOnceWhenTheCreatedConditionTurnsTrue) {
   Status pending;
-  pending.phase = "Pending";
+  pending.phase = JobPhase::kPending;
   Status created = pending;
-  set_condition(created, "Created", true, "PodsCreated", "", 1000);
+  set_condition(created, ConditionType::kCreated, true, "PodsCreated", "", 1000);
   EXPECT_TRUE(status_transition(Spec{}, pending, created).created);
   EXPECT_FALSE(status_transition(Spec{}, created, created).created);
   EXPECT_FALSE(status_transition(Spec{}, created, running()).created);
@@ -57,9 +57,9 @@ TEST(StatusTransition, CountsOnlyThePositiveIncreaseOfEachRestartReason) {
 
 TEST(StatusTransition, CountsTerminalPhasesWhenTheyAreReached) {
   Status failed = running();
-  failed.phase = "Failed";
+  failed.phase = JobPhase::kFailed;
   Status succeeded = running();
-  succeeded.phase = "Succeeded";
+  succeeded.phase = JobPhase::kSucceeded;
   EXPECT_TRUE(status_transition(Spec{}, running(), failed).failed);
   EXPECT_FALSE(status_transition(Spec{}, failed, failed).failed);
   EXPECT_TRUE(status_transition(Spec{}, running(), succeeded).succeeded);
@@ -69,11 +69,11 @@ TEST(StatusTransition, CountsTerminalPhasesWhenTheyAreReached) {
 
 TEST(StatusTransition, RecoveryIsFromRestartingTrueToRunningAgain) {
   Status restarting = running(1);
-  restarting.phase = "Restarting";
-  set_condition(restarting, "Restarting", true, "PodFailed", "", 2000);
+  restarting.phase = JobPhase::kRestarting;
+  set_condition(restarting, ConditionType::kRestarting, true, "PodFailed", "", 2000);
   Status again = restarting;
-  again.phase = "Running";
-  set_condition(again, "Restarting", false, "AllNodesRunning", "", 2007);
+  again.phase = JobPhase::kRunning;
+  set_condition(again, ConditionType::kRestarting, false, "AllNodesRunning", "", 2007);
   EXPECT_EQ(status_transition(Spec{}, restarting, again).recovery_seconds, 7.0);
   EXPECT_FALSE(status_transition(Spec{}, again, again).recovery_seconds.has_value());
   EXPECT_FALSE(status_transition(Spec{}, running(), restarting).recovery_seconds.has_value());
@@ -118,13 +118,13 @@ TEST(JobMetrics, CountsWritesFromCreationToFailure) {
   OperatorMetrics m;
   JobMetrics jm(m);
   Status pending;
-  pending.phase = "Pending";
+  pending.phase = JobPhase::kPending;
   jm.written(job("ns1", "a"), pending);
   jm.written(job("ns1", "a", pending), running());
   jm.written(job("ns1", "a", running()), running(1));
   jm.written(job("ns1", "a", running(1)), running(1, 1));
   Status failed = running(1, 1);
-  failed.phase = "Failed";
+  failed.phase = JobPhase::kFailed;
   jm.written(job("ns1", "a", running(1, 1)), failed);
   const std::string text = m.render();
   EXPECT_TRUE(has_line(text, "kubedist_jobs_created_total{job_namespace=\"ns1\"} 1")) << text;
@@ -142,11 +142,11 @@ TEST(JobMetrics, ForgetRemovesEveryPerJobSeriesAndKeepsTheOthers) {
   OperatorMetrics m;
   JobMetrics jm(m);
   Status restarting = running(1);
-  restarting.phase = "Restarting";
-  set_condition(restarting, "Restarting", true, "PodFailed", "", 2000);
+  restarting.phase = JobPhase::kRestarting;
+  set_condition(restarting, ConditionType::kRestarting, true, "PodFailed", "", 2000);
   Status again = restarting;
-  again.phase = "Running";
-  set_condition(again, "Restarting", false, "AllNodesRunning", "", 2003);
+  again.phase = JobPhase::kRunning;
+  set_condition(again, ConditionType::kRestarting, false, "AllNodesRunning", "", 2003);
   jm.written(job("ns1", "a", restarting), again);
   jm.seen(job("ns1", "b", running()));
   std::string text = m.render();
@@ -163,8 +163,8 @@ TEST(JobMetrics, AQueuedJobWaitsForAdmissionUntilKueueAdmitsIt) {
   OperatorMetrics m;
   JobMetrics jm(m);
   Status queued;
-  queued.phase = "Suspended";
-  set_condition(queued, "Admitted", false, "Pending", "waiting for admission by LocalQueue team", 1000);
+  queued.phase = JobPhase::kSuspended;
+  set_condition(queued, ConditionType::kAdmitted, false, "Pending", "waiting for admission by LocalQueue team", 1000);
   jm.seen(job("ns1", "q", queued));
   jm.seen(job("ns1", "plain", running()));
   std::string text = m.render();
@@ -172,8 +172,8 @@ TEST(JobMetrics, AQueuedJobWaitsForAdmissionUntilKueueAdmitsIt) {
   EXPECT_EQ(text.find("kubedist_job_waiting_for_admission{job_name=\"plain\""), std::string::npos) << text;
 
   Status admitted = queued;
-  admitted.phase = "Pending";
-  set_condition(admitted, "Admitted", true, "Admitted", "admitted by ClusterQueue gpus", 1042);
+  admitted.phase = JobPhase::kPending;
+  set_condition(admitted, ConditionType::kAdmitted, true, "Admitted", "admitted by ClusterQueue gpus", 1042);
   EXPECT_EQ(status_transition(Spec{}, queued, admitted).admission_wait_seconds, 42.0);
   EXPECT_FALSE(status_transition(Spec{}, admitted, admitted).admission_wait_seconds.has_value());
   jm.written(job("ns1", "q", queued), admitted);

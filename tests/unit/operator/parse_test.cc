@@ -206,7 +206,7 @@ TEST(ParseTrainingJob, ReadsMetadataAndStatus) {
   EXPECT_TRUE(job.deleting);
   EXPECT_EQ(job.uid, "uid-1");
   EXPECT_EQ(job.resource_version, "10");
-  EXPECT_EQ(job.status.phase, "Running");
+  EXPECT_EQ(job.status.phase, JobPhase::kRunning);
   EXPECT_EQ(job.status.restarts, 2);
   EXPECT_EQ(job.status.restarts_by_reason,
             (std::map<std::string, int>{{"worker_crash", 1}, {"pod_failure", 1}}));  // "bogus" is no count

@@ -10,7 +10,7 @@ using std::chrono::seconds;
 
 Status pending(int replicas, int ready) {
   Status s;
-  s.phase = "Pending";
+  s.phase = JobPhase::kPending;
   s.replicas = replicas;
   s.ready_replicas = ready;
   return s;
@@ -51,23 +51,23 @@ TEST(PendingWrites, NeverHoldsLongerThanTheCap) {
 TEST(PendingWrites, WritesEveryOtherChangeAtOnce) {
   PendingWrites w(seconds(5), seconds(30));
   Status running = pending(8, 8);
-  running.phase = "Running";
+  running.phase = JobPhase::kRunning;
   EXPECT_EQ(w.hold("ns/j", Status{}, running, t0), milliseconds(0));
   Status restarted = pending(8, 0);
   restarted.restarts = 1;
   EXPECT_EQ(w.hold("ns/j", pending(8, 0), restarted, t0), milliseconds(0));
   Status failed = pending(8, 0);
-  failed.phase = "Failed";
+  failed.phase = JobPhase::kFailed;
   EXPECT_EQ(w.hold("ns/j", Status{}, failed, t0), milliseconds(0));
 }
 
 TEST(PendingWrites, WritesTheSchedulersVerdictOnAGangAtOnce) {
   PendingWrites w(seconds(5), seconds(30));
   Status waiting = pending(2, 0);
-  waiting.conditions.push_back({"GangScheduled", "False", "Unschedulable", "waits", ""});
+  waiting.conditions.push_back({ConditionType::kGangScheduled, "False", "Unschedulable", "waits", ""});
   EXPECT_EQ(w.hold("ns/j", pending(2, 0), waiting, t0), milliseconds(0));
   Status placed = pending(2, 1);
-  placed.conditions.push_back({"GangScheduled", "True", "Scheduled", "placed", ""});
+  placed.conditions.push_back({ConditionType::kGangScheduled, "True", "Scheduled", "placed", ""});
   EXPECT_EQ(w.hold("ns/j", waiting, placed, t0 + seconds(1)), milliseconds(0));
   // The same verdict with moving pod counts is progress again.
   Status more = placed;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
+#include "trainingjob/decide_failures.h"
+#include "trainingjob/decide_lost_pods.h"
 #include "trainingjob/status.h"
 
 namespace kubedist::trainingjob {
@@ -34,7 +36,7 @@ TrainingJob job_with(const json& spec_patch, const std::string& phase = "") {
   json j = testing::example_job_json();
   j["spec"].merge_patch(spec_patch);
   auto job = testing::job_from(j);
-  job.status.phase = phase;
+  job.status.phase = parse_job_phase(phase);
   return job;
 }
 
@@ -56,8 +58,8 @@ TEST(Decide, NewJobCreatesServiceAndAllPodsNodeZeroFirst) {
   EXPECT_TRUE(p.create_service);
   EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_TRUE(p.delete_pods.empty());
-  EXPECT_EQ(p.status.phase, "Pending");
-  EXPECT_TRUE(condition_true(p.status, "Created"));
+  EXPECT_EQ(p.status.phase, JobPhase::kPending);
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kCreated));
   EXPECT_EQ(p.status.selector, "kubedist.io/job-name=resnet");
   EXPECT_EQ(p.status.observed_generation, 1);
   EXPECT_EQ(p.status.start_time, format_rfc3339(kNow));
@@ -74,7 +76,7 @@ TEST(Decide, AMissingRdzvSecretIsCreatedForAnActiveJobOnly) {
   EXPECT_FALSE(decide(testing::example_job(), observed, kNow).create_secret);  // never a second one
   observed.secret_exists = false;
   auto finished = testing::example_job();
-  finished.status.phase = "Succeeded";
+  finished.status.phase = JobPhase::kSucceeded;
   EXPECT_FALSE(decide(finished, observed, kNow).create_secret);
   auto deleting = testing::example_job();
   deleting.deleting = true;
@@ -91,11 +93,11 @@ TEST(Decide, CreatesOnlyWhatIsMissingAndNeverDuplicates) {
 TEST(Decide, AllPodsRunningIsRunningWithCountsAndWorldSize) {
   auto p = decide(testing::example_job(), pods(4, "Running"), true, kNow);
   EXPECT_TRUE(p.create_ranks.empty());
-  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning);
   EXPECT_EQ(p.status.replicas, 4);
   EXPECT_EQ(p.status.ready_replicas, 4);
   EXPECT_EQ(p.status.world_size, 32);  // nprocPerNode auto, 8 GPUs per node
-  EXPECT_TRUE(condition_true(p.status, "Running"));
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kRunning));
   EXPECT_TRUE(p.events.empty());
 }
 
@@ -134,7 +136,7 @@ TEST(Decide, RecreatesAnExternallyDeletedPodAndCountsItAsNodeLost) {
   EXPECT_TRUE(has_event(p, "PodLost"));
   EXPECT_EQ(p.status.restarts, 1);
   EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
-  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
   // Once recreated, the pod is not counted again.
   job.status = p.status;
   auto ps = pods(4, "Running");
@@ -149,7 +151,7 @@ TEST(Decide, ScaleDownDeletesTheHighestRanks) {
   auto p = decide(job, pods(4, "Running"), true, kNow);
   EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-2", "resnet-node-3"}));
   EXPECT_TRUE(has_event(p, "ScaledDown"));
-  EXPECT_EQ(p.status.phase, "Scaling");
+  EXPECT_EQ(p.status.phase, JobPhase::kScaling);
 }
 
 TEST(Decide, ScaleUpCreatesNewRanks) {
@@ -159,7 +161,7 @@ TEST(Decide, ScaleUpCreatesNewRanks) {
   auto p = decide(job, pods(4, "Running"), true, kNow);
   EXPECT_EQ(p.create_ranks, (std::vector<int>{4, 5}));
   EXPECT_TRUE(has_event(p, "ScaledUp"));
-  EXPECT_EQ(p.status.phase, "Scaling");
+  EXPECT_EQ(p.status.phase, JobPhase::kScaling);
   EXPECT_EQ(p.status.observed_generation, 2);
 }
 
@@ -174,8 +176,8 @@ TEST(Decide, DeletesStrayPodsWithBadRanks) {
 
 TEST(Decide, AllNodesSucceededIsSucceeded) {
   auto p = decide(testing::example_job(), pods(4, "Succeeded"), true, kNow);
-  EXPECT_EQ(p.status.phase, "Succeeded");
-  EXPECT_TRUE(condition_true(p.status, "Succeeded"));
+  EXPECT_EQ(p.status.phase, JobPhase::kSucceeded);
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kSucceeded));
   EXPECT_EQ(p.status.completion_time, format_rfc3339(kNow));
   EXPECT_TRUE(has_event(p, "AllNodesSucceeded"));
   EXPECT_TRUE(p.delete_pods.empty());  // cleanPodPolicy Running keeps finished pods
@@ -185,7 +187,7 @@ TEST(Decide, SomeNodesSucceededKeepsWaiting) {
   auto ps = pods(4, "Running");
   ps[1] = pod(1, "Succeeded", 0);
   auto p = decide(job_with(json::object(), "Running"), ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning);
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_TRUE(p.delete_pods.empty());
 }
@@ -198,8 +200,8 @@ TEST(Decide, RetryableFailureRecreatesThePodAndCountsARestart) {
   EXPECT_TRUE(p.create_ranks.empty());  // after the old pod is gone
   EXPECT_EQ(p.status.restarts, 1);
   EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
-  EXPECT_EQ(p.status.phase, "Restarting");
-  EXPECT_TRUE(condition_true(p.status, "Restarting"));
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kRestarting));
   ASSERT_TRUE(has_event(p, "PodFailed"));
   EXPECT_NE(p.events[0].message.find("pod resnet-node-0 failed (exit code 1)"), std::string::npos);
   EXPECT_EQ(p.events[0].type, "Warning");
@@ -207,14 +209,14 @@ TEST(Decide, RetryableFailureRecreatesThePodAndCountsARestart) {
 
 TEST(Decide, RestartingLastsUntilAllNodesRunAgain) {
   auto job = testing::example_job();
-  job.status.phase = "Restarting";
+  job.status.phase = JobPhase::kRestarting;
   job.status.restarts = 1;
   auto ps = pods(4, "Running");
   ps[0] = pod(0, "Pending");
   auto p = decide(job, ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
   p = decide(job, pods(4, "Running"), true, kNow);
-  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning);
   EXPECT_EQ(p.status.restarts, 1);
 }
 
@@ -225,8 +227,8 @@ TEST(Decide, BackoffLimitEndsTheJobAsFailed) {
   auto ps = pods(4, "Running");
   ps[3] = pod(3, "Failed", 137);
   auto p = decide(job, ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  const Condition* c = find_condition(p.status, "Failed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  const Condition* c = find_condition(p.status, ConditionType::kFailed);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->reason, "BackoffLimitExceeded");
   EXPECT_NE(c->message.find("backoffLimit 2 reached after 2 pod failures"), std::string::npos);
@@ -242,7 +244,7 @@ TEST(Decide, InPlaceRestartsDoNotSpendTheBackoffLimit) {
   auto ps = pods(4, "Running");
   ps[2] = pod(2, "Failed", 137);
   auto p = decide(job, ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
   EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-2"}));
   EXPECT_EQ(p.status.restarts, 6);
   EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
@@ -253,15 +255,15 @@ TEST(Decide, BackoffLimitZeroFailsOnTheFirstFailure) {
   auto ps = pods(4, "Running");
   ps[1] = pod(1, "Failed", 2);
   auto p = decide(job_with({{"backoffLimit", 0}}), ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
 }
 
 TEST(Decide, RestartPolicyNeverFailsOnAnyPodFailure) {
   auto ps = pods(4, "Running");
   ps[2] = pod(2, "Failed", 137);
   auto p = decide(job_with({{"restartPolicy", "Never"}}), ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  EXPECT_EQ(find_condition(p.status, "Failed")->reason, "PodFailed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kFailed)->reason, "PodFailed");
 }
 
 TEST(FailureIsRetryable, ExitCodePolicySplitsPermanentAndRetryableCodes) {
@@ -288,12 +290,12 @@ TEST(Decide, ExitCodePolicyFailsPermanentlyOnAProgramError) {
   auto ps = pods(4, "Running");
   ps[0] = pod(0, "Failed", 3);
   auto p = decide(job_with({{"restartPolicy", "ExitCode"}}), ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  EXPECT_NE(find_condition(p.status, "Failed")->message.find("restartPolicy ExitCode makes this failure permanent"),
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  EXPECT_NE(find_condition(p.status, ConditionType::kFailed)->message.find("restartPolicy ExitCode makes this failure permanent"),
             std::string::npos);
   ps[0] = pod(0, "Failed", 143);
   p = decide(job_with({{"restartPolicy", "ExitCode"}}), ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
 }
 
 TEST(Decide, SuspendDeletesAllPodsAndResumeRecreatesThem) {
@@ -301,8 +303,8 @@ TEST(Decide, SuspendDeletesAllPodsAndResumeRecreatesThem) {
   job.status.start_time = format_rfc3339(kNow - 50);
   auto p = decide(job, pods(4, "Running"), true, kNow);
   EXPECT_EQ(p.delete_pods.size(), 4u);
-  EXPECT_EQ(p.status.phase, "Suspended");
-  EXPECT_TRUE(condition_true(p.status, "Suspended"));
+  EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
+  EXPECT_TRUE(condition_true(p.status, ConditionType::kSuspended));
   EXPECT_TRUE(p.status.start_time.empty());
   EXPECT_TRUE(has_event(p, "Suspended"));
 
@@ -310,14 +312,14 @@ TEST(Decide, SuspendDeletesAllPodsAndResumeRecreatesThem) {
   p = decide(job, {}, true, kNow);  // suspended, nothing left: quiet
   EXPECT_TRUE(p.events.empty());
   EXPECT_TRUE(p.delete_pods.empty());
-  EXPECT_EQ(p.status.phase, "Suspended");
+  EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
   EXPECT_EQ(p.status.replicas, 0);
 
   auto resumed = job_with({{"suspend", false}});
   resumed.status = p.status;
   p = decide(resumed, {}, true, kNow);
   EXPECT_EQ(p.create_ranks.size(), 4u);
-  EXPECT_FALSE(condition_true(p.status, "Suspended"));
+  EXPECT_FALSE(condition_true(p.status, ConditionType::kSuspended));
   EXPECT_TRUE(has_event(p, "Resumed"));
   EXPECT_EQ(p.status.start_time, format_rfc3339(kNow));
 }
@@ -326,13 +328,13 @@ TEST(Decide, ActiveDeadlineFailsTheJobOrAsksToComeBack) {
   auto job = job_with({{"activeDeadlineSeconds", 100}}, "Running");
   job.status.start_time = format_rfc3339(kNow - 40);
   auto p = decide(job, pods(4, "Running"), true, kNow);
-  EXPECT_EQ(p.status.phase, "Running");
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning);
   EXPECT_EQ(p.requeue_after_s, 60);
 
   job.status.start_time = format_rfc3339(kNow - 100);
   p = decide(job, pods(4, "Running"), true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  EXPECT_EQ(find_condition(p.status, "Failed")->reason, "DeadlineExceeded");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kFailed)->reason, "DeadlineExceeded");
   EXPECT_EQ(p.delete_pods.size(), 4u);
 }
 
@@ -347,7 +349,7 @@ TEST(Decide, CleanPodPolicyChoosesWhichPodsGoWhenFinished) {
     auto job = job_with({{"cleanPodPolicy", c.policy}}, "Succeeded");
     auto p = decide(job, ps, true, kNow);
     EXPECT_EQ(p.delete_pods.size(), c.deleted) << c.policy;
-    EXPECT_EQ(p.status.phase, "Succeeded");
+    EXPECT_EQ(p.status.phase, JobPhase::kSucceeded);
     EXPECT_EQ(has_event(p, "CleanedUp"), c.deleted > 0) << c.policy;
   }
 }
@@ -366,11 +368,11 @@ TEST(Decide, TtlDeletesTheJobAfterItFinished) {
 
 TEST(Decide, FinishedJobsStayFinished) {
   auto job = testing::example_job();
-  job.status.phase = "Failed";
+  job.status.phase = JobPhase::kFailed;
   auto p = decide(job, {}, true, kNow);
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_FALSE(p.create_service);
-  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
 }
 
 TEST(Decide, DeletingJobsAreLeftToGarbageCollection) {
@@ -387,8 +389,8 @@ TEST(Decide, InvalidSpecFailsOnceWithAClearMessageAndNoHotLoop) {
   j["spec"]["template"]["spec"]["containers"][0].erase("command");
   auto job = testing::job_from(j);
   auto p = decide(job, {}, false, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  const Condition* c = find_condition(p.status, "Failed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  const Condition* c = find_condition(p.status, ConditionType::kFailed);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->reason, "InvalidSpec");
   EXPECT_NE(c->message.find("command is required"), std::string::npos);
@@ -412,8 +414,8 @@ TEST(Decide, FixingAnInvalidSpecStartsTheJob) {
   good.generation = bad.generation + 1;  // the user's edit
   auto p = decide(good, {}, false, kNow);
   EXPECT_EQ(p.create_ranks.size(), 4u);
-  EXPECT_EQ(p.status.phase, "Pending");
-  EXPECT_FALSE(condition_true(p.status, "Failed"));
+  EXPECT_EQ(p.status.phase, JobPhase::kPending);
+  EXPECT_FALSE(condition_true(p.status, ConditionType::kFailed));
   EXPECT_TRUE(has_event(p, "SpecFixed"));
 }
 
@@ -422,8 +424,8 @@ TEST(Decide, APodTemplateTheApiServerRejectsStaysFailedUntilTheSpecChanges) {
   job.generation = 3;
   // What the act layer writes when the API server refuses to create the first pod.
   job.status = decide(job, {}, true, kNow).status;
-  job.status.phase = "Failed";
-  set_condition(job.status, "Failed", true, "InvalidSpec",
+  job.status.phase = JobPhase::kFailed;
+  set_condition(job.status, ConditionType::kFailed, true, "InvalidSpec",
                 "the API server rejected pod resnet-node-0: spec.containers[1].name: Duplicate value", kNow);
   auto p = decide(job, {}, true, kNow + 5);
   EXPECT_TRUE(p.create_ranks.empty());
@@ -436,6 +438,39 @@ TEST(Decide, APodTemplateTheApiServerRejectsStaysFailedUntilTheSpecChanges) {
   EXPECT_EQ(fixed.create_ranks.size(), 4u);
   EXPECT_TRUE(has_event(fixed, "SpecFixed"));
   EXPECT_EQ(fixed.status.observed_generation, 4);
+}
+
+TEST(Decide, APodCreateTheApiServerRefusedFailsTheJobOnceForThatSpecOnly) {
+  auto job = testing::example_job();
+  job.generation = 3;
+  Observed o;
+  o.service_exists = true;
+  o.pod_rejected = PodRejection{"resnet-node-0", "spec.containers[1].name: Duplicate value: \"trainer\"", 3};
+  auto p = decide(job, o, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  const Condition* c = find_condition(p.status, ConditionType::kFailed);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "InvalidSpec");
+  EXPECT_EQ(c->message, "the API server rejected pod resnet-node-0: spec.containers[1].name: Duplicate value: \"trainer\"");
+  EXPECT_EQ(p.status.completion_time, format_rfc3339(kNow));
+  ASSERT_FALSE(p.events.empty());
+  EXPECT_EQ(p.events.back().reason, "InvalidSpec");
+  EXPECT_EQ(p.events.back().message, c->message);
+
+  // Once written, the failure holds while the refusal is still known: no new Event, no create, no change.
+  job.status = p.status;
+  auto again = decide(job, o, kNow + 5);
+  EXPECT_EQ(again.status, job.status);
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_TRUE(again.create_ranks.empty());
+
+  // A refusal of another generation's template says nothing of this one.
+  auto fresh = testing::example_job();
+  fresh.generation = 4;
+  auto other = decide(fresh, o, kNow);
+  EXPECT_EQ(other.status.phase, JobPhase::kPending);
+  EXPECT_EQ(other.create_ranks.size(), 4u);
 }
 
 TEST(Decide, TheFirstPodToFailIsTheLastFailureAndItsMessageReachesTheEvent) {
@@ -466,9 +501,9 @@ TEST(Decide, TheFirstPodToFailIsTheLastFailureAndItsMessageReachesTheEvent) {
   auto permanent = job_with({{"restartPolicy", "ExitCode"}}, "Running");
   permanent.status.replicas = 4;
   auto q = decide(permanent, ps, true, kNow);
-  EXPECT_EQ(q.status.phase, "Failed");
+  EXPECT_EQ(q.status.phase, JobPhase::kFailed);
   EXPECT_EQ(q.status.last_failure->pod, "resnet-node-3");
-  const Condition* c = find_condition(q.status, "Failed");
+  const Condition* c = find_condition(q.status, ConditionType::kFailed);
   ASSERT_NE(c, nullptr);
   EXPECT_NE(c->message.find("ValueError: bad batch"), std::string::npos) << c->message;
 }
@@ -493,7 +528,7 @@ TrainingJob running_job(std::vector<PodFacts>* ps) {
   *ps = pods(4, "Running");
   for (auto& p : *ps) p.node_name = node_of(p.rank);
   job.status = decide(job, *ps, true, kNow).status;
-  EXPECT_EQ(job.status.phase, "Running");
+  EXPECT_EQ(job.status.phase, JobPhase::kRunning);
   return job;
 }
 
@@ -523,7 +558,7 @@ TEST(Decide, PodsOfADeletedNodeAreForceDeletedAndCountedAsNodeLost) {
   EXPECT_EQ(p.status.restarts_by_reason.count("pod_failure") ? p.status.restarts_by_reason["pod_failure"] : 0, 0);
   EXPECT_EQ(p.status.restarts, 1);
   EXPECT_EQ(p.status.lost_pods, (std::vector<std::string>{"pod-2"}));
-  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
   ASSERT_TRUE(has_event(p, "PodLost"));
   // The pod terminating on the next look is not counted twice; gone, it is recreated and forgotten.
   job.status = p.status;
@@ -550,7 +585,7 @@ TEST(Decide, ALostPodWhoseDeleteDidNotLandIsDeletedAgainButCountedOnce) {
   EXPECT_EQ(retry.status.restarts_by_reason["node_lost"], 1);
   EXPECT_EQ(retry.status.restarts, 1);
   EXPECT_FALSE(has_event(retry, "PodLost"));
-  EXPECT_EQ(retry.status.phase, "Restarting");
+  EXPECT_EQ(retry.status.phase, JobPhase::kRestarting);
 }
 
 TEST(Decide, AFinishedPodKeepsItsVerdictWhenItsNodeGoes) {
@@ -563,24 +598,24 @@ TEST(Decide, AFinishedPodKeepsItsVerdictWhenItsNodeGoes) {
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_EQ(p.status.restarts, 0);
   for (auto& pod : ps) pod.phase = "Succeeded", pod.exit_code = 0;
-  EXPECT_EQ(decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 6).status.phase, "Succeeded");
+  EXPECT_EQ(decide(job, observed(ps, up({"n0", "n1", "n3"})), kNow + 6).status.phase, JobPhase::kSucceeded);
   // A pod that failed for its own reason keeps it too: restartPolicy decides, not the lost node.
   ps = pods(4, "Running");
   for (auto& pod : ps) pod.node_name = node_of(pod.rank);
   ps[2] = pod(2, "Failed", 3);
   ps[2].node_name = "n2";
   auto permanent = decide(job_with({{"restartPolicy", "ExitCode"}}), observed(ps, up({"n0", "n1", "n3"})), kNow + 7);
-  EXPECT_EQ(permanent.status.phase, "Failed");
+  EXPECT_EQ(permanent.status.phase, JobPhase::kFailed);
 }
 
 TEST(Decide, ARestartCountFromBeforeRestartsByReasonIsPodFailures) {
   auto job = job_with({{"backoffLimit", 2}});
-  job.status.phase = "Running";
+  job.status.phase = JobPhase::kRunning;
   job.status.restarts = 2;  // written by an operator that knew no reasons: every restart was a pod failure
   auto ps = pods(4, "Running");
   ps[1] = pod(1, "Failed", 137);
   auto p = decide(job, ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
   EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 2);
   EXPECT_EQ(p.status.restarts, 2);
 }
@@ -656,7 +691,7 @@ TEST(Decide, EvictedPodsAreNodeLossesThatSpendNoBackoffLimitEvenUnderNever) {
   ps[1].phase = "Failed";
   ps[1].failure_reason = "Evicted";
   auto p = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
-  EXPECT_EQ(p.status.phase, "Restarting");
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
   ASSERT_EQ(p.delete_pods.size(), 1u);
   EXPECT_EQ(p.delete_pods[0], (PodDeletion{"resnet-node-1", "pod-1", false}));
   EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
@@ -679,7 +714,7 @@ TEST(Decide, APodDeletedBySomeoneElseWhileRunningCountsOnce) {
 TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
-  job.status.phase = "Scaling";
+  job.status.phase = JobPhase::kScaling;
   ps[2].deleting = true;
   ps[3].deleting = true;
   auto p = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
@@ -776,21 +811,21 @@ TEST(Decide, RegroupingLaunchersShowRestartingOrScalingAndTheLaunchersWorldSize)
   Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
   o.launcher = report("pod-0", 1, 0, 0, "gathering");
   auto crash = decide(job, o, kNow + 1);
-  EXPECT_EQ(crash.status.phase, "Restarting");
-  EXPECT_EQ(find_condition(crash.status, "Restarting")->reason, "WorkerCrash");
+  EXPECT_EQ(crash.status.phase, JobPhase::kRestarting);
+  EXPECT_EQ(find_condition(crash.status, ConditionType::kRestarting)->reason, "WorkerCrash");
   o.launcher = report("pod-0", 0, 0, 1, "gathering");
   auto scale = decide(job, o, kNow + 1);
-  EXPECT_EQ(scale.status.phase, "Scaling");
+  EXPECT_EQ(scale.status.phase, JobPhase::kScaling);
   // Still forming, nothing new: the phase stays what it was.
   job.status = scale.status;
-  EXPECT_EQ(decide(job, o, kNow + 2).status.phase, "Scaling");
+  EXPECT_EQ(decide(job, o, kNow + 2).status.phase, JobPhase::kScaling);
   o.launcher = report("pod-0", 1, 0, 0, "running");
   o.launcher->world_size = 12;
   job.status = crash.status;
   auto back = decide(job, o, kNow + 2);
-  EXPECT_EQ(back.status.phase, "Running");
+  EXPECT_EQ(back.status.phase, JobPhase::kRunning);
   EXPECT_EQ(back.status.world_size, 12);
-  EXPECT_FALSE(condition_true(back.status, "Restarting"));
+  EXPECT_FALSE(condition_true(back.status, ConditionType::kRestarting));
 }
 
 TEST(Decide, ElasticJobShrinksPastUnschedulablePodsAndShowsScaling) {
@@ -804,14 +839,14 @@ TEST(Decide, ElasticJobShrinksPastUnschedulablePodsAndShowsScaling) {
   EXPECT_EQ(deleted_names(p), (std::vector<std::string>{"resnet-node-3"}));
   EXPECT_TRUE(has_event(p, "ScaledDown"));
   EXPECT_EQ(p.status.elastic.target_replicas, 3);
-  EXPECT_EQ(p.status.phase, "Scaling");
+  EXPECT_EQ(p.status.phase, JobPhase::kScaling);
   EXPECT_TRUE(p.create_ranks.empty());
   // With node 3 gone the job runs on 3 nodes.
   job.status = p.status;
   ps.pop_back();
   o = observed(ps, {});
   auto running = decide(job, o, kNow + 1);
-  EXPECT_EQ(running.status.phase, "Running");
+  EXPECT_EQ(running.status.phase, JobPhase::kRunning);
   EXPECT_TRUE(running.create_ranks.empty());
   EXPECT_EQ(running.status.restarts, 0);
 }
@@ -820,19 +855,19 @@ TEST(Decide, PermanentFailureNamesTheExitCodeAndEndsAtOnce) {
   auto ps = pods(4, "Running");
   ps[2] = pod(2, "Failed", 3);
   auto p = decide(job_with({{"restartPolicy", "ExitCode"}, {"backoffLimit", 5}}), ps, true, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  EXPECT_EQ(find_condition(p.status, "Failed")->message,
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kFailed)->message,
             "pod resnet-node-2 failed (exit code 3); restartPolicy ExitCode makes this failure permanent");
   EXPECT_FALSE(p.status.completion_time.empty());
 }
 
 TEST(SetCondition, KeepsTheTransitionTimeWhileTheStatusHolds) {
   Status st;
-  set_condition(st, "Running", true, "A", "a", 100);
-  set_condition(st, "Running", true, "B", "b", 200);
+  set_condition(st, ConditionType::kRunning, true, "A", "a", 100);
+  set_condition(st, ConditionType::kRunning, true, "B", "b", 200);
   EXPECT_EQ(st.conditions[0].last_transition_time, format_rfc3339(100));
   EXPECT_EQ(st.conditions[0].reason, "B");
-  set_condition(st, "Running", false, "C", "c", 300);
+  set_condition(st, ConditionType::kRunning, false, "C", "c", 300);
   EXPECT_EQ(st.conditions[0].last_transition_time, format_rfc3339(300));
   EXPECT_EQ(st.conditions.size(), 1u);
 }
@@ -864,8 +899,8 @@ TEST(DecideGang, JobsWithoutGangOwnNoPodGroupEvenWhereTheApiIsServed) {
 TEST(DecideGang, WithoutTheWorkloadApiAGangJobFailsSayingWhatIsMissing) {
   auto job = job_with({{"scheduling", {{"gang", true}}}});
   auto p = decide(job, Observed{}, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  const Condition* failed = find_condition(p.status, "Failed");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  const Condition* failed = find_condition(p.status, ConditionType::kFailed);
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(failed->reason, "GangSchedulingUnavailable");
   EXPECT_NE(failed->message.find("scheduling.k8s.io/v1alpha2"), std::string::npos);
@@ -880,8 +915,8 @@ TEST(DecideGang, APodGroupOfAnotherOwnerIsNeverJoined) {
   o.gang_api = true;
   o.pod_group = PodGroupFacts{"team-a", "resnet", "someone-else", 4, "", "", ""};
   auto p = decide(job, o, kNow);
-  EXPECT_EQ(p.status.phase, "Failed");
-  EXPECT_EQ(find_condition(p.status, "Failed")->reason, "GangSchedulingConflict");
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kFailed)->reason, "GangSchedulingConflict");
   EXPECT_TRUE(p.create_ranks.empty());
 }
 
@@ -903,8 +938,8 @@ TEST(DecideGang, AGangThatWaitsWholeSaysSoOnceAndClearsWhenPlaced) {
   o.pods = pods(4, "Pending");
   o.pod_group = PodGroupFacts{"team-a", "resnet", "uid-1", 4, "False", "Unschedulable", "0/3 nodes are available"};
   auto p = decide(job, o, kNow);
-  EXPECT_EQ(p.status.phase, "Pending");
-  const Condition* c = find_condition(p.status, "GangScheduled");
+  EXPECT_EQ(p.status.phase, JobPhase::kPending);
+  const Condition* c = find_condition(p.status, ConditionType::kGangScheduled);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, "False");
   EXPECT_EQ(c->reason, "Unschedulable");
@@ -920,8 +955,8 @@ TEST(DecideGang, AGangThatWaitsWholeSaysSoOnceAndClearsWhenPlaced) {
   o.pod_group->reason = "Scheduled";
   o.pods = pods(4, "Running");
   auto placed = decide(job, o, kNow + 10);
-  EXPECT_EQ(placed.status.phase, "Running");
-  EXPECT_TRUE(condition_true(placed.status, "GangScheduled"));
+  EXPECT_EQ(placed.status.phase, JobPhase::kRunning);
+  EXPECT_TRUE(condition_true(placed.status, ConditionType::kGangScheduled));
   EXPECT_TRUE(has_event(placed, "GangScheduled"));
 }
 
