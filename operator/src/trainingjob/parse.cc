@@ -1,7 +1,6 @@
 #include "trainingjob/parse.h"
 
 #include <regex>
-#include <sstream>
 #include <string>
 
 namespace kubedist::trainingjob {
@@ -498,39 +497,6 @@ PodGroupFacts parse_pod_group_facts(const json& pg) {
     }
   }
   return f;
-}
-
-Result<LauncherReport> parse_launcher_report(const std::string& line) {
-  std::istringstream in(line);
-  std::string word;
-  if (!(in >> word) || word != "STATUS") {
-    return Error::invalid("the rendezvous service answered '" + line + "', not a STATUS report");
-  }
-  LauncherReport r;
-  bool round = false, restarts = false, nodes = false, world = false;
-  while (in >> word) {
-    const size_t eq = word.find('=');
-    const std::string key = eq == std::string::npos ? word : word.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
-    if (key == "phase" || key == "run") {
-      (key == "phase" ? r.phase : r.run_id) = value;
-      continue;
-    }
-    static const std::regex count("-1|0|[1-9][0-9]{0,8}");
-    if (key.empty() || !std::regex_match(value, count) || (value == "-1" && key != "round")) {
-      return Error::invalid("bad field '" + word + "' in the rendezvous STATUS report '" + line + "'");
-    }
-    const int n = std::stoi(value);
-    if (key == "round") round = true, r.round = n;
-    else if (key == "restarts") restarts = true, r.restarts = n;
-    else if (key == "nodes") nodes = true, r.nodes = n;
-    else if (key == "world_size") world = true, r.world_size = n;
-    else r.restarts_by_reason[key] = n;
-  }
-  if (!round || !restarts || !nodes || !world) {
-    return Error::invalid("the rendezvous STATUS report '" + line + "' lacks round, restarts, nodes or world_size");
-  }
-  return r;
 }
 
 }  // namespace kubedist::trainingjob

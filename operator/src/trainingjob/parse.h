@@ -26,11 +26,6 @@ SecretFacts parse_secret_facts(const nlohmann::json& secret);
 NodeFacts parse_node_facts(const nlohmann::json& node);
 PodGroupFacts parse_pod_group_facts(const nlohmann::json& pod_group);
 
-// Parses the rendezvous service's answer to STATUS (launcher-sidecar/src/rendezvous_wire.h):
-// "STATUS round=3 restarts=2 worker_crash=1 node_lost=1 scale=0 nodes=2 world_size=8 phase=running".
-// pod_uid is left empty for the caller to fill in.
-Result<LauncherReport> parse_launcher_report(const std::string& line);
-
 // The uid of an object's controller owner reference, "" if none.
 std::string controller_uid(const nlohmann::json& obj);
 
