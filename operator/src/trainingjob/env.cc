@@ -13,13 +13,9 @@ std::string nnodes_value(const Spec& spec) {
   return std::to_string(spec.replicas);
 }
 
-std::string master_addr(const TrainingJob& job) {
-  return job.name + "-node-0." + job.name + "." + job.ns + ".svc";
-}
-
 std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job, int rank) {
   using contract::pet_name;
-  const std::string addr = master_addr(job);
+  const std::string addr = master_addr(job.name, job.ns);
   const std::string port = std::to_string(job.spec.master_port);
   const std::string node_rank = std::to_string(rank);
   const std::string nnodes = nnodes_value(job.spec);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainingjob/names.h"
 #include "trainingjob/render.h"
 #include "trainingjob/types.h"
 
@@ -24,8 +25,5 @@ nlohmann::json trainer_env(const nlohmann::json& trainer, const TrainingJob& job
 
 // "N", or "MIN:MAX" when the job is elastic.
 std::string nnodes_value(const Spec& spec);
-
-// J-node-0.J.NS.svc: resolvable through the headless Service once node 0 has an IP.
-std::string master_addr(const TrainingJob& job);
 
 }  // namespace kubedist::trainingjob

@@ -30,10 +30,6 @@ void declare_port(json& container, const char* name, int port) {
 
 }  // namespace
 
-std::string pod_name(const std::string& job, int rank) { return job + "-node-" + std::to_string(rank); }
-
-std::string rdzv_secret_name(const std::string& job) { return job + "-rdzv"; }
-
 json render_rdzv_secret(const TrainingJob& job, const std::string& secret) {
   return {{"apiVersion", "v1"},
           {"kind", "Secret"},
