@@ -87,7 +87,7 @@ class Informer {
  private:
   std::string with_query(bool watch) const {
     std::string p = options_.list_path + "?";
-    if (!options_.label_selector.empty()) p += "labelSelector=" + escape(options_.label_selector) + "&";
+    if (!options_.label_selector.empty()) p += "labelSelector=" + query_escape(options_.label_selector) + "&";
     if (watch) {
       p += "watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(options_.watch_timeout_s) +
            "&resourceVersion=" + resource_version_;
@@ -95,20 +95,6 @@ class Informer {
       p += "limit=" + std::to_string(options_.page_size);
     }
     return p;
-  }
-
-  static std::string escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == '~') {
-        out += c;
-      } else {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
-        out += buf;
-      }
-    }
-    return out;
   }
 
   // An object whose fields have unexpected types is skipped (and logged), never allowed to end the thread.
@@ -135,7 +121,7 @@ class Informer {
     std::string rv;
     do {
       std::string path = with_query(false);
-      if (!cont.empty()) path += "&continue=" + escape(cont);
+      if (!cont.empty()) path += "&continue=" + query_escape(cont);
       auto r = client_.get(path);
       if (!r) {
         log_warn("informer", "list " + options_.list_path + " failed: " + r.error().message);
