@@ -17,7 +17,8 @@ struct MemberRequest {
 };
 
 // The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0]\n" (the optional joiner's settings:
-// min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
+// min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n",
+// "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
 // parse_request() reads any of them back into a MemberRequest.
 std::string encode_join(const JoinRequest& join);
 std::string encode_failed(int round, int exit_code, const std::string& summary);

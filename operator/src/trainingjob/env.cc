@@ -55,7 +55,8 @@ json trainer_env(const json& trainer, const TrainingJob& job, int rank, const Po
                                 ? path->get<std::string>()
                                 : std::string("/dev/termination-log")}});
   if (options.rdzv_secret) {
-    ours.push_back({{"name", contract::kRdzvSecretFile}, {"value", std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey}});
+    ours.push_back(
+        {{"name", contract::kRdzvSecretFile}, {"value", std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey}});
   }
   json env = json::array();
   if (trainer.contains("env") && trainer["env"].is_array()) {

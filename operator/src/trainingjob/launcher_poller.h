@@ -3,8 +3,9 @@
 // Why polling: the launcher knows about in-place group restarts (worker crash, lost node, scale) that no pod
 // change shows. The rendezvous service on node 0 already listens on MASTER_PORT+1 for the other nodes; one more
 // request there ("STATUS\n", one line back) needs no API access for the launcher and no new port. The rendezvous is
-// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too
-// (the socket client: rendezvous/status_client.h). The operator folds the counts into status.restartsByReason in decide() (see plan.h).
+// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too (the socket
+// client: rendezvous/status_client.h). The operator folds the counts into status.restartsByReason in decide()
+// (see plan.h).
 #pragma once
 
 #include <atomic>
