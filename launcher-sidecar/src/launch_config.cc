@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "contract/pod_env.h"
+
 namespace kubedist::launcher {
 namespace {
 
@@ -23,19 +25,19 @@ struct FlagSpec {
 
 const std::vector<FlagSpec>& flag_table() {
   static const std::vector<FlagSpec> table = {
-      {"nnodes", false, nullptr, "NNODES", true},
-      {"nproc-per-node", false, nullptr, "NPROC_PER_NODE", true},
-      {"node-rank", false, nullptr, "NODE_RANK", true},
-      {"master-addr", false, nullptr, "MASTER_ADDR", true},
-      {"master-port", false, nullptr, "MASTER_PORT", true},
+      {contract::kFlagNnodes, false, nullptr, contract::kNnodes, true},
+      {contract::kFlagNprocPerNode, false, nullptr, contract::kNprocPerNode, true},
+      {contract::kFlagNodeRank, false, nullptr, contract::kNodeRank, true},
+      {contract::kFlagMasterAddr, false, nullptr, contract::kMasterAddr, true},
+      {contract::kFlagMasterPort, false, nullptr, contract::kMasterPort, true},
       {"rdzv-endpoint", false, nullptr},
-      {"rdzv-id", false, nullptr, "KUBEDIST_JOB"},
+      {"rdzv-id", false, nullptr, contract::kJob},
       {"rdzv-backend", false, nullptr},
       {"rdzv-conf", false, nullptr},
-      {"rdzv-secret-file", false, nullptr, "KUBEDIST_RDZV_SECRET_FILE"},
+      {"rdzv-secret-file", false, nullptr, contract::kRdzvSecretFile},
       {"standalone", true, nullptr},
-      {"max-restarts", false, nullptr},
-      {"restart-policy", false, nullptr, "KUBEDIST_RESTART_POLICY"},
+      {contract::kFlagMaxRestarts, false, nullptr},
+      {"restart-policy", false, nullptr, contract::kRestartPolicy},
       {"monitor-interval", false, nullptr},
       {"start-method", false, nullptr},
       {"role", false, nullptr},
@@ -50,22 +52,16 @@ const std::vector<FlagSpec>& flag_table() {
       {"legacy-launch", true, nullptr},
       {"local-rank-style", false, nullptr},
       {"stop-timeout", false, nullptr},
-      {"metrics-port", false, nullptr, "KUBEDIST_METRICS_PORT"},
-      {"metrics-addr", false, nullptr, "KUBEDIST_METRICS_ADDR"},
-      {"termination-log", false, nullptr, "KUBEDIST_TERMINATION_LOG"},
+      {"metrics-port", false, nullptr, contract::kMetricsPort},
+      {"metrics-addr", false, nullptr, contract::kMetricsAddr},
+      {"termination-log", false, nullptr, contract::kTerminationLog},
       {"help", true, "-h"},
   };
   return table;
 }
 
-std::string pet_name(const std::string& flag) {
-  std::string out = "PET_";
-  for (char c : flag) out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool in_training_job(const Env& env) {
-  auto it = env.find("KUBEDIST_JOB");
+  auto it = env.find(contract::kJob);
   return it != env.end() && !it->second.empty();
 }
 
@@ -177,8 +173,8 @@ Result<std::map<std::string, RawValue>> collect(const std::vector<std::string>& 
     if (f.operator_env && (in_pod || !f.pod_only))
       if (auto it = env.find(f.operator_env); it != env.end() && !it->second.empty())
         raw[f.name] = {it->second, f.operator_env};
-    if (auto it = env.find(pet_name(f.name)); it != env.end() && !it->second.empty())
-      raw[f.name] = {it->second, pet_name(f.name)};
+    if (auto it = env.find(contract::pet_name(f.name)); it != env.end() && !it->second.empty())
+      raw[f.name] = {it->second, contract::pet_name(f.name)};
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -409,7 +405,7 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
                       std::to_string(c.max_nodes) + ")");
   // The rendezvous service runs on node rank 0 at MASTER_PORT+1 unless --rdzv-endpoint names another place.
   c.rdzv_host = c.master_addr;
-  c.rdzv_port = c.master_port == 0 ? 0 : c.master_port + 1;
+  c.rdzv_port = c.master_port == 0 ? 0 : c.master_port + contract::kRendezvousPortOffset;
   if (const RawValue* r = get("rdzv-endpoint"); r && !c.standalone) {
     auto colon = r->value.rfind(':');
     std::string host = colon == std::string::npos ? r->value : r->value.substr(0, colon);

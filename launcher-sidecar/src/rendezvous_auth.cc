@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "contract/signed_line.h"
 #include "sha256.h"
 
 namespace kubedist::launcher {
@@ -23,47 +24,37 @@ bool same(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-bool is_hex(std::string_view s) { return s.find_first_not_of("0123456789abcdef") == std::string_view::npos; }
-
 }  // namespace
 
 AuthSession::AuthSession(std::string secret, std::string challenge, Side side)
     : secret_(std::move(secret)), challenge_(std::move(challenge)), side_(side) {}
 
 std::string AuthSession::mac(const char* dir, std::uint64_t n, std::string_view line) const {
-  std::string text = "kubedist-rdzv-1 ";
-  text.append(dir).append(" ").append(challenge_).append(" ").append(std::to_string(n)).append(" ").append(line);
-  return to_hex(hmac_sha256(secret_, text));
+  return to_hex(hmac_sha256(secret_, contract::mac_input(dir, challenge_, n, line)));
 }
 
 std::string AuthSession::seal(std::string_view line) {
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
   const std::uint64_t n = ++sent_;
-  return "MAC " + std::to_string(n) + " " + mac(side_ == Side::Member ? "req" : "rep", n, line) + " " +
-         std::string(line) + "\n";
+  return contract::signed_line(n, mac(side_ == Side::Member ? contract::kToHost : contract::kFromHost, n, line), line);
 }
 
 Result<std::string> AuthSession::open(std::string_view line) {
-  // "MAC <n> <64 hex> <line>"
-  if (line.substr(0, 4) != "MAC ") return make_error("no MAC (is --rdzv-secret-file the same on every node?)");
-  line.remove_prefix(4);
-  const size_t sp = line.find(' ');
-  if (sp == std::string_view::npos || sp == 0 || sp > 20) return make_error("malformed MAC line");
-  const std::string_view count = line.substr(0, sp);
-  if (count.find_first_not_of("0123456789") != std::string_view::npos) return make_error("malformed MAC line");
-  line.remove_prefix(sp + 1);
-  if (line.size() < 65 || line[64] != ' ' || !is_hex(line.substr(0, 64))) return make_error("malformed MAC line");
-  const std::string_view given = line.substr(0, 64), plain = line.substr(65);
+  const contract::SignedLineParts parts = contract::split_signed_line(line);
+  using Fault = contract::SignedLineParts::Fault;
+  if (parts.fault == Fault::kUnsigned) return make_error("no MAC (is --rdzv-secret-file the same on every node?)");
+  if (parts.fault != Fault::kNone) return make_error("malformed MAC line");
   const std::uint64_t expected = received_ + 1;
-  if (count != std::to_string(expected))
-    return make_error("message " + std::string(count) + " where " + std::to_string(expected) + " was due (a replay?)");
-  if (!same(given, mac(side_ == Side::Host ? "req" : "rep", expected, plain)))
+  if (parts.count != std::to_string(expected))
+    return make_error("message " + std::string(parts.count) + " where " + std::to_string(expected) +
+                      " was due (a replay?)");
+  if (!same(parts.mac, mac(side_ == Side::Host ? contract::kToHost : contract::kFromHost, expected, parts.plain)))
     return make_error("wrong MAC (not signed with this job's rendezvous secret)");
   received_ = expected;
-  return std::string(plain);
+  return std::string(parts.plain);
 }
 
-std::string encode_hello(const std::string& challenge) { return "HELLO " + challenge + "\n"; }
+std::string encode_hello(const std::string& challenge) { return contract::hello_line(challenge); }
 
 std::string encode_refused(const std::string& why) {
   std::string line = "REFUSED " + why;
@@ -75,7 +66,7 @@ std::string encode_refused(const std::string& why) {
 bool is_refused(const std::string& line) { return line.rfind("REFUSED ", 0) == 0; }
 
 Result<std::string> parse_hello(const std::string& line) {
-  if (line.size() == 6 + 32 && line.compare(0, 6, "HELLO ") == 0 && is_hex(line.substr(6))) return line.substr(6);
+  if (auto challenge = contract::parse_hello_line(line)) return *challenge;
   return make_error("expected HELLO and a challenge, got '" + line.substr(0, 80) + "'");
 }
 

@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "contract/restart_cause.h"
+#include "contract/status_line.h"
 #include "worker_env.h"
 
 namespace kubedist::launcher {
@@ -73,21 +75,12 @@ struct RendezvousMessage {
 };
 
 // Causes of a restart, the keys of RendezvousReport::restarts_by_cause (the operator's restart reasons).
-inline constexpr const char* kCauseWorkerCrash = "worker_crash";
-inline constexpr const char* kCauseNodeLost = "node_lost";
-inline constexpr const char* kCauseScale = "scale";
+using contract::kCauseNodeLost;
+using contract::kCauseScale;
+using contract::kCauseWorkerCrash;
 
-// What STATUS answers: the state of the rendezvous at one moment.
-struct RendezvousReport {
-  int round = -1;     // the last round formed, -1 before the first
-  int restarts = 0;   // the sum of restarts_by_cause
-  std::map<std::string, int> restarts_by_cause;  // every kCause* key, also when 0
-  int nodes = 0;      // nodes in the last round formed
-  int world_size = 0; // worker processes in the last round formed
-  std::string phase;  // gathering | running | over
-  std::string run_id;  // whose rendezvous this is (the job), so that a poller cannot credit another job
-  bool operator==(const RendezvousReport&) const = default;
-};
+// What STATUS answers: the state of the rendezvous at one moment (its line: contract/status_line.h).
+using RendezvousReport = contract::StatusReport;
 
 struct Outgoing {
   MemberId to;

@@ -10,6 +10,7 @@
 #include <limits>
 #include <utility>
 
+#include "contract/status_line.h"
 #include "log_mux.h"
 #include "net.h"
 #include "rendezvous_wire.h"
@@ -266,7 +267,7 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
   if (r.kind == MemberRequest::Kind::Status) {
     // A reader (the operator), not a member: answer for this launcher's job and let it close the connection.
     if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
-    send_line(fd, encode_report(own_->coordinator.report()));
+    send_line(fd, contract::encode_status_line(own_->coordinator.report()));
     return;
   }
   if (r.kind == MemberRequest::Kind::Join && !c.run) {

@@ -41,7 +41,7 @@ std::string encode_done(int round) { return "DONE " + std::to_string(round) + "\
 
 std::string encode_leave() { return "LEAVE\n"; }
 
-std::string encode_status() { return "STATUS\n"; }
+std::string encode_status() { return std::string(contract::kStatusVerb) + "\n"; }
 
 std::string encode_message(const RendezvousMessage& m) {
   switch (m.kind) {
@@ -96,7 +96,7 @@ Result<MemberRequest> parse_request(const std::string& line) {
   } else if (verb == "DONE") {
     r.kind = MemberRequest::Kind::Done;
     if (in >> r.round) return r;
-  } else if (verb == "LEAVE" || verb == "STATUS") {
+  } else if (verb == "LEAVE" || verb == contract::kStatusVerb) {
     r.kind = verb == "LEAVE" ? MemberRequest::Kind::Leave : MemberRequest::Kind::Status;
     std::string extra;
     if (!(in >> extra)) return r;
@@ -133,49 +133,6 @@ Result<RendezvousMessage> parse_message(const std::string& line) {
     }
   }
   return make_error("bad rendezvous message: '" + line + "'");
-}
-
-std::string encode_report(const RendezvousReport& r) {
-  std::string line = "STATUS round=" + std::to_string(r.round) + " restarts=" + std::to_string(r.restarts);
-  for (const auto& [cause, n] : r.restarts_by_cause) line += " " + cause + "=" + std::to_string(n);
-  return line + " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) +
-         " phase=" + r.phase + " run=" + r.run_id + "\n";
-}
-
-Result<RendezvousReport> parse_report(const std::string& line) {
-  std::istringstream in(line);
-  std::string word;
-  if (!(in >> word) || word != "STATUS") return make_error("bad rendezvous status: '" + line + "'");
-  RendezvousReport r;
-  bool round = false, restarts = false, nodes = false, world = false;
-  while (in >> word) {
-    const size_t eq = word.find('=');
-    if (eq == std::string::npos || eq == 0) return make_error("bad rendezvous status field '" + word + "' in '" + line + "'");
-    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-    if (key == "phase" || key == "run") {
-      (key == "phase" ? r.phase : r.run_id) = value;
-      continue;
-    }
-    int n = 0;
-    size_t used = 0;
-    try {
-      n = std::stoi(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || (n < 0 && key != "round")) {
-      return make_error("bad rendezvous status field '" + word + "' in '" + line + "'");
-    }
-    if (key == "round") round = true, r.round = n;
-    else if (key == "restarts") restarts = true, r.restarts = n;
-    else if (key == "nodes") nodes = true, r.nodes = n;
-    else if (key == "world_size") world = true, r.world_size = n;
-    else r.restarts_by_cause[key] = n;
-  }
-  if (!round || !restarts || !nodes || !world) {
-    return make_error("rendezvous status without round, restarts, nodes or world_size: '" + line + "'");
-  }
-  return r;
 }
 
 }  // namespace kubedist::launcher

@@ -17,7 +17,8 @@ struct MemberRequest {
 };
 
 // The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0]\n" (the optional joiner's settings:
-// min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n", "DONE 2\n", "LEAVE\n", "STATUS\n".
+// min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n",
+// "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
 // parse_request() reads any of them back into a MemberRequest.
 std::string encode_join(const JoinRequest& join);
 std::string encode_failed(int round, int exit_code, const std::string& summary);
@@ -28,9 +29,5 @@ std::string encode_status();
 std::string encode_message(const RendezvousMessage& message);
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);
-// The answer to STATUS, key=value fields so that readers can skip what they do not know:
-// "STATUS round=3 restarts=2 worker_crash=1 node_lost=1 scale=0 nodes=2 world_size=8 phase=running\n"
-std::string encode_report(const RendezvousReport& report);
-Result<RendezvousReport> parse_report(const std::string& line);
 
 }  // namespace kubedist::launcher

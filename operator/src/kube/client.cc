@@ -50,6 +50,8 @@ Error error_from_response(int code, const json& body) {
   return {kind, message, code};
 }
 
+std::string query_escape(const std::string& value) { return web::uri::encode_data_string(value); }
+
 std::string request_verb(const std::string& method, const std::string& path) {
   if (method == "POST") return "create";
   if (method == "PUT") return "update";

@@ -28,6 +28,9 @@ struct RetryPolicy {
 // API path, for the kubedist_api_requests_total metric.
 std::string request_verb(const std::string& method, const std::string& path);
 
+// A query parameter's value, percent-encoded (everything but letters, digits and -._~), as a URL needs it.
+std::string query_escape(const std::string& value);
+
 // Told of every request's verb and HTTP status once it has an answer (status 0: no answer, e.g. unreachable).
 using RequestObserver = std::function<void(const std::string& verb, int http_status)>;
 

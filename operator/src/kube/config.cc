@@ -1,17 +1,21 @@
 #include "kube/config.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
 namespace kubedist::kube {
 namespace {
 
+// A path of the kubeconfig relative to its directory; an absolute one stays as it is.
 std::string resolve(const std::string& base_dir, const std::string& path) {
-  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
-  return base_dir + "/" + path;
+  if (path.empty() || base_dir.empty()) return path;
+  return (std::filesystem::path(base_dir) / path).string();
 }
 
 YAML::Node find_named(const YAML::Node& list, const std::string& name) {
@@ -47,31 +51,25 @@ Result<std::string> data_or_file(const YAML::Node& node, const char* data_key, c
 }  // namespace
 
 std::string base64_decode(const std::string& in, bool* ok) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned buf = 0;
-  int bits = 0;
-  size_t padding = 0;
-  *ok = true;
-  for (char c : in) {
-    if (c == '\n' || c == '\r' || c == ' ') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    auto pos = chars.find(c);
-    if (pos == std::string::npos || padding > 0) {
-      *ok = false;
-      return "";
-    }
-    buf = (buf << 6) | static_cast<unsigned>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buf >> bits) & 0xff));
-    }
+  std::string text;  // without the line breaks and spaces that wrap long base64 text
+  for (char c : in)
+    if (c != '\n' && c != '\r' && c != ' ') text += c;
+  // OpenSSL decodes '=' anywhere as zero bits and wants whole groups of four: padding is checked here (only at the
+  // end, at most two) and restored, so that unpadded text decodes too; one character alone carries no whole byte.
+  const size_t body = std::min(text.find('='), text.size());
+  *ok = text.size() - body <= 2 && text.find_first_not_of('=', body) == std::string::npos && body % 4 != 1;
+  if (!*ok) return "";
+  text.resize(body);
+  const size_t padding = (4 - body % 4) % 4;
+  text.append(padding, '=');
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) {  // a character outside the alphabet
+    *ok = false;
+    return "";
   }
-  if (padding > 2 || bits >= 6) *ok = false;
+  out.resize(static_cast<size_t>(n) - padding);
   return out;
 }
 
@@ -142,8 +140,8 @@ Result<Config> parse_kubeconfig(const std::string& yaml, const std::string& base
 Result<Config> load_kubeconfig(const std::string& path, const std::string& context) {
   auto text = read_file(path);
   if (!text) return Error::invalid("kubeconfig: " + text.error().message);
-  const auto slash = path.rfind('/');
-  return parse_kubeconfig(*text, slash == std::string::npos ? "." : path.substr(0, slash), context);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return parse_kubeconfig(*text, dir.empty() ? "." : dir.string(), context);
 }
 
 Result<Config> in_cluster_config(const std::map<std::string, std::string>& env, const std::string& sa_dir) {

@@ -1,32 +1,12 @@
 #include "kube/watch_stream.h"
 
-#include <cctype>
-#include <cstdio>
-
 #include "common/log.h"
+#include "kube/client.h"
 
 namespace kubedist::kube {
-namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += c;
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
-      out += buf;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string WatchStream::with_query(bool watch) const {
   std::string p = options_.list_path + "?";
-  if (!options_.label_selector.empty()) p += "labelSelector=" + escape(options_.label_selector) + "&";
+  if (!options_.label_selector.empty()) p += "labelSelector=" + query_escape(options_.label_selector) + "&";
   if (watch) {
     p += "watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(options_.watch_timeout_s) +
          "&resourceVersion=" + resource_version_;
@@ -41,7 +21,7 @@ bool WatchStream::relist(std::stop_token stop, const Sink& sink) {
   std::string rv;
   do {
     std::string path = with_query(false);
-    if (!cont.empty()) path += "&continue=" + escape(cont);
+    if (!cont.empty()) path += "&continue=" + query_escape(cont);
     auto r = client_.get(path);
     if (!r) {
       log_warn("informer", "list " + options_.list_path + " failed: " + r.error().message);

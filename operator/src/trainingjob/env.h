@@ -1,10 +1,15 @@
-// The environment contract between the operator and the launcher: every variable a node's pod receives.
+// A node pod's environment, decided here alone: every variable the operator sets on the trainer (the launcher's
+// side of the names: contract/pod_env.h), and how they meet the user's own entries.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "trainingjob/names.h"
+#include "trainingjob/render.h"
 #include "trainingjob/types.h"
 
 namespace kubedist::trainingjob {
@@ -13,10 +18,12 @@ namespace kubedist::trainingjob {
 // (PET_MAX_RESTARTS too), in a fixed order. These override user env entries of the same name.
 std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job, int rank);
 
+// The trainer container's env list: the user's entries that none of ours replaces, then node_env(), the launcher's
+// metrics address and port (with a metrics port), KUBEDIST_TERMINATION_LOG (the container's
+// terminationMessagePath) and, with options.rdzv_secret, KUBEDIST_RDZV_SECRET_FILE.
+nlohmann::json trainer_env(const nlohmann::json& trainer, const TrainingJob& job, int rank, const PodOptions& options);
+
 // "N", or "MIN:MAX" when the job is elastic.
 std::string nnodes_value(const Spec& spec);
-
-// J-node-0.J.NS.svc: resolvable through the headless Service once node 0 has an IP.
-std::string master_addr(const TrainingJob& job);
 
 }  // namespace kubedist::trainingjob

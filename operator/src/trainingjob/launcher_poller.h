@@ -3,7 +3,9 @@
 // Why polling: the launcher knows about in-place group restarts (worker crash, lost node, scale) that no pod
 // change shows. The rendezvous service on node 0 already listens on MASTER_PORT+1 for the other nodes; one more
 // request there ("STATUS\n", one line back) needs no API access for the launcher and no new port. The rendezvous is
-// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too. The operator folds the counts into status.restartsByReason in decide() (see plan.h).
+// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too (the socket
+// client: rendezvous/status_client.h). The operator folds the counts into status.restartsByReason in decide()
+// (see plan.h).
 #pragma once
 
 #include <atomic>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "contract/status_line.h"
 #include "trainingjob/types.h"
 
 namespace kubedist::trainingjob {
@@ -32,8 +35,10 @@ struct LauncherTarget {
   std::string secret;         // that secret, when needed (filled from the Secret cache)
 };
 
-// One STATUS request to ip:port with a deadline for connecting, writing and reading the answer; with a secret, signed
-// after node 0's HELLO and the answer's MAC checked (trainingjob/rdzv_auth.h).
+// The job's view of a STATUS answer from node 0's pod pod_uid.
+LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid);
+
+// rendezvous::query_status (rendezvous/status_client.h), as a LauncherReport without its pod_uid.
 Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
                                       const std::string& secret = "");
 

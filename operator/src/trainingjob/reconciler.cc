@@ -1,9 +1,9 @@
 #include "trainingjob/reconciler.h"
 
 #include "common/log.h"
+#include "rendezvous/rdzv_auth.h"
 #include "trainingjob/kueue.h"
 #include "trainingjob/parse.h"
-#include "trainingjob/rdzv_auth.h"
 #include "trainingjob/render.h"
 
 namespace kubedist::trainingjob {
@@ -155,7 +155,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     // Created once: while it exists it is never replaced, so running launchers and the poller keep agreeing on it.
     // It goes with the job (owner reference).
     const std::string what = "secret " + rdzv_secret_name(job->name);
-    auto secret = new_rdzv_secret();
+    auto secret = rendezvous::new_rdzv_secret();
     if (!secret) return ReconcileResult::failed("create " + what, secret.error());
     if (auto e = create_if_absent(ns_path + "/secrets", render_rdzv_secret(*job, *secret), what)) return *e;
   }

@@ -1,5 +1,6 @@
 #include "trainingjob/render.h"
 
+#include "contract/pod_env.h"
 #include "trainingjob/env.h"
 
 namespace kubedist::trainingjob {
@@ -19,39 +20,6 @@ void add_bin_mount(json& container) {
   container["volumeMounts"].push_back({{"name", kBinVolume}, {"mountPath", kBinDir}});
 }
 
-// Our variables win over user entries of the same name: the launcher's contract depends on them.
-void set_env(json& container, const TrainingJob& job, int rank, const PodOptions& options) {
-  json ours = json::array();
-  for (const auto& [k, v] : node_env(job, rank)) ours.push_back({{"name", k}, {"value", v}});
-  if (options.launcher_metrics_port > 0) {
-    ours.push_back({{"name", "KUBEDIST_METRICS_PORT"}, {"value", std::to_string(options.launcher_metrics_port)}});
-    // The pod's own address: in a pod it is where Prometheus scrapes, and it is the pod's alone.
-    ours.push_back({{"name", "KUBEDIST_METRICS_ADDR"},
-                    {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "status.podIP"}}}}}});
-  }
-  // The launcher of a failed job leaves one line (rank, host, exit, error) in the termination message file, which
-  // the kubelet copies to the pod's terminated.message and the operator to status.lastFailure.
-  const auto path = container.find("terminationMessagePath");
-  ours.push_back({{"name", "KUBEDIST_TERMINATION_LOG"},
-                  {"value", path != container.end() && path->is_string() && !path->get<std::string>().empty()
-                                ? path->get<std::string>()
-                                : std::string("/dev/termination-log")}});
-  if (options.rdzv_secret) {
-    ours.push_back({{"name", "KUBEDIST_RDZV_SECRET_FILE"}, {"value", std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey}});
-  }
-  json env = json::array();
-  if (container.contains("env") && container["env"].is_array()) {
-    for (const auto& e : container["env"]) {
-      const std::string name = e.is_object() ? e.value("name", "") : "";
-      bool overridden = false;
-      for (const auto& o : ours) overridden = overridden || o["name"] == name;
-      if (!overridden) env.push_back(e);
-    }
-  }
-  for (auto& o : ours) env.push_back(std::move(o));
-  container["env"] = env;
-}
-
 void declare_port(json& container, const char* name, int port) {
   if (!container.contains("ports") || !container["ports"].is_array()) container["ports"] = json::array();
   for (const auto& p : container["ports"]) {
@@ -61,10 +29,6 @@ void declare_port(json& container, const char* name, int port) {
 }
 
 }  // namespace
-
-std::string pod_name(const std::string& job, int rank) { return job + "-node-" + std::to_string(rank); }
-
-std::string rdzv_secret_name(const std::string& job) { return job + "-rdzv"; }
 
 json render_rdzv_secret(const TrainingJob& job, const std::string& secret) {
   return {{"apiVersion", "v1"},
@@ -98,7 +62,9 @@ json render_service(const TrainingJob& job) {
             // A headless Service needs no ports, but naming the store and rendezvous ports documents them.
             {"ports",
              json::array({{{"name", "master"}, {"port", job.spec.master_port}, {"protocol", "TCP"}},
-                          {{"name", "rendezvous"}, {"port", job.spec.master_port + 1}, {"protocol", "TCP"}}})}}}};
+                          {{"name", "rendezvous"},
+                           {"port", job.spec.master_port + contract::kRendezvousPortOffset},
+                           {"protocol", "TCP"}}})}}}};
 }
 
 std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default) {
@@ -189,9 +155,9 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
         {{"name", kRdzvSecretVolume}, {"secret", {{"secretName", rdzv_secret_name(job.name)}, {"defaultMode", 0444}}}});
     trainer["volumeMounts"].push_back({{"name", kRdzvSecretVolume}, {"mountPath", kRdzvSecretDir}, {"readOnly", true}});
   }
-  set_env(trainer, job, rank, options);
+  trainer["env"] = trainer_env(trainer, job, rank, options);  // env.h decides it
   declare_port(trainer, "master", job.spec.master_port);
-  declare_port(trainer, "rendezvous", job.spec.master_port + 1);
+  declare_port(trainer, "rendezvous", job.spec.master_port + contract::kRendezvousPortOffset);
   if (options.launcher_metrics_port > 0) declare_port(trainer, "kd-metrics", options.launcher_metrics_port);
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainingjob/names.h"
 #include "trainingjob/types.h"
 
 namespace kubedist::trainingjob {
@@ -38,9 +39,6 @@ std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default);
 // of min_count. PodGroup J: its runtime instance, which every pod names in spec.schedulingGroup.
 nlohmann::json render_workload(const TrainingJob& job, int min_count);
 nlohmann::json render_pod_group(const TrainingJob& job, int min_count);
-
-std::string pod_name(const std::string& job, int rank);
-std::string rdzv_secret_name(const std::string& job);  // J-rdzv
 
 // Secret J-rdzv: the secret that signs the job's rendezvous lines (launcher-sidecar/src/rendezvous_auth.h), so
 // that only the job's pods and the operator can join, leave or read it. secret: its text (random hex).

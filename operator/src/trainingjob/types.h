@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contract/restart_cause.h"
 #include "trainingjob/job_state.h"
 
 namespace kubedist::trainingjob {
@@ -25,11 +26,12 @@ inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";
 // What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
 inline constexpr size_t kMaxTerminationMessage = 1024;
 
-// Why a restart happened: the keys of status.restartsByReason and the reason label of kubedist_restarts_total.
-inline constexpr const char* kRestartWorkerCrash = "worker_crash";  // launchers restarted the group in place
-inline constexpr const char* kRestartPodFailure = "pod_failure";    // a pod failed retryably and was recreated
-inline constexpr const char* kRestartNodeLost = "node_lost";        // a pod vanished (node gone, evicted, deleted)
-inline constexpr const char* kRestartScale = "scale";               // the group re-formed for a new size
+// Why a restart happened: the keys of status.restartsByReason and the reason label of kubedist_restarts_total. The
+// launchers' causes have the names of their STATUS line (contract/restart_cause.h); pod_failure is the operator's.
+inline constexpr const char* kRestartWorkerCrash = contract::kCauseWorkerCrash;  // launchers restarted in place
+inline constexpr const char* kRestartPodFailure = "pod_failure";  // a pod failed retryably and was recreated
+inline constexpr const char* kRestartNodeLost = contract::kCauseNodeLost;  // a pod vanished (node gone, evicted...)
+inline constexpr const char* kRestartScale = contract::kCauseScale;        // the group re-formed for a new size
 
 enum class RestartPolicy { kOnFailure, kNever, kExitCode };
 enum class CleanPodPolicy { kRunning, kAll, kNone };

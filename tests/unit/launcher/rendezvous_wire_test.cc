@@ -108,37 +108,7 @@ TEST(RendezvousWire, LeaveAndStatusRequestsTakeNoArguments) {
   EXPECT_FALSE(parse_request("LEAVE 3").ok());
 }
 
-TEST(RendezvousWire, StatusReportRoundTripsWithEveryCause) {
-  RendezvousReport r{3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8, "running", "resnet"};
-  const std::string line = encode_report(r);
-  EXPECT_EQ(line,
-            "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet\n");
-  auto back = parse_report(line.substr(0, line.size() - 1));
-  ASSERT_TRUE(back.ok()) << back.error();
-  EXPECT_EQ(*back, r);
-  auto before_first = parse_report("STATUS round=-1 restarts=0 nodes=0 world_size=0 phase=gathering");
-  ASSERT_TRUE(before_first.ok());
-  EXPECT_EQ(before_first->round, -1);
-}
-
-TEST(RendezvousWire, BadStatusReportsSayWhatIsWrong) {
-  struct Case {
-    std::string line, error;
-  } cases[] = {
-      {"", "bad rendezvous status: ''"},
-      {"ROUND 1 2 3 4 5 6", "bad rendezvous status: 'ROUND 1 2 3 4 5 6'"},
-      {"STATUS round=1 restarts=x nodes=1 world_size=1", "bad rendezvous status field 'restarts=x'"},
-      {"STATUS round=1 restarts=1 nodes=1 world_size=1 scale=-2", "bad rendezvous status field 'scale=-2'"},
-      {"STATUS round=1 restarts 1", "bad rendezvous status field 'restarts'"},
-      {"STATUS round=1 restarts=0 world_size=4", "rendezvous status without round, restarts, nodes or world_size"},
-      {"STATUS round=1 restarts=0 nodes=1 world_size=4x", "bad rendezvous status field 'world_size=4x'"},
-  };
-  for (const auto& c : cases) {
-    auto r = parse_report(c.line);
-    ASSERT_FALSE(r.ok()) << c.line;
-    EXPECT_EQ(r.error().rfind(c.error, 0), 0u) << c.line << " -> " << r.error();
-  }
-}
+// The STATUS answer has one encoder and one parser for both halves: tests/unit/contract/status_line_test.cc.
 
 }  // namespace
 }  // namespace kubedist::launcher

@@ -182,6 +182,38 @@ TEST(Base64, DecodesPaddedAndWrappedInputAndRejectsGarbage) {
   EXPECT_FALSE(ok);
 }
 
+TEST(Base64, DecodesUnpaddedInputAndRefusesPartialGroupsAndExcessPadding) {
+  const struct {
+    std::string in;
+    bool ok;
+    std::string out;
+  } cases[] = {
+      {"", true, ""},
+      {"QQ", true, "A"},
+      {"QUI", true, "AB"},
+      {"QUJD", true, "ABC"},
+      {"aGVsbG8", true, "hello"},
+      {"QQ=", true, "A"},
+      {" QUJD\r\n", true, "ABC"},
+      {"a", false, ""},          // six bits: no whole byte
+      {"QUJDa", false, ""},
+      {"QQ===", false, ""},      // more padding than a group has
+      {"Q=Q=", false, ""},       // padding inside
+      {"QU\tJD", false, ""},    // not in the alphabet
+  };
+  for (const auto& c : cases) {
+    bool ok = !c.ok;
+    EXPECT_EQ(base64_decode(c.in, &ok), c.out) << c.in;
+    EXPECT_EQ(ok, c.ok) << c.in;
+  }
+}
+
+TEST(QueryEscape, PercentEncodesAllButUnreservedCharacters) {
+  EXPECT_EQ(query_escape("kubedist.io/job-name"), "kubedist.io%2Fjob-name");
+  EXPECT_EQ(query_escape("a in (x, y_z~)"), "a%20in%20%28x%2C%20y_z~%29");
+  EXPECT_EQ(query_escape("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ=="), "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ%3D%3D");
+}
+
 TEST(Client, RefusesUnusableCredentialsUpFront) {
   Config cfg;
   cfg.server = "https://127.0.0.1:1";

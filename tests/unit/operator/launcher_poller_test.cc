@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
-#include "trainingjob/rdzv_auth.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -61,46 +60,20 @@ TEST(LauncherTarget, NothingToAskWhenThereIsNoListenerOrNoRunningNodeZero) {
   EXPECT_FALSE(launcher_target(job(2, 4), {leaving}).has_value());
 }
 
+TEST(LauncherReport, KeepsEveryFieldOfTheStatusLineAndNamesThePod) {
+  const auto status = contract::parse_status_line(
+      "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet");
+  ASSERT_TRUE(status.report) << status.error;
+  EXPECT_EQ(launcher_report(*status.report, "pod-0"),
+            (LauncherReport{"pod-0", 3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8, "running",
+                            "resnet"}));
+}
+
 TEST(QueryLauncher, ABadAddressIsRefusedWithoutConnecting) {
   auto r = query_launcher("not-an-ip", 1234, std::chrono::milliseconds(100));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "rendezvous STATUS from not-an-ip:1234: not an IPv4 address and port");
   EXPECT_FALSE(query_launcher("10.0.0.1", 70000, std::chrono::milliseconds(100)).ok());
-}
-
-// The same vectors as tests/unit/launcher/rendezvous_auth_test.cc (computed with Python's hmac): both sides of
-// the wire agree on what is signed.
-const std::string kSecret = "0123456789abcdef-job-secret";
-const std::string kChallenge = "000102030405060708090a0b0c0d0e0f";
-
-TEST(RdzvAuth, SealsAStatusRequestAsTheLauncherExpects) {
-  EXPECT_EQ(seal_rdzv_request(kSecret, kChallenge, 1, "STATUS"),
-            "MAC 1 b0ebe69c51729898792330a9d1c4a41a1b808042804378e3eb127ba1819271f2 STATUS\n");
-}
-
-TEST(RdzvAuth, OpensOnlyNodeZerosSignedReply) {
-  const std::string reply = "MAC 1 42abd9d3f526ccb2f3c1278a6ced87f2e3563868b1d5a9a43499dd27ceee5bcc STATUS round=0";
-  auto opened = open_rdzv_reply(kSecret, kChallenge, 1, reply);
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  EXPECT_EQ(*opened, "STATUS round=0");
-  EXPECT_FALSE(open_rdzv_reply("another secret of 16+ bytes", kChallenge, 1, reply).ok());
-  EXPECT_FALSE(open_rdzv_reply(kSecret, kChallenge, 2, reply).ok());                   // not the reply due
-  EXPECT_FALSE(open_rdzv_reply(kSecret, kChallenge, 1, reply.substr(0, reply.size() - 1) + "1").ok());  // changed
-  EXPECT_FALSE(open_rdzv_reply(kSecret, kChallenge, 1, "STATUS round=0").ok());        // unsigned
-  // A request of ours reflected back is not a reply.
-  std::string reflected = seal_rdzv_request(kSecret, kChallenge, 1, "STATUS round=0");
-  reflected.pop_back();
-  EXPECT_FALSE(open_rdzv_reply(kSecret, kChallenge, 1, reflected).ok());
-}
-
-TEST(RdzvAuth, ParsesHelloAndMakesFreshSecrets) {
-  EXPECT_EQ(*parse_rdzv_hello("HELLO " + kChallenge), kChallenge);
-  EXPECT_FALSE(parse_rdzv_hello("HELLO xyz").ok());
-  EXPECT_FALSE(parse_rdzv_hello("STATUS round=0").ok());
-  auto a = new_rdzv_secret(), b = new_rdzv_secret();
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->size(), 64u);
-  EXPECT_NE(*a, *b);
 }
 
 }  // namespace

@@ -265,36 +265,6 @@ TEST(ParsePodFacts, ToleratesMissingAndMalformedFields) {
 namespace kubedist::trainingjob {
 namespace {
 
-TEST(ParseLauncherReport, ReadsEveryFieldAndSkipsNone) {
-  auto r = parse_launcher_report(
-      "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet");
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->round, 3);
-  EXPECT_EQ(r->restarts, 4);
-  EXPECT_EQ(r->restarts_by_reason, (std::map<std::string, int>{{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}));
-  EXPECT_EQ(r->nodes, 2);
-  EXPECT_EQ(r->world_size, 8);
-  EXPECT_EQ(r->phase, "running");
-  EXPECT_EQ(r->run_id, "resnet");
-  EXPECT_TRUE(parse_launcher_report("STATUS round=-1 restarts=0 nodes=0 world_size=0 phase=gathering").ok());
-}
-
-TEST(ParseLauncherReport, BadAnswersSayWhatIsWrong) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"", "the rendezvous service answered '', not a STATUS report"},
-      {"FAIL 1 no", "the rendezvous service answered 'FAIL 1 no', not a STATUS report"},
-      {"STATUS round=1 restarts=x nodes=1 world_size=1", "bad field 'restarts=x' in the rendezvous STATUS report"},
-      {"STATUS round=1 restarts=0 nodes=1 world_size=1 scale=-1", "bad field 'scale=-1'"},
-      {"STATUS round=1 restarts=0 nodes=1 world_size=99999999999", "bad field 'world_size=99999999999'"},
-      {"STATUS round=1 nodes=1 world_size=1", "lacks round, restarts, nodes or world_size"},
-  };
-  for (const auto& [line, want] : cases) {
-    auto r = parse_launcher_report(line);
-    ASSERT_FALSE(r.ok()) << line;
-    EXPECT_NE(r.error().message.find(want), std::string::npos) << line << " -> " << r.error().message;
-  }
-}
-
 TEST(ParseSpec, GangIsUnsetUnlessTheJobSaysSo) {
   auto spec = testing::example_job_json()["spec"];
   EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::nullopt);

@@ -1,11 +1,13 @@
-#include "trainingjob/rdzv_auth.h"
+#include "rendezvous/rdzv_auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-namespace kubedist::trainingjob {
+#include "contract/signed_line.h"
+
+namespace kubedist::rendezvous {
 namespace {
 
 std::string hex(const unsigned char* bytes, size_t n) {
@@ -19,8 +21,8 @@ std::string hex(const unsigned char* bytes, size_t n) {
 }
 
 std::string mac(const std::string& secret, const char* dir, const std::string& challenge, std::uint64_t n,
-                const std::string& line) {
-  const std::string text = std::string("kubedist-rdzv-1 ") + dir + " " + challenge + " " + std::to_string(n) + " " + line;
+                std::string_view line) {
+  const std::string text = contract::mac_input(dir, challenge, n, line);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(text.data()),
@@ -33,28 +35,26 @@ Error fail(const std::string& what) { return Error{Error::Kind::kOther, what, 0}
 }  // namespace
 
 Result<std::string> parse_rdzv_hello(const std::string& line) {
-  if (line.size() == 38 && line.compare(0, 6, "HELLO ") == 0 &&
-      line.find_first_not_of("0123456789abcdef", 6) == std::string::npos) {
-    return line.substr(6);
-  }
+  if (auto challenge = contract::parse_hello_line(line)) return *challenge;
   return fail("expected HELLO and a challenge, got '" + line.substr(0, 80) + "'");
 }
 
 std::string seal_rdzv_request(const std::string& secret, const std::string& challenge, std::uint64_t n,
                               const std::string& line) {
-  return "MAC " + std::to_string(n) + " " + mac(secret, "req", challenge, n, line) + " " + line + "\n";
+  return contract::signed_line(n, mac(secret, contract::kToHost, challenge, n, line), line);
 }
 
 Result<std::string> open_rdzv_reply(const std::string& secret, const std::string& challenge, std::uint64_t n,
                                     const std::string& line) {
-  const std::string head = "MAC " + std::to_string(n) + " ";
-  if (line.compare(0, head.size(), head) != 0 || line.size() < head.size() + 65 || line[head.size() + 64] != ' ') {
+  const contract::SignedLineParts parts = contract::split_signed_line(line);
+  if (parts.fault != contract::SignedLineParts::Fault::kNone || parts.count != std::to_string(n)) {
     return fail("an unsigned or malformed answer: '" + line.substr(0, 80) + "'");
   }
-  const std::string given = line.substr(head.size(), 64), plain = line.substr(head.size() + 65);
-  const std::string expected = mac(secret, "rep", challenge, n, plain);
-  if (CRYPTO_memcmp(given.data(), expected.data(), 64) != 0) return fail("an answer with a wrong MAC");
-  return plain;
+  const std::string expected = mac(secret, contract::kFromHost, challenge, n, parts.plain);
+  if (CRYPTO_memcmp(parts.mac.data(), expected.data(), contract::kMacHexDigits) != 0) {
+    return fail("an answer with a wrong MAC");
+  }
+  return std::string(parts.plain);
 }
 
 Result<std::string> new_rdzv_secret() {
@@ -63,4 +63,4 @@ Result<std::string> new_rdzv_secret() {
   return hex(bytes, sizeof bytes);
 }
 
-}  // namespace kubedist::trainingjob
+}  // namespace kubedist::rendezvous

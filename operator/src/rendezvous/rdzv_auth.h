@@ -1,6 +1,7 @@
 // The operator's side of the launcher's rendezvous authentication (launcher-sidecar/src/rendezvous_auth.h): node 0
 // greets with "HELLO <challenge>", and every line after it is "MAC <n> <hex HMAC-SHA256> <line>" over
-// "kubedist-rdzv-1 <req|rep> <challenge> <n> <line>" with the job's secret (Secret J-rdzv).
+// "kubedist-rdzv-1 <req|rep> <challenge> <n> <line>" with the job's secret (Secret J-rdzv). The framing is the
+// contract's (contract/signed_line.h); the HMAC here is OpenSSL's.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include "common/result.h"
 
-namespace kubedist::trainingjob {
+namespace kubedist::rendezvous {
 
 // The challenge of a "HELLO <32 hex digits>" line.
 Result<std::string> parse_rdzv_hello(const std::string& line);
@@ -21,4 +22,4 @@ Result<std::string> open_rdzv_reply(const std::string& secret, const std::string
 // 32 random bytes from OpenSSL, in hex: the text of a new job's Secret.
 Result<std::string> new_rdzv_secret();
 
-}  // namespace kubedist::trainingjob
+}  // namespace kubedist::rendezvous

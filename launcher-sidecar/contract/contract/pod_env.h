@@ -1,0 +1,44 @@
+// The names of the variables the operator sets on a TrainingJob's trainer and the launcher reads.
+#pragma once
+
+#include <cctype>
+#include <string>
+#include <string_view>
+
+namespace kubedist::contract {
+
+// torchrun's plain spellings. The launcher reads them only in a TrainingJob's pod (kJob set).
+inline constexpr const char* kMasterAddr = "MASTER_ADDR";
+inline constexpr const char* kMasterPort = "MASTER_PORT";
+inline constexpr const char* kNodeRank = "NODE_RANK";
+inline constexpr const char* kNnodes = "NNODES";
+inline constexpr const char* kNprocPerNode = "NPROC_PER_NODE";
+
+// Ours, always read by the launcher.
+inline constexpr const char* kJob = "KUBEDIST_JOB";                         // the job's name: --rdzv-id
+inline constexpr const char* kRestartPolicy = "KUBEDIST_RESTART_POLICY";    // --restart-policy
+inline constexpr const char* kMetricsPort = "KUBEDIST_METRICS_PORT";        // --metrics-port
+inline constexpr const char* kMetricsAddr = "KUBEDIST_METRICS_ADDR";        // --metrics-addr
+inline constexpr const char* kTerminationLog = "KUBEDIST_TERMINATION_LOG";  // --termination-log
+inline constexpr const char* kRdzvSecretFile = "KUBEDIST_RDZV_SECRET_FILE"; // --rdzv-secret-file
+
+// torchrun's PET_<FLAG> twin of a flag ("master-addr" -> "PET_MASTER_ADDR"), which the launcher reads as torchrun
+// does and the operator sets too, so that a user's own torchrun-style tooling sees the same values.
+inline std::string pet_name(std::string_view flag) {
+  std::string out = "PET_";
+  for (char c : flag) out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The launcher flags the operator sets through their PET_ twins.
+inline constexpr const char* kFlagMasterAddr = "master-addr";
+inline constexpr const char* kFlagMasterPort = "master-port";
+inline constexpr const char* kFlagNodeRank = "node-rank";
+inline constexpr const char* kFlagNnodes = "nnodes";
+inline constexpr const char* kFlagNprocPerNode = "nproc-per-node";
+inline constexpr const char* kFlagMaxRestarts = "max-restarts";
+
+// Node rank 0's rendezvous service listens on MASTER_PORT + this (also where the operator asks for STATUS).
+inline constexpr int kRendezvousPortOffset = 1;
+
+}  // namespace kubedist::contract
