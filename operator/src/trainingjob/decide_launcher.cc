@@ -19,7 +19,7 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
   if (!s.obs.launcher || node0 == nullptr || s.obs.launcher->pod_uid != node0->uid) return;
   const LauncherReport& report = *s.obs.launcher;
   LauncherSeen& seen = s.plan.status.launcher;
-  if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}, 0};  // a new rendezvous: nothing to absorb
+  if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}, 0, 0, ""};  // a new rendezvous: nothing to absorb
   for (const auto& [reason, n] : report.restarts_by_reason) {
     if (!is_launcher_reason(reason)) continue;
     const int before = seen.restarts_by_reason.count(reason) ? seen.restarts_by_reason[reason] : 0;
@@ -33,6 +33,12 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
       if (delta == 0) continue;
     }
     s.count_restart(reason, delta);
+    if (reason == kRestartNodeLost) {
+      // Not absorbed: a loss the operator has not seen yet (its pod's deletion may still be on its way), or one it
+      // never sees (a launcher that lost its peer without a pod lost).
+      seen.prepaid += delta;
+      seen.prepaid_at = format_rfc3339(s.now);
+    }
     const char* what = reason == std::string(kRestartWorkerCrash) ? "WorkerRestarted" : "GroupRestarted";
     s.emit(reason == std::string(kRestartScale) ? "Normal" : "Warning", what,
            "the launchers restarted the worker group in place " + std::to_string(delta) + " time(s) (reason " +

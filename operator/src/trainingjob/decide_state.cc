@@ -47,6 +47,20 @@ void DecideState::count_pod_restart(const std::string& reason) {
   ++plan.status.launcher.absorb;
 }
 
+void DecideState::count_pod_loss() {
+  LauncherSeen& seen = plan.status.launcher;
+  if (seen.prepaid > 0) {
+    const auto at = parse_rfc3339(seen.prepaid_at);
+    if (at && now - *at <= kPrepaidWindowS) {
+      --seen.prepaid;  // the launchers' report of this loss came first and is already a node_lost restart
+      last_reason = kRestartNodeLost;
+      return;
+    }
+    seen.prepaid = 0;  // too old to be this loss
+  }
+  count_pod_restart(kRestartNodeLost);
+}
+
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;

@@ -45,7 +45,13 @@ class DecideState {
   // A pod failure or loss the operator counts: the launchers on the other nodes re-form the group for it and will
   // report that as a restart of their own, which must not count a second time (see decide_launcher.h).
   void count_pod_restart(const std::string& reason);
+  // A pod lost with its node: counted as node_lost (count_pod_restart), unless node 0's launcher already reported
+  // the group re-forming for it (status.launcher.prepaid, within kPrepaidWindowS), which was counted then.
+  void count_pod_loss();
 };
+
+// How long a launcher-reported node_lost restart may wait for the operator to see the pod loss behind it.
+inline constexpr int64_t kPrepaidWindowS = 30;
 
 // "a, b, c".
 std::string join_names(const std::vector<std::string>& names);

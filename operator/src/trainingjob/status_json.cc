@@ -42,11 +42,17 @@ std::optional<Condition> condition_from_json(const json& j) {
 
 void to_json(json& j, const LauncherSeen& l) {
   j = {{"podUID", l.pod_uid}, {"restartsByReason", l.restarts_by_reason}, {"absorb", l.absorb}};
+  if (l.prepaid > 0) {
+    j["prepaid"] = l.prepaid;
+    j["prepaidAt"] = l.prepaid_at;
+  }
 }
 
 void from_json(const json& j, LauncherSeen& l) {
   l.pod_uid = string_at(j, "podUID");
   if (auto a = j.find("absorb"); a != j.end() && a->is_number_integer()) l.absorb = std::max(0, a->get<int>());
+  if (auto p = j.find("prepaid"); p != j.end() && p->is_number_integer()) l.prepaid = std::max(0, p->get<int>());
+  l.prepaid_at = string_at(j, "prepaidAt");
   l.restarts_by_reason = counts_at(j, "restartsByReason");
 }
 
@@ -89,7 +95,8 @@ void to_json(json& j, const Status& s) {
   j["completionTime"] = s.completion_time.empty() ? json(nullptr) : json(s.completion_time);
   j["selector"] = s.selector;
   // Merge-patch semantics: null removes a field that is no longer wanted.
-  j["launcher"] = s.launcher.pod_uid.empty() && s.launcher.absorb == 0 ? json(nullptr) : json(s.launcher);
+  j["launcher"] = s.launcher.pod_uid.empty() && s.launcher.absorb == 0 && s.launcher.prepaid == 0 ? json(nullptr)
+                                                                                                  : json(s.launcher);
   j["elastic"] = s.elastic.target_replicas == 0 ? json(nullptr) : json(s.elastic);
   j["lostPods"] = s.lost_pods.empty() ? json(nullptr) : json(s.lost_pods);
   j["lastFailure"] = s.last_failure ? json(*s.last_failure) : json(nullptr);

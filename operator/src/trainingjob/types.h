@@ -78,6 +78,10 @@ struct LauncherSeen {
   // Pod failures and losses the operator counted whose group re-form the launchers will report too (as node_lost
   // or scale): that many of their next node_lost/scale restarts are the same incidents, not new ones.
   int absorb = 0;
+  // The other order: node_lost restarts node 0's launcher reported (and the operator counted) before the operator
+  // saw a pod lost. A pod loss the operator sees within kPrepaidWindowS of that report is the same incident.
+  int prepaid = 0;
+  std::string prepaid_at;  // RFC 3339: when the latest of them was counted
   bool operator==(const LauncherSeen&) const = default;
 };
 

@@ -169,6 +169,7 @@ run() {
   "start_$kind"
   local ticks0
   ticks0=$(awk '{print $14 + $15}' "/proc/$op_pid/stat")
+  control_plane_ticks >"$work/cp0"
   kubectl create -f "$work/jobs.yaml" >/dev/null
   t_created=$(now)
   deadline=$((SECONDS + 900))
@@ -182,6 +183,13 @@ run() {
     sleep 0.5
   done
   t_running=$(now)
+  control_plane_ticks >"$work/cp1"
+  # Where the machine's CPU went from the create to every job running: each control-plane process's CPU seconds.
+  awk -v hz="$(getconf CLK_TCK)" -v t="$(awk -v a="$t_created" -v c="$t_running" 'BEGIN {print c - a}')" '
+    NR == FNR {before[$1] = $2; next}
+    {used = ($2 - before[$1]) / hz; total += used; line = line sprintf(" %s %.1f s,", $1, used)}
+    END {printf "  CPU over those %.0f s:%s control plane %.1f s (%.0f%% of the %d CPUs)\n", t, line, total,
+         100 * total / (t * '"$(nproc)"'), '"$(nproc)"'}' "$work/cp0" "$work/cp1" >"$work/cpu"
   sleep 2  # let the last status writes land before reading the counters
   local rss_kib ticks writes hz
   rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$op_pid/status")
@@ -193,6 +201,15 @@ run() {
   awk -v k="${2:-$kind}" -v a="$t_created" -v b="$t_pods" -v c="$t_running" -v w="$writes" -v j="$jobs" -v r="$rss_kib" \
     -v t0="$ticks0" -v t="$ticks" -v hz="$hz" \
     'BEGIN {printf "%s %.1f %.1f %.2f %.1f %.1f\n", k, b - a, c - a, w / j, r / 1024, (t - t0) / hz}' >>"$work/rows"
+}
+
+# control_plane_ticks: "NAME TICKS" (user + system) of each control-plane process of the bench cluster.
+control_plane_ticks() {
+  local f name
+  for f in "$(dirname "$KUBECONFIG")"/run/*.pid; do
+    name=$(basename "$f" .pid)
+    [ -r "/proc/$(cat "$f")/stat" ] && awk -v n="$name" '{print n, $14 + $15}' "/proc/$(cat "$f")/stat"
+  done
 }
 
 row() { awk '{printf "  %-28s %8.1f s %10.1f s %10.2f %9.1f MiB %8.1f s\n", $1, $2, $3, $4, $5, $6}'; }
@@ -210,6 +227,7 @@ if [ $compare = 0 ]; then
   row <<<"$r"
   printf '  reconcile latency median / p99: %s ms / %s ms over %s reconciles; targets: all pods <= 30 s, writes <= nodes + 3 = %d, RSS < 30 MiB\n' \
     "$(field reconcile_median_ms)" "$(field reconcile_p99_ms)" "$(field reconciles)" $((nodes + 3))
+  cat "$work/cpu"
   exit 0
 fi
 

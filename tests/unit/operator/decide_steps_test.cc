@@ -144,7 +144,7 @@ TEST(DecideLauncher, AReportFromAnotherPodThanNodeZeroIsNotThisGroups) {
 
 TEST(DecideLauncher, ACountThatWentDownIsALauncherRestartedInItsPodAndAnAbsurdJumpIsIgnored) {
   auto job = testing::example_job();
-  job.status.launcher = LauncherSeen{"pod-0", {{kRestartWorkerCrash, 5}}, 0};
+  job.status.launcher = LauncherSeen{"pod-0", {{kRestartWorkerCrash, 5}}, 0, 0, ""};
   Observed o = with_pods({pod(0, "Running")});
   o.launcher = LauncherReport{"pod-0", 1, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet"};
   DecideState s(job, o, kNow);

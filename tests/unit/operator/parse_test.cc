@@ -334,7 +334,7 @@ TEST(ParsePodFacts, KeepsTheFirstLineOfTheTrainersTerminationMessage) {
 
 TEST(StatusJson, LauncherElasticLostPodsAndLastFailureRoundTripAndClear) {
   Status s;
-  s.launcher = {"uid-0", {{"worker_crash", 2}}};
+  s.launcher = {"uid-0", {{"worker_crash", 2}}, 0, 0, ""};
   s.elastic = {3, "Unschedulable", "2026-12-03T05:00:01Z", 4};
   s.lost_pods = {"p1"};
   s.last_failure = LastFailure{"2026-12-03T05:00:07Z", "j-node-1", "n1", 3, "Error", "worker rank 3 exited with code 3"};

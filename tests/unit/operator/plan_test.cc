@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
+#include "trainingjob/decide_state.h"
 #include "trainingjob/decide_failures.h"
 #include "trainingjob/decide_lost_pods.h"
 #include "trainingjob/status.h"
@@ -803,6 +804,35 @@ TEST(Decide, ALostPodIsOneRestartThoughTheLaunchersReformTheGroupForItToo) {
   EXPECT_EQ(later.status.restarts_by_reason["worker_crash"], 1);
   EXPECT_EQ(later.status.restarts, 3);
   EXPECT_EQ(parse_status(status_to_json(later.status)), later.status);
+}
+
+TEST(Decide, ALostPodTheLaunchersReportedFirstIsStillOneRestart) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 0, 0, 0);
+  job.status = decide(job, o, kNow + 1).status;
+  // Node n2's processes die: node 0's launcher re-forms the group and is polled before the pod's loss is seen.
+  o.launcher = report("pod-0", 0, 1, 0);
+  auto reported = decide(job, o, kNow + 2);
+  EXPECT_EQ(reported.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(reported.status.launcher.prepaid, 1);
+  EXPECT_EQ(parse_status(status_to_json(reported.status)), reported.status);
+  // Then the operator sees node n2 gone: the same incident, so no second restart, though the pod is recreated.
+  job.status = reported.status;
+  Observed gone = observed(ps, up({"n0", "n1", "n3"}));
+  gone.launcher = o.launcher;
+  auto lost = decide(job, gone, kNow + 3);
+  EXPECT_EQ(lost.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(lost.status.restarts, 1);
+  EXPECT_EQ(lost.status.launcher.prepaid, 0);
+  EXPECT_EQ(lost.status.launcher.absorb, 0);
+  EXPECT_TRUE(has_event(lost, "PodLost"));
+  EXPECT_EQ(deleted_names(lost), std::vector<std::string>{"resnet-node-2"});
+  // A loss seen long after the launchers' report is another incident.
+  auto late = decide(job, gone, kNow + 2 + kPrepaidWindowS + 1);
+  EXPECT_EQ(late.status.restarts_by_reason["node_lost"], 2);
+  EXPECT_EQ(late.status.launcher.absorb, 1);
 }
 
 TEST(Decide, RegroupingLaunchersShowRestartingOrScalingAndTheLaunchersWorldSize) {
