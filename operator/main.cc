@@ -105,7 +105,7 @@ std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
       {{"--context"}, false, text(&o->context), "  --context NAME           kubeconfig context (default: current-context)\n"},
       {{"--namespace"}, false, text(&o->ns), "  --namespace NS           watch only NS (default: all namespaces)\n"},
       {{"--workers"}, false, integer(&o->workers, 1, 64, "an integer from 1 to 64"),
-       "  --workers N              concurrent reconciles (default 4)\n"},
+       "  --workers N              concurrent reconciles (default 16)\n"},
       {{"--probe-address", "--metrics-address", "--health-address"}, false, text(&o->probe_address),
        "  --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);\n"
        "                           also spelled --metrics-address (/metrics is served there too)\n"},

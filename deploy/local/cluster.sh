@@ -22,7 +22,10 @@
 #
 # Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4, or 0 with real
 # nodes), KUBEDIST_REAL_NODES (real nodes, default 0), KUBEDIST_NODE_GPUS (nvidia.com/gpu each real node
-# advertises, default 4), KUBEDIST_PORT_BASE (first of 7 ports, default derived from NAME), KUBEDIST_AUDIT=1 (the API
+# advertises, default 4), KUBEDIST_POD_CIDR (the addresses kwok gives pods, default 127.100.0.0/16: loopback, where
+# the e2e tests' pod runner serves them; the API server refuses loopback addresses in a Service's endpoints, so
+# the benchmarks, which never connect to a pod, use others to keep those controllers from retrying in a loop),
+# KUBEDIST_PORT_BASE (first of 7 ports, default derived from NAME), KUBEDIST_AUDIT=1 (the API
 # server writes an audit log of every write request to logs/audit.log, as the benchmarks count them).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -200,7 +203,7 @@ write_kwok_config() {
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
-  cidr: 127.100.0.0/16
+  cidr: ${KUBEDIST_POD_CIDR:-127.100.0.0/16}
   nodeIP: 127.0.0.1
   serverAddress: 127.0.0.1:$kwok_port
   manageAllNodes: false

@@ -18,7 +18,7 @@ struct ManagerOptions {
   std::string kubeconfig;      // "" = $KUBECONFIG, in-cluster, ~/.kube/config
   std::string context;         // kubeconfig context, "" = current
   std::string ns;              // "" = all namespaces
-  int workers = 4;
+  int workers = 16;
   std::string probe_address = ":8081";
   PodOptions pods;            // launcher image and metrics port
   int resync_seconds = 300;    // re-reconcile every job this often, in case an event was missed

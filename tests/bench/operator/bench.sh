@@ -7,7 +7,9 @@
 #   tests/bench/operator/bench.sh --compare [OPERATOR_BINARY]   side by side with Kubeflow's Training Operator v1
 #       (PyTorchJobs of 1 Master + NODES-1 Workers), RUNS times each, alternating, each on a fresh cluster; prints
 #       every run, the medians and the ratios
-#   env: JOBS (200), NODES (8), WORKERS (4), RUNS (2), KUBEDIST_NODES (fake nodes, 16: room for 1,600 pods)
+#   env: JOBS (200), NODES (8), WORKERS (16), RUNS (2), KUBEDIST_NODES (fake nodes, 16: room for 1,600 pods),
+#        NAMESPACES (1; kubedist alone: the jobs spread round-robin over that many namespaces, the operator watching
+#        all of them)
 #
 # Kubeflow's operator (built by `deploy/local/tools.sh bench`) runs as a local process with its defaults, as its
 # manifests deploy it (1 controller thread, client QPS 20, burst 30), and once more with
@@ -21,11 +23,15 @@ if [ "${1:-}" = --compare ]; then compare=1; shift; fi
 op=${1:-$repo/build/all/operator/kubedist-operator}
 jobs=${JOBS:-200}
 nodes=${NODES:-8}
-workers=${WORKERS:-4}
+workers=${WORKERS:-16}
 runs=${RUNS:-2}
 cluster=bench-op
 export KUBEDIST_CACHE=${KUBEDIST_CACHE:-$repo/.cache}
 export KUBEDIST_NODES=${KUBEDIST_NODES:-16} KUBEDIST_REAL_NODES=0 KUBEDIST_AUDIT=1
+# Pod addresses outside loopback (the API server refuses loopback ones in a Service's endpoints, and the endpoint
+# controllers would retry every job's Service in a loop, which a real cluster never does). Nothing connects to
+# them: the operator's STATUS poller is off (--launcher-poll-interval=0); kwok's pods run nothing.
+export KUBEDIST_POD_CIDR=${KUBEDIST_POD_CIDR:-10.200.0.0/16}
 export PATH=$KUBEDIST_CACHE/bin:$PATH
 kubeflow_version=$(. "$repo/deploy/local/versions.sh" && echo "$KUBEFLOW_TRAINING_OPERATOR_VERSION")
 [ -x "$op" ] || { echo "bench.sh: no operator binary at $op (build it first)" >&2; exit 2; }
@@ -48,6 +54,10 @@ trap cleanup EXIT
 
 now() { date +%s.%N; }
 ns=bench
+namespaces=${NAMESPACES:-1}
+[ "$namespaces" = 1 ] || [ $compare = 0 ] || { echo "bench.sh: NAMESPACES is for kubedist alone" >&2; exit 2; }
+# ns_of I: the namespace of job I.
+ns_of() { if [ "$namespaces" = 1 ]; then echo "$ns"; else echo "$ns-$(($1 % namespaces))"; fi; }
 
 # wait_crd NAME: until the API server serves it (kubectl wait errors while the CRD has no conditions yet).
 wait_crd() {
@@ -64,13 +74,14 @@ cluster_up() {
   KUBECONFIG=$("$repo/deploy/local/cluster.sh" up "$cluster" | tail -n 1)
   export KUBECONFIG
   AUDIT="$(dirname "$KUBECONFIG")/logs/audit.log"
-  kubectl create namespace "$ns" >/dev/null
+  local i
+  for i in $(seq 0 $((namespaces - 1))); do kubectl create namespace "$(ns_of "$i")" >/dev/null; done
 }
 
 kubedist_jobs() {
   local i
   for i in $(seq 1 "$jobs"); do
-    printf -- '---\napiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: job-%s, namespace: %s}\n' "$i" "$ns"
+    printf -- '---\napiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: job-%s, namespace: %s}\n' "$i" "$(ns_of "$i")"
     printf 'spec:\n  replicas: %s\n  template:\n    spec:\n      containers: [{name: trainer, image: busybox, command: [python, train.py]}]\n' "$nodes"
   done
 }
@@ -87,7 +98,10 @@ kubeflow_jobs() {
 start_kubedist() {
   kubectl apply --server-side --force-conflicts -f "$repo/crd/kubedist.io_trainingjobs.yaml" >/dev/null
   wait_crd trainingjobs.kubedist.io
-  "$op" --namespace "$ns" --workers "$workers" --probe-address 127.0.0.1:0 --log-level info >"$work/operator.log" 2>&1 &
+  local scope=(--namespace "$ns")
+  [ "$namespaces" = 1 ] || scope=()
+  "$op" "${scope[@]}" --workers "$workers" --probe-address 127.0.0.1:0 --log-level info \
+    --launcher-poll-interval=0 >"$work/operator.log" 2>&1 &
   op_pid=$!
   until grep -q 'probes listening' "$work/operator.log" 2>/dev/null; do sleep 0.1; done
   local port
@@ -153,7 +167,9 @@ stop_operator() {
   ip netns del "$netns" 2>/dev/null || true
 }
 
-kubedist_running() { kubectl -n "$ns" get tj -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$' || true; }
+kubedist_pods() { kubectl get pods -A -l kubedist.io/job-name --no-headers 2>/dev/null | wc -l; }
+kubeflow_pods() { kubectl -n "$ns" get pods --no-headers 2>/dev/null | wc -l; }
+kubedist_running() { kubectl get tj -A -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$' || true; }
 kubeflow_running() {
   kubectl -n "$ns" get pytorchjobs -o json | /usr/bin/python3 -c 'import json, sys
 print(sum(any(c.get("type") == "Running" and c.get("status") == "True" for c in j.get("status", {}).get("conditions", []))
@@ -163,17 +179,18 @@ print(sum(any(c.get("type") == "Running" and c.get("status") == "True" for c in 
 # run KIND: one measured run; appends "KIND SECONDS_TO_PODS SECONDS_TO_RUNNING WRITES_PER_JOB RSS_MIB CPU_SECONDS" to
 # $work/rows.
 run() {
-  local kind=$1 want=$((jobs * nodes)) t_created t_pods t_running deadline
+  local kind=$1 want=$((jobs * nodes)) t_start t_created t_pods t_running deadline
   cluster_up
   "${kind}_jobs" >"$work/jobs.yaml"
   "start_$kind"
   local ticks0
   ticks0=$(awk '{print $14 + $15}' "/proc/$op_pid/stat")
   control_plane_ticks >"$work/cp0"
+  t_start=$(now)
   kubectl create -f "$work/jobs.yaml" >/dev/null
   t_created=$(now)
   deadline=$((SECONDS + 900))
-  while [ "$(kubectl -n "$ns" get pods --no-headers 2>/dev/null | wc -l)" -lt "$want" ]; do
+  while [ "$("${kind}_pods")" -lt "$want" ]; do
     [ $SECONDS -lt $deadline ] || { echo "bench.sh: $kind: pods not all created within 900 s" >&2; exit 1; }
     sleep 0.5  # listing 1,600 pods costs the shared CPUs too: poll gently
   done
@@ -184,11 +201,12 @@ run() {
   done
   t_running=$(now)
   control_plane_ticks >"$work/cp1"
-  # Where the machine's CPU went from the create to every job running: each control-plane process's CPU seconds.
-  awk -v hz="$(getconf CLK_TCK)" -v t="$(awk -v a="$t_created" -v c="$t_running" 'BEGIN {print c - a}')" '
+  # Where the machine's CPU went from the first create to every job running: each control-plane process's CPU
+  # seconds. kubectl's creates overlap the operator's work: the first row's times count from the last create.
+  awk -v hz="$(getconf CLK_TCK)" -v t="$(awk -v a="$t_start" -v c="$t_running" 'BEGIN {print c - a}')" '
     NR == FNR {before[$1] = $2; next}
     {used = ($2 - before[$1]) / hz; total += used; line = line sprintf(" %s %.1f s,", $1, used)}
-    END {printf "  CPU over those %.0f s:%s control plane %.1f s (%.0f%% of the %d CPUs)\n", t, line, total,
+    END {printf "  from the first create (kubectl took '"$(awk -v a="$t_start" -v b="$t_created" 'BEGIN {printf "%.1f", b - a}')"' s) to all running %.0f s; CPU:%s control plane %.1f s (%.0f%% of the %d CPUs)\n", t, line, total,
          100 * total / (t * '"$(nproc)"'), '"$(nproc)"'}' "$work/cp0" "$work/cp1" >"$work/cpu"
   sleep 2  # let the last status writes land before reading the counters
   local rss_kib ticks writes hz
