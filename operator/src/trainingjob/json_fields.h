@@ -1,4 +1,4 @@
-// Small readers of API JSON fields that the parsers share (parse_spec.cc, status_json.cc, facts.cc).
+// Small readers of API JSON fields that the parsers share (parse_spec.cc, status_json.cc, facts.cc, kueue.cc).
 #pragma once
 
 #include <string>

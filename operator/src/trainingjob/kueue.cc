@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "trainingjob/json_fields.h"
 #include "trainingjob/parse.h"
 #include "trainingjob/render.h"
 
@@ -10,12 +11,6 @@ namespace kubedist::trainingjob {
 namespace {
 
 using nlohmann::json;
-
-std::string str(const json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 int integer(const json& obj, const char* key) {
   if (!obj.is_object()) return 0;
@@ -32,12 +27,12 @@ const json* object_at(const json& obj, const char* key) {
 const json* condition(const json& conditions, const std::string& type) {
   if (!conditions.is_array()) return nullptr;
   for (const auto& c : conditions) {
-    if (c.is_object() && str(c, "type") == type) return &c;
+    if (c.is_object() && string_at(c, "type") == type) return &c;
   }
   return nullptr;
 }
 
-bool is_true(const json* c) { return c != nullptr && str(*c, "status") == "True"; }
+bool is_true(const json* c) { return c != nullptr && string_at(*c, "status") == "True"; }
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -68,8 +63,8 @@ void set_condition(json& conditions, const std::string& type, const std::string&
                    const std::string& message, UnixSeconds now) {
   if (!conditions.is_array()) conditions = json::array();
   for (auto& c : conditions) {
-    if (!c.is_object() || str(c, "type") != type) continue;
-    if (str(c, "status") != status) c["lastTransitionTime"] = format_rfc3339(now);
+    if (!c.is_object() || string_at(c, "type") != type) continue;
+    if (string_at(c, "status") != status) c["lastTransitionTime"] = format_rfc3339(now);
     c["status"] = status;
     c["reason"] = reason;
     c["message"] = message;
@@ -84,16 +79,16 @@ void set_condition(json& conditions, const std::string& type, const std::string&
 KueueWorkloadFacts parse_kueue_workload_facts(const json& wl) {
   KueueWorkloadFacts f;
   const json md = wl.value("metadata", json::object());
-  f.ns = str(md, "namespace");
-  f.name = str(md, "name");
-  f.resource_version = str(md, "resourceVersion");
+  f.ns = string_at(md, "namespace");
+  f.name = string_at(md, "name");
+  f.resource_version = string_at(md, "resourceVersion");
   f.owner_uid = controller_uid(wl);
   const json spec = wl.value("spec", json::object());
-  f.queue_name = str(spec, "queueName");
+  f.queue_name = string_at(spec, "queueName");
   if (spec.is_object() && spec.contains("active") && spec["active"].is_boolean()) f.active = spec["active"].get<bool>();
   if (spec.is_object() && spec.contains("podSets") && spec["podSets"].is_array()) {
     for (const auto& ps : spec["podSets"]) {
-      if (str(ps, "name") != kKueuePodSet) continue;
+      if (string_at(ps, "name") != kKueuePodSet) continue;
       f.count = integer(ps, "count");
       f.min_count = integer(ps, "minCount");
     }
@@ -110,16 +105,16 @@ KueueWorkloadFacts parse_kueue_workload_facts(const json& wl) {
   f.finished = is_true(condition(f.conditions, "Finished"));
   const json* why = f.evicted ? evicted : (quota != nullptr && !f.quota_reserved ? quota : nullptr);
   if (why != nullptr) {
-    f.reason = str(*why, "reason");
-    f.message = str(*why, "message");
+    f.reason = string_at(*why, "reason");
+    f.message = string_at(*why, "message");
   }
-  if (f.admitted) f.admitted_at = str(*admitted, "lastTransitionTime");
-  f.waiting_since = requeued != nullptr ? str(*requeued, "lastTransitionTime") : str(md, "creationTimestamp");
+  if (f.admitted) f.admitted_at = string_at(*admitted, "lastTransitionTime");
+  f.waiting_since = requeued != nullptr ? string_at(*requeued, "lastTransitionTime") : string_at(md, "creationTimestamp");
   if (const json* adm = object_at(st, "admission")) {
-    f.cluster_queue = str(*adm, "clusterQueue");
+    f.cluster_queue = string_at(*adm, "clusterQueue");
     std::set<std::string> flavors;
     for (const auto& a : adm->value("podSetAssignments", json::array())) {
-      if (str(a, "name") != kKueuePodSet) continue;
+      if (string_at(a, "name") != kKueuePodSet) continue;
       f.admitted_count = a.contains("count") ? integer(a, "count") : f.count;
       if (const json* fl = object_at(a, "flavors")) {
         for (const auto& [resource, flavor] : fl->items()) {
@@ -134,7 +129,7 @@ KueueWorkloadFacts parse_kueue_workload_facts(const json& wl) {
 
 FlavorFacts parse_flavor_facts(const json& flavor) {
   FlavorFacts f;
-  f.name = str(flavor.value("metadata", json::object()), "name");
+  f.name = string_at(flavor.value("metadata", json::object()), "name");
   const json spec = flavor.value("spec", json::object());
   if (const json* labels = object_at(spec, "nodeLabels")) {
     for (const auto& [k, v] : labels->items()) {
@@ -148,7 +143,7 @@ FlavorFacts parse_flavor_facts(const json& flavor) {
 }
 
 PriorityClassFacts parse_priority_class_facts(const json& pc) {
-  return {str(pc.value("metadata", json::object()), "name"), integer(pc, "value")};
+  return {string_at(pc.value("metadata", json::object()), "name"), integer(pc, "value")};
 }
 
 Admission decide_admission(const TrainingJob& job, const KueueObserved& kueue) {
