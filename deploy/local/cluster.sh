@@ -105,6 +105,8 @@ stop() {
 
 # A cluster with real nodes runs its control plane inside its own network namespace (nodes.sh); the host
 # reaches the API server through a forward on the same port of 127.0.0.1.
+pod_cidr=${KUBEDIST_POD_CIDR:-127.100.0.0/16}
+[[ $pod_cidr =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$ ]] || die "KUBEDIST_POD_CIDR must be an IPv4 CIDR like 10.200.0.0/16, got '$pod_cidr'"
 real_nodes=${KUBEDIST_REAL_NODES:-0}
 [ -f "$dir/real-nodes" ] && [ "$cmd" != up ] && real_nodes=$(cat "$dir/real-nodes")
 [[ $real_nodes =~ ^[0-9]+$ ]] && [ "$real_nodes" -le 8 ] || die "KUBEDIST_REAL_NODES must be 0 to 8, got '$real_nodes'"
@@ -203,7 +205,7 @@ write_kwok_config() {
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
-  cidr: ${KUBEDIST_POD_CIDR:-127.100.0.0/16}
+  cidr: $pod_cidr
   nodeIP: 127.0.0.1
   serverAddress: 127.0.0.1:$kwok_port
   manageAllNodes: false

@@ -55,6 +55,7 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 ns=bench
 namespaces=${NAMESPACES:-1}
+[[ $namespaces =~ ^[1-9][0-9]{0,2}$ ]] || { echo "bench.sh: NAMESPACES must be 1 to 999, got '$namespaces'" >&2; exit 2; }
 [ "$namespaces" = 1 ] || [ $compare = 0 ] || { echo "bench.sh: NAMESPACES is for kubedist alone" >&2; exit 2; }
 # ns_of I: the namespace of job I.
 ns_of() { if [ "$namespaces" = 1 ]; then echo "$ns"; else echo "$ns-$(($1 % namespaces))"; fi; }

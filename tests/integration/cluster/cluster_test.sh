@@ -55,4 +55,11 @@ kubectl -n "$NS" delete configmap owner >/dev/null
 gone() { ! kubectl -n "$NS" get pod owned >/dev/null 2>&1; }
 eventually 90 "garbage collector deletes the pod of a deleted owner" gone
 pass "garbage collection of owned pods works"
+
+# Bad settings are refused before anything starts, saying which.
+out=$(KUBEDIST_POD_CIDR=10.0.0.0 "$KUBEDIST_SOURCE_DIR/deploy/local/cluster.sh" up cluster-bad-cidr 2>&1) &&
+  fail "cluster.sh accepted KUBEDIST_POD_CIDR=10.0.0.0"
+grep -q "KUBEDIST_POD_CIDR must be an IPv4 CIDR" <<<"$out" || fail "cluster.sh's error for a bad pod CIDR: $out"
+[ ! -e "${KUBEDIST_CACHE:-$KUBEDIST_SOURCE_DIR/.cache}/clusters/cluster-bad-cidr/run" ] || fail "a refused cluster left state"
+pass "a bad KUBEDIST_POD_CIDR is refused with a one-line reason"
 echo "cluster_test: all checks passed"

@@ -85,6 +85,14 @@ YAML
 admitted_is() { [ "$(jp "tj/$1" '{.status.conditions[?(@.type=="Admitted")].status}')" = "$2" ]; }
 waits_without_pods() { phase_is "$1" Suspended && admitted_is "$1" False && pods_are "$1" 0; }
 
+# A queue that does not exist: the job waits without pods and says for which queue.
+queued_job nowhere low | sed 's/queue-name: team/queue-name: nope/' | kubectl -n "$NS" apply -f - >/dev/null
+eventually 30 "a job queued in a LocalQueue that does not exist waits without pods" waits_without_pods nowhere
+jp tj/nowhere '{.status.conditions[?(@.type=="Admitted")].message}' | grep -q "waiting for admission by LocalQueue nope" ||
+  fail "nowhere's Admitted condition: $(jp tj/nowhere '{.status.conditions[?(@.type=="Admitted")]}')"
+kubectl -n "$NS" delete tj nowhere >/dev/null
+pass "a job queued in a LocalQueue that does not exist waits suspended, without pods, naming the queue"
+
 queued_job a low | kubectl -n "$NS" apply -f - >/dev/null
 eventually 60 "a's 2 pods running" all_running a 2
 queued_job b low | kubectl -n "$NS" apply -f - >/dev/null
