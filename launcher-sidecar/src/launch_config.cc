@@ -202,7 +202,7 @@ Result<std::map<std::string, RawValue>> collect(const std::vector<std::string>& 
         spec = nullptr;
       }
     }
-    if (!spec && name == "--install") return make_error("--install must come first and alone: --install DIR");
+    if (!spec && name == "--install") return make_error("--install must come first: --install DIR [--rdzv-secret-from FILE --rdzv-job UID]");
     if (!spec) return make_error("unknown flag '" + name + "' (see --help)");
     const std::string source = name.rfind("--", 0) == 0 ? "--" + std::string(spec->name) : name;
     if (spec->boolean) {
@@ -429,7 +429,9 @@ std::string usage_text() {
   return R"(usage: kubedist-launcher [flags] SCRIPT.py [ARGS...]
        kubedist-launcher [flags] -m MODULE [ARGS...]
        kubedist-launcher [flags] --no-python [--] PROGRAM [ARGS...]
-       kubedist-launcher --install DIR    copy this executable to DIR/kubedist-launcher (mode 0755) and exit
+       kubedist-launcher --install DIR [--rdzv-secret-from FILE --rdzv-job UID]
+                          copy this executable to DIR/kubedist-launcher (mode 0755), derive the job's rendezvous
+                          secret from the namespace's in FILE into DIR/rdzv-secret (mode 0444), and exit
 A torchrun-compatible launcher. Every flag may be spelled with '-' or '_' and set as PET_<NAME> in the env.
 In a TrainingJob's pod (KUBEDIST_JOB set), the operator's plain NNODES, NPROC_PER_NODE, NODE_RANK, MASTER_ADDR and
 MASTER_PORT apply too (below PET_*); elsewhere they are ignored, as torchrun ignores them.

@@ -96,9 +96,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (auto install = install_request(args)) {
     if (!*install) return fail_usage(install->error());
-    auto installed = install_self(install->value());
+    const InstallRequest& req = install->value();
+    // The secret first: a pod whose launcher could not sign its rendezvous must not get a launcher either.
+    std::string derived;
+    if (!req.rdzv_secret_from.empty()) {
+      auto secret = install_job_secret(req.dir, req.rdzv_secret_from, req.rdzv_job);
+      if (!secret) return fail(secret.error(), 1);
+      derived = *secret;
+    }
+    auto installed = install_self(req.dir);
     if (!installed) return fail(installed.error(), 1);
     write_all(1, "kubedist-launcher: installed " + *installed + "\n");
+    if (!derived.empty()) write_all(1, "kubedist-launcher: derived the job's rendezvous secret into " + derived + "\n");
     return 0;
   }
   const Env env = current_env();

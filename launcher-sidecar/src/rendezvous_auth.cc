@@ -80,8 +80,8 @@ std::string new_challenge() {
   return to_hex(std::string_view(bytes, sizeof bytes));
 }
 
-Result<std::string> read_rdzv_secret(const std::string& path) {
-  const std::string where = "--rdzv-secret-file " + path + ": ";
+Result<std::string> read_rdzv_secret(const std::string& path, const std::string& flag) {
+  const std::string where = flag + " " + path + ": ";
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error(where + std::strerror(errno));
   std::string secret;

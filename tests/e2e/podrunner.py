@@ -9,9 +9,11 @@ local process:
 - in its own mount and UTS namespaces, with /etc/hosts bind-mounted from a file that maps every pod's
   hostname.subdomain.namespace.svc (the headless Service's DNS names) to that pod's 127.100.x.y IP, and the
   pod's hostname set, so that MASTER_ADDR resolves as it would in a cluster;
-- with the trainer's Secret volumes materialised from the real Secrets (the job's rendezvous secret), each in a
-  directory of the workdir that stands for its mountPath: env values under a mountPath are mapped to it, as the
-  launcher path is mapped to the binary;
+- after the operator's launcher init container (kubedist-launcher --install, which derives the job's rendezvous
+  secret from the namespace's Secret), run the same way; the Secret volumes are materialised from the real Secrets
+  and emptyDir volumes are directories of the pod's own, each in a directory of the workdir that stands for its
+  mountPath: arguments and env values under a mountPath are mapped to it, as the launcher path is mapped to the
+  binary;
 - in its own process group, stopped (SIGTERM, then SIGKILL) when the pod is deleted, like a kubelet;
 - and when the process exits, its exit is mirrored into the pod's status (phase Succeeded or Failed, and a
   terminated trainer containerStatus with the exit code) through the status subresource.
@@ -207,14 +209,23 @@ class PodRunner:
                 env[e["name"]] = {"metadata.name": pod["metadata"]["name"],
                                   "metadata.namespace": self.ns,
                                   "status.podIP": pod["status"].get("podIP", "")}.get(path, "")
-        for mount_path, local in self._secret_volumes(pod, trainer).items():
-            for k, v in env.items():
-                if v == mount_path or v.startswith(mount_path.rstrip("/") + "/"):
-                    env[k] = local + v[len(mount_path.rstrip("/")):]
-        env.update(self.extra_env)
         log_path = os.path.join(self.workdir, f"{pod['metadata']['name']}-{pod['metadata']['uid'][:8]}.log")
+        for init in spec.get("initContainers", []):
+            if init["name"] != "kubedist-launcher":
+                continue  # the user's own: this stand-in runs only what the operator put there
+            mounts = self._volumes(pod, init)
+            init_cmd = [self.launcher if a.endswith("/kubedist-launcher") else self._local(a, mounts)
+                        for a in init.get("command", []) + init.get("args", [])]
+            with open(log_path, "ab") as log:
+                done = subprocess.run(init_cmd, stdout=log, stderr=subprocess.STDOUT, env={}, cwd=self.workdir)
+            if done.returncode != 0:
+                raise RuntimeError(f"pod {pod['metadata']['name']}: init container {init_cmd} exited "
+                                   f"{done.returncode} (see {log_path})")
+        mounts = self._volumes(pod, trainer)
+        env = {k: self._local(v, mounts) for k, v in env.items()}
+        env.update(self.extra_env)
         wrapper = ('mount --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"')
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:  # after the init container's lines
             proc = subprocess.Popen(
                 ["unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c", wrapper, "sh",
                  self.hosts_path, env["HOSTNAME"], *cmd],
@@ -224,14 +235,28 @@ class PodRunner:
             self.procs[p.uid] = p
         threading.Thread(target=self._reap, args=(p,), daemon=True).start()
 
-    def _secret_volumes(self, pod, trainer):
-        """Writes each Secret volume the trainer mounts into the workdir, as a kubelet would, and returns
-        {mountPath: local directory}. Like a kubelet, it waits for a Secret that does not exist yet."""
-        volumes = {v["name"]: v for v in pod["spec"].get("volumes", []) if "secret" in v}
+    @staticmethod
+    def _local(value, mounts):
+        """value with a leading mountPath replaced by the local directory that stands for it."""
+        for mount_path, local in mounts.items():
+            if value == mount_path or value.startswith(mount_path.rstrip("/") + "/"):
+                return local + value[len(mount_path.rstrip("/")):]
+        return value
+
+    def _volumes(self, pod, container):
+        """Materialises each Secret and emptyDir volume the container mounts in the workdir, as a kubelet would
+        (an emptyDir is the pod's, shared by its containers), and returns {mountPath: local directory}. Like a
+        kubelet, it waits for a Secret that does not exist yet."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", []) if "secret" in v or "emptyDir" in v}
         out = {}
-        for m in trainer.get("volumeMounts", []):
+        for m in container.get("volumeMounts", []):
             vol = volumes.get(m["name"])
             if vol is None:
+                continue
+            local = os.path.join(self.workdir, "volumes", pod["metadata"]["uid"], m["name"])
+            os.makedirs(local, exist_ok=True)
+            out[m["mountPath"]] = local
+            if "emptyDir" in vol:
                 continue
             name = vol["secret"]["secretName"]
             deadline = time.monotonic() + 30
@@ -242,14 +267,11 @@ class PodRunner:
                 time.sleep(0.2)
             if got.returncode != 0:
                 raise RuntimeError(f"pod {pod['metadata']['name']}: secret {name}: {got.stderr.strip()}")
-            local = os.path.join(self.workdir, "volumes", pod["metadata"]["uid"], m["name"])
-            os.makedirs(local, exist_ok=True)
             for key, b64 in (json.loads(got.stdout).get("data") or {}).items():
                 path = os.path.join(local, key)
                 with open(path, "wb") as f:
                     f.write(base64.b64decode(b64))
                 os.chmod(path, vol["secret"].get("defaultMode", 0o644))
-            out[m["mountPath"]] = local
         return out
 
     def _reap(self, p):

@@ -21,6 +21,9 @@ inline constexpr const char* kMetricsPort = "KUBEDIST_METRICS_PORT";        // -
 inline constexpr const char* kMetricsAddr = "KUBEDIST_METRICS_ADDR";        // --metrics-addr
 inline constexpr const char* kTerminationLog = "KUBEDIST_TERMINATION_LOG";  // --termination-log
 inline constexpr const char* kRdzvSecretFile = "KUBEDIST_RDZV_SECRET_FILE"; // --rdzv-secret-file
+// The file the launcher init container derives the job's rendezvous secret into (`--install DIR
+// --rdzv-secret-from FILE --rdzv-job UID`: DIR/<this>), which the trainer's KUBEDIST_RDZV_SECRET_FILE names.
+inline constexpr const char* kJobSecretFileName = "rdzv-secret";
 
 // torchrun's PET_<FLAG> twin of a flag ("master-addr" -> "PET_MASTER_ADDR"), which the launcher reads as torchrun
 // does and the operator sets too, so that a user's own torchrun-style tooling sees the same values.

@@ -23,6 +23,12 @@ inline std::string mac_input(std::string_view dir, std::string_view challenge, s
   return text;
 }
 
+// A job's rendezvous secret is derived from its namespace's (the operator's Secret kubedist-rendezvous, one per
+// namespace): lower-case hex of HMAC-SHA256(namespace secret, job_secret_input(the job's uid)). The pod's launcher
+// init container derives it into the trainer's emptyDir (the trainer never sees the namespace secret), and the
+// operator derives the same to sign its STATUS requests. A new job of an old name has a new uid, so a new secret.
+inline std::string job_secret_input(std::string_view job_uid) { return "kubedist-rdzv-job-1 " + std::string(job_uid); }
+
 inline bool is_lower_hex(std::string_view s) {
   return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }

@@ -20,14 +20,17 @@ std::string hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-std::string mac(const std::string& secret, const char* dir, const std::string& challenge, std::uint64_t n,
-                std::string_view line) {
-  const std::string text = contract::mac_input(dir, challenge, n, line);
+std::string hmac_sha256_hex(const std::string& key, const std::string& text) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(text.data()),
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()),
        text.size(), out, &len);
   return hex(out, len);
+}
+
+std::string mac(const std::string& secret, const char* dir, const std::string& challenge, std::uint64_t n,
+                std::string_view line) {
+  return hmac_sha256_hex(secret, contract::mac_input(dir, challenge, n, line));
 }
 
 Error fail(const std::string& what) { return Error{Error::Kind::kOther, what, 0}; }
@@ -55,6 +58,10 @@ Result<std::string> open_rdzv_reply(const std::string& secret, const std::string
     return fail("an answer with a wrong MAC");
   }
   return std::string(parts.plain);
+}
+
+std::string derive_job_secret(const std::string& namespace_secret, const std::string& job_uid) {
+  return hmac_sha256_hex(namespace_secret, contract::job_secret_input(job_uid));
 }
 
 Result<std::string> new_rdzv_secret() {

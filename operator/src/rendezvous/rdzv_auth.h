@@ -21,5 +21,8 @@ Result<std::string> open_rdzv_reply(const std::string& secret, const std::string
                                     const std::string& line);
 // 32 random bytes from OpenSSL, in hex: the text of a new job's Secret.
 Result<std::string> new_rdzv_secret();
+// A job's rendezvous secret, derived from its namespace's as the launcher's init container derives it
+// (contract/signed_line.h): lower-case hex of HMAC-SHA256(namespace secret, "kubedist-rdzv-job-1 " + job uid).
+std::string derive_job_secret(const std::string& namespace_secret, const std::string& job_uid);
 
 }  // namespace kubedist::rendezvous

@@ -55,8 +55,9 @@ json trainer_env(const json& trainer, const TrainingJob& job, int rank, const Po
                                 ? path->get<std::string>()
                                 : std::string("/dev/termination-log")}});
   if (options.rdzv_secret) {
-    ours.push_back(
-        {{"name", contract::kRdzvSecretFile}, {"value", std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey}});
+    ours.push_back({{"name", contract::kRdzvSecretFile},
+                    {"value", options.job_rdzv_secret ? std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey
+                                                      : job_rdzv_secret_file()}});
   }
   json env = json::array();
   if (trainer.contains("env") && trainer["env"].is_array()) {

@@ -47,7 +47,10 @@ PodFacts parse_pod_facts(const json& pod) {
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     f.node_name = string_at(*spec, "nodeName");
     if (auto vols = spec->find("volumes"); vols != spec->end() && vols->is_array()) {
-      for (const auto& v : *vols) f.rdzv_secret = f.rdzv_secret || (v.is_object() && string_at(v, "name") == kRdzvSecretVolume);
+      for (const auto& v : *vols) {
+        const std::string name = v.is_object() ? string_at(v, "name") : "";
+        f.rdzv_secret = f.rdzv_secret || name == kRdzvSecretVolume || name == kNamespaceRdzvSecret;
+      }
     }
   }
   if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {

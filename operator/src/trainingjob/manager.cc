@@ -9,6 +9,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "metrics/operator_metrics.h"
+#include "rendezvous/rdzv_auth.h"
 #include "trainingjob/job_metrics.h"
 #include "trainingjob/kueue.h"
 #include "trainingjob/launcher_poller.h"
@@ -91,7 +92,12 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   auto& pods = mgr.owns<PodFacts>({scoped("/api/v1", options.ns, "pods"), kJobNameLabel}, parse_pod_facts, job_key_of);
   auto& services = mgr.owns<ServiceFacts>({scoped("/api/v1", options.ns, "services"), kJobNameLabel},
                                           parse_service_facts, [](const ServiceFacts& s) { return s.ns + "/" + s.name; });
-  // The jobs' rendezvous Secrets: the reconciler creates them, the poller signs with them.
+  // Each namespace's rendezvous Secret: the reconciler creates it, the poller derives each job's secret from it. A
+  // change may concern any job of the namespace: all are requeued (it is made once, so that is rare).
+  auto& namespace_secrets = mgr.watches<SecretFacts>(
+      {scoped("/api/v1", options.ns, "secrets"), std::string(kNamespaceRdzvLabel) + "=namespace"}, parse_secret_facts,
+      [](const SecretFacts&) { return std::string(); }, mgr.enqueue_all());
+  // Jobs' own rendezvous Secrets, which earlier operators made: such a job's pods keep signing with it.
   auto& secrets = mgr.owns<SecretFacts>({scoped("/api/v1", options.ns, "secrets"), kJobNameLabel}, parse_secret_facts,
                                         [](const SecretFacts& s) { return s.ns + "/" + s.job_name; });
   // Nodes (cluster-scoped, read-only) tell lost pods apart; a change may concern any job, so all are requeued.
@@ -137,7 +143,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
 
   PodOptions pod_options = options.pods;
   pod_options.gang_by_default = pod_groups && options.gang_scheduling == GangMode::kAll;
-  pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with Secret J-rdzv
+  pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
   LauncherPoller poller(
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
       [&] {
@@ -149,9 +155,14 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
           if (!t) continue;
           if (t->needs_secret) {
             // Node 0 answers signed requests only: without the Secret in the cache (yet), there is nothing to ask.
-            auto secret = secrets.get(job->ns + "/" + rdzv_secret_name(job->name));
+            // The job's own (from an earlier operator), else the job's secret derived from the namespace's.
             bool ok = false;
-            if (secret && secret->owner_uid == job->uid) t->secret = kube::base64_decode(secret->secret_b64, &ok);
+            if (auto own = secrets.get(job->ns + "/" + rdzv_secret_name(job->name)); own && own->owner_uid == job->uid) {
+              t->secret = kube::base64_decode(own->secret_b64, &ok);
+            } else if (auto ns_secret = namespace_secrets.get(job->ns + "/" + kNamespaceRdzvSecret)) {
+              const std::string key = kube::base64_decode(ns_secret->secret_b64, &ok);
+              if (ok && !key.empty()) t->secret = rendezvous::derive_job_secret(key, job->uid);
+            }
             if (!ok || t->secret.empty()) continue;
           }
           targets.push_back(*t);
@@ -170,6 +181,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   ReconcilerExtras extras;
   extras.nodes = nodes;
   extras.pod_groups = pod_groups;
+  extras.namespace_secrets = &namespace_secrets;
   extras.secrets = &secrets;
   extras.kueue_workloads = kueue_workloads;
   extras.flavors = flavors;

@@ -94,7 +94,9 @@ Plan run(DecideState& s) {
     s.plan.requeue_after_s = left;
   }
   s.plan.create_service = !s.obs.service_exists;
-  s.plan.create_secret = !s.obs.secret_exists;
+  // A job an earlier operator gave a Secret of its own keeps it: its running launchers sign with it.
+  s.plan.job_rdzv_secret = s.obs.job_secret_exists;
+  s.plan.create_namespace_secret = !s.obs.job_secret_exists && !s.obs.namespace_secret_exists;
   if (const auto ending = decide_gang_objects(s)) return finish(s, *ending);
   return active(s);
 }

@@ -38,7 +38,8 @@ struct PodRejection {
 struct Observed {
   std::vector<PodFacts> pods;
   bool service_exists = false;
-  bool secret_exists = true;      // the rendezvous Secret J-rdzv (true when the operator does not manage one)
+  bool namespace_secret_exists = true;  // Secret kubedist-rendezvous (true when the operator does not manage one)
+  bool job_secret_exists = false;       // the job's own Secret J-rdzv, which an earlier operator made
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
@@ -56,7 +57,8 @@ struct Plan {
   bool create_service = false;
   std::optional<int> create_gang;         // create Workload J and PodGroup J with this gang minCount (before pods)
   bool delete_gang = false;               // PodGroup J has another minCount: delete it and Workload J, then recreate
-  bool create_secret = false;             // the rendezvous Secret J-rdzv, before any pod mounts it
+  bool create_namespace_secret = false;   // Secret kubedist-rendezvous, before any pod mounts it
+  bool job_rdzv_secret = false;           // new pods mount the job's own Secret J-rdzv, as its running pods do
   bool create_kueue_workload = false;     // Kueue Workload J (kueue.h), with this priority class if any
   std::optional<PriorityClassFacts> kueue_priority;
   bool delete_kueue_workload = false;     // it asks for another size or is finished: the next pass creates it anew

@@ -85,7 +85,13 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   }
   o.pods = std::move(pods);
   o.service_exists = service_exists;
-  if (extras_.secrets != nullptr) o.secret_exists = extras_.secrets->get(job.ns + "/" + rdzv_secret_name(job.name)).has_value();
+  if (extras_.namespace_secrets != nullptr) {
+    o.namespace_secret_exists = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret).has_value();
+  }
+  if (extras_.secrets != nullptr) {
+    const auto own = extras_.secrets->get(job.ns + "/" + rdzv_secret_name(job.name));
+    o.job_secret_exists = own && own->owner_uid == job.uid;
+  }
   if (extras_.nodes != nullptr && extras_.nodes->synced()) {
     o.nodes_watched = true;
     o.nodes = extras_.nodes->by_index("");
@@ -115,6 +121,27 @@ Result<std::string> Reconciler::write_status(const TrainingJob& job, const Statu
   if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
   const auto md = r->value("metadata", json::object());
   return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
+}
+
+std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref) {
+  const std::string what = std::string("secret ") + kNamespaceRdzvSecret;
+  const std::string collection = "/api/v1/namespaces/" + job.ns + "/secrets";
+  auto secret = rendezvous::new_rdzv_secret();
+  if (!secret) return ReconcileResult::failed("create " + what, secret.error());
+  auto r = client_.create(collection, render_namespace_rdzv_secret(job.ns, *secret));
+  if (r) return std::nullopt;
+  if (r.error().kind != Error::Kind::kAlreadyExists) return ReconcileResult::failed("create " + what, r.error());
+  // Another job's pass made it first and our cache has not shown it yet, or it is somebody else's Secret.
+  auto existing = client_.get(collection + "/" + kNamespaceRdzvSecret);
+  if (!existing) return ReconcileResult::failed("read " + what, existing.error());
+  const json labels = existing->value("metadata", json::object()).value("labels", json::object());
+  if (labels.is_object() && labels.value(kNamespaceRdzvLabel, "") == "namespace") return std::nullopt;
+  const std::string why = "Secret " + std::string(kNamespaceRdzvSecret) + " in namespace " + job.ns +
+                          " is not the operator's (no label " + kNamespaceRdzvLabel +
+                          "=namespace), and the job's pods need the operator's to sign their rendezvous: rename or "
+                          "delete that Secret";
+  events_.record(ref, "Warning", "RendezvousSecretConflict", why);
+  return ReconcileResult::failed(Error::invalid(why));
 }
 
 ReconcileResult Reconciler::reconcile(const std::string& key) {
@@ -151,13 +178,10 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     return r || r.error().kind == Error::Kind::kAlreadyExists ? std::optional<ReconcileResult>()
                                                               : ReconcileResult::failed("create " + what, r.error());
   };
-  if (plan.create_secret) {
-    // Created once: while it exists it is never replaced, so running launchers and the poller keep agreeing on it.
-    // It goes with the job (owner reference).
-    const std::string what = "secret " + rdzv_secret_name(job->name);
-    auto secret = rendezvous::new_rdzv_secret();
-    if (!secret) return ReconcileResult::failed("create " + what, secret.error());
-    if (auto e = create_if_absent(ns_path + "/secrets", render_rdzv_secret(*job, *secret), what)) return *e;
+  if (plan.create_namespace_secret) {
+    // Created once per namespace: while it exists it is never replaced, so running launchers and the poller keep
+    // agreeing on every job's secret.
+    if (auto e = create_namespace_secret(*job, ref)) return *e;
   }
   if (plan.create_service) {
     if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name)) return *e;
@@ -206,7 +230,9 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   std::optional<ReconcileResult> first_error;
   std::optional<PodRejection> rejected;
   for (int rank : plan.create_ranks) {
-    json pod = render_pod(pod_job, rank, pod_options_);
+    PodOptions options = pod_options_;
+    options.job_rdzv_secret = plan.job_rdzv_secret;
+    json pod = render_pod(pod_job, rank, options);
     if (plan.placement) apply_placement(pod, *plan.placement);
     auto r = client_.create(ns_path + "/pods", pod);
     if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {

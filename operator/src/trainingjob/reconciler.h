@@ -38,8 +38,10 @@ using PriorityClassInformer = kube::Informer<PriorityClassFacts>;
 struct ReconcilerExtras {
   const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
   const PodGroupInformer* pod_groups = nullptr;  // null: no gang scheduling (the cluster serves no PodGroups)
-  // The jobs' rendezvous Secrets (key namespace/J-rdzv); null: the operator creates none (pods must then not mount
-  // one: PodOptions::rdzv_secret false).
+  // Each namespace's rendezvous Secret (key namespace/kubedist-rendezvous); null: the operator creates none (pods
+  // must then not mount one: PodOptions::rdzv_secret false).
+  const SecretInformer* namespace_secrets = nullptr;
+  // Jobs' own rendezvous Secrets J-rdzv (key namespace/J-rdzv), which earlier operators made; null: none looked at.
   const SecretInformer* secrets = nullptr;
   // Kueue's Workloads (key namespace/J), ResourceFlavors and WorkloadPriorityClasses (index ""): all three or none.
   // Null: the operator sees no Kueue, and queued jobs wait saying so.
@@ -82,6 +84,9 @@ class Reconciler {
   // On success, the resourceVersion the server gave the job. A 409 Conflict (the job changed since the cache's
   // version) comes back as the error: the next reconcile decides again from the newer job.
   Result<std::string> write_status(const TrainingJob& job, const Status& status);
+  // Creates the job's namespace's Secret kubedist-rendezvous; nullopt when it exists now (ours). A Secret of that
+  // name that is not the operator's is an error the job shows as an Event: its pods could not sign.
+  std::optional<ReconcileResult> create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref);
 
   kube::Client& client_;
   const JobInformer& jobs_;

@@ -30,14 +30,13 @@ void declare_port(json& container, const char* name, int port) {
 
 }  // namespace
 
-json render_rdzv_secret(const TrainingJob& job, const std::string& secret) {
+json render_namespace_rdzv_secret(const std::string& ns, const std::string& secret) {
   return {{"apiVersion", "v1"},
           {"kind", "Secret"},
           {"metadata",
-           {{"name", rdzv_secret_name(job.name)},
-            {"namespace", job.ns},
-            {"labels", labels_for(job)},
-            {"ownerReferences", json::array({owner_reference(job)})}}},
+           {{"name", kNamespaceRdzvSecret},
+            {"namespace", ns},
+            {"labels", {{kNamespaceRdzvLabel, "namespace"}, {"app.kubernetes.io/managed-by", "kubedist"}}}}},
           {"type", "Opaque"},
           {"stringData", {{kRdzvSecretKey, secret}}}};
 }
@@ -134,6 +133,17 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
                {"image", options.launcher_image},
                {"command", json::array({"/kubedist-launcher", "--install", kBinDir})}};
   add_bin_mount(init);
+  const bool namespace_secret = options.rdzv_secret && !options.job_rdzv_secret;
+  if (namespace_secret) {
+    // Only the init container sees the namespace's secret; the trainer gets the job's, derived from it.
+    init["command"].push_back("--rdzv-secret-from");
+    init["command"].push_back(std::string(kNamespaceRdzvDir) + "/" + kRdzvSecretKey);
+    init["command"].push_back("--rdzv-job");
+    init["command"].push_back(job.uid);
+    spec["volumes"].push_back(
+        {{"name", kNamespaceRdzvSecret}, {"secret", {{"secretName", kNamespaceRdzvSecret}, {"defaultMode", 0444}}}});
+    init["volumeMounts"].push_back({{"name", kNamespaceRdzvSecret}, {"mountPath", kNamespaceRdzvDir}, {"readOnly", true}});
+  }
   json inits = json::array({init});
   if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
     for (const auto& c : spec["initContainers"]) inits.push_back(c);
@@ -149,7 +159,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   trainer["command"] = command;
   trainer.erase("args");
   add_bin_mount(trainer);
-  if (options.rdzv_secret) {
+  if (options.rdzv_secret && options.job_rdzv_secret) {
     // World-readable inside the pod: the trainer may run as any user, and the pod is the job's alone.
     spec["volumes"].push_back(
         {{"name", kRdzvSecretVolume}, {"secret", {{"secretName", rdzv_secret_name(job.name)}, {"defaultMode", 0444}}}});

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contract/pod_env.h"
 #include "trainingjob/names.h"
 #include "trainingjob/types.h"
 
@@ -20,11 +21,19 @@ struct PodOptions {
   std::string launcher_image = kDefaultLauncherImage;
   int launcher_metrics_port = kDefaultLauncherMetricsPort;  // 0: the launchers serve no /metrics
   bool gang_by_default = false;  // jobs that leave spec.scheduling.gang unset are gang-scheduled
-  bool rdzv_secret = false;  // mount Secret J-rdzv into the trainer and point the launcher at it
+  // The launcher signs its rendezvous: the init container derives the job's secret from the namespace's Secret
+  // kubedist-rendezvous (mounted there only) into the trainer's emptyDir, and the launcher is pointed at it.
+  bool rdzv_secret = false;
+  // With rdzv_secret: instead mount the job's own Secret J-rdzv into the trainer (a job an earlier operator
+  // started with a Secret of its own, whose running pods sign with it).
+  bool job_rdzv_secret = false;
 };
 
 inline constexpr const char* kRdzvSecretDir = "/kubedist/rdzv";  // the trainer's read-only mount of Secret J-rdzv
-inline constexpr const char* kRdzvSecretKey = "secret";           // its one key: the launcher's --rdzv-secret-file
+inline constexpr const char* kRdzvSecretKey = "secret";  // a rendezvous Secret's one key
+inline constexpr const char* kNamespaceRdzvDir = "/kubedist/rendezvous";  // the init container's mount of it
+// The job's secret as the init container derives it into the emptyDir the trainer mounts at /kubedist/bin.
+inline std::string job_rdzv_secret_file() { return std::string("/kubedist/bin/") + contract::kJobSecretFileName; }
 
 // The Workload API's group/version (Workloads and PodGroups), and the path its namespaced objects live under.
 inline constexpr const char* kGangApiVersion = "scheduling.k8s.io/v1alpha2";
@@ -40,9 +49,11 @@ std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default);
 nlohmann::json render_workload(const TrainingJob& job, int min_count);
 nlohmann::json render_pod_group(const TrainingJob& job, int min_count);
 
-// Secret J-rdzv: the secret that signs the job's rendezvous lines (launcher-sidecar/src/rendezvous_auth.h), so
-// that only the job's pods and the operator can join, leave or read it. secret: its text (random hex).
-nlohmann::json render_rdzv_secret(const TrainingJob& job, const std::string& secret);
+// Secret kubedist-rendezvous of namespace ns: the secret each job's rendezvous secret is derived from (contract/
+// signed_line.h), which signs the job's rendezvous lines (launcher-sidecar/src/rendezvous_auth.h) so that only the
+// job's pods and the operator can join, leave or read it. secret: its text (random hex). Owned by nothing: it
+// serves every job of the namespace, present and future, and one write serves them all.
+nlohmann::json render_namespace_rdzv_secret(const std::string& ns, const std::string& secret);
 
 // Service J: headless, publishes not-ready addresses (rendezvous starts before readiness), selects the job's pods.
 nlohmann::json render_service(const TrainingJob& job);

@@ -22,7 +22,11 @@ inline constexpr const char* kPlural = "trainingjobs";
 inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
 // The pod volume of the job's rendezvous Secret (render.h): a pod without it has a launcher that signs nothing.
-inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";
+inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";  // a job's own Secret J-rdzv (earlier operators)
+// The namespace's rendezvous Secret (one for all its jobs, whose secrets are derived from it: contract/signed_line.h),
+// also the name of the volume that mounts it into the launcher init container, and its label (value "namespace").
+inline constexpr const char* kNamespaceRdzvSecret = "kubedist-rendezvous";
+inline constexpr const char* kNamespaceRdzvLabel = "kubedist.io/rendezvous-secret";
 // What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
 inline constexpr size_t kMaxTerminationMessage = 1024;
 
@@ -162,12 +166,12 @@ struct PodGroupFacts {
   bool operator==(const PodGroupFacts&) const = default;
 };
 
-// A job's rendezvous Secret J-rdzv (render.h), as the cache keeps it.
+// A rendezvous Secret, the namespace's kubedist-rendezvous or a job's own J-rdzv (render.h), as the cache keeps it.
 struct SecretFacts {
   std::string ns;
   std::string name;
   std::string owner_uid;
-  std::string job_name;     // the job-name label
+  std::string job_name;     // the job-name label (J-rdzv only)
   std::string secret_b64;   // data["secret"], base64 as the API serves it
   bool operator==(const SecretFacts&) const = default;
 };
@@ -191,7 +195,7 @@ struct PodFacts {
   std::string node_name;          // spec.nodeName, empty until scheduled
   std::string pod_ip;             // status.podIP
   std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
-  bool rdzv_secret = false;       // mounts the job's rendezvous Secret (its launcher signs the rendezvous)
+  bool rdzv_secret = false;       // mounts a rendezvous Secret (its launcher signs the rendezvous)
   bool operator==(const PodFacts&) const = default;
 };
 

@@ -2,6 +2,8 @@
 launcher image has no shell and no cp). The copy is atomic, executable and the real binary; bad input gets a
 non-zero exit and one line naming the problem."""
 import filecmp
+import hashlib
+import hmac
 import os
 import shutil
 import stat
@@ -109,8 +111,55 @@ class Install(unittest.TestCase):
     def test_a_missing_directory_argument_or_extra_arguments_are_usage_errors(self):
         r = subprocess.run([LAUNCHER, "--install"], capture_output=True, text=True, timeout=DEADLINE)
         self.assert_one_line_error(r, 2, "--install needs a directory")
-        self.assert_one_line_error(install(self.tmp, "train.py"), 2, "--install DIR takes nothing else, got 'train.py'")
+        self.assert_one_line_error(install(self.tmp, "train.py"), 2,
+                                   "--install DIR takes nothing else but --rdzv-secret-from FILE --rdzv-job UID, "
+                                   "got 'train.py'")
+        self.assert_one_line_error(install(self.tmp, "--rdzv-job", "u"), 2,
+                                   "--install: --rdzv-secret-from FILE and --rdzv-job UID go together")
         self.assertEqual(os.listdir(self.tmp), [])
+
+    # ---- the job's rendezvous secret, derived from the namespace's --------------------------------------------
+    def namespace_secret(self, content=b"0123456789abcdef" * 4):
+        secret_dir = os.path.join(self.tmp, "ns")
+        os.makedirs(secret_dir, exist_ok=True)
+        path = os.path.join(secret_dir, "secret")
+        with open(path, "wb") as f:
+            f.write(content)
+        return path
+
+    def test_derives_the_jobs_rendezvous_secret_the_operator_signs_with(self):
+        """HMAC-SHA256(namespace secret, "kubedist-rdzv-job-1 " + uid) in hex, as contract/signed_line.h says and
+        the operator computes (with OpenSSL); world-readable for a trainer of any user, and only the derived
+        secret lands in the directory the trainer mounts."""
+        ns_secret = self.namespace_secret()
+        out = os.path.join(self.tmp, "bin")
+        os.mkdir(out)
+        r = install(out, "--rdzv-secret-from", ns_secret, "--rdzv-job", "1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        derived = os.path.join(out, "rdzv-secret")
+        self.assertEqual(r.stdout, f"kubedist-launcher: installed {out}/kubedist-launcher\n"
+                                   f"kubedist-launcher: derived the job's rendezvous secret into {derived}\n")
+        want = hmac.new(b"0123456789abcdef" * 4, b"kubedist-rdzv-job-1 1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+                        hashlib.sha256).hexdigest()
+        with open(derived) as f:
+            self.assertEqual(f.read(), want)
+        self.assertEqual(stat.S_IMODE(os.stat(derived).st_mode), 0o444)
+        self.assertEqual(sorted(os.listdir(out)), ["kubedist-launcher", "rdzv-secret"])
+        # Another job's secret differs; the same job's is the same on every node.
+        other = os.path.join(self.tmp, "other")
+        os.mkdir(other)
+        self.assertEqual(install(other, "--rdzv-secret-from", ns_secret, "--rdzv-job", "2").returncode, 0)
+        with open(os.path.join(other, "rdzv-secret")) as f:
+            self.assertNotEqual(f.read(), want)
+
+    def test_a_missing_or_short_namespace_secret_is_an_error_and_installs_nothing(self):
+        missing = os.path.join(self.tmp, "ns", "missing")
+        self.assert_one_line_error(install(self.tmp, "--rdzv-secret-from", missing, "--rdzv-job", "u"), 1,
+                                   f"--rdzv-secret-from {missing}: No such file or directory")
+        short = self.namespace_secret(b"too short")
+        self.assert_one_line_error(install(self.tmp, "--rdzv-secret-from", short, "--rdzv-job", "u"), 1,
+                                   f"--rdzv-secret-from {short}: a secret must have 16 to 4096 bytes (this one has 9)")
+        self.assertEqual(os.listdir(self.tmp), ["ns"])
 
 
 if __name__ == "__main__":

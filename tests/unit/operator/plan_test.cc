@@ -68,20 +68,33 @@ TEST(Decide, NewJobCreatesServiceAndAllPodsNodeZeroFirst) {
   EXPECT_EQ(p.events.size(), 1u);
 }
 
-TEST(Decide, AMissingRdzvSecretIsCreatedForAnActiveJobOnly) {
+TEST(Decide, AMissingNamespaceRdzvSecretIsCreatedForAnActiveJobOnly) {
   Observed observed;
   observed.service_exists = true;
-  observed.secret_exists = false;
-  EXPECT_TRUE(decide(testing::example_job(), observed, kNow).create_secret);
-  observed.secret_exists = true;
-  EXPECT_FALSE(decide(testing::example_job(), observed, kNow).create_secret);  // never a second one
-  observed.secret_exists = false;
+  observed.namespace_secret_exists = false;
+  EXPECT_TRUE(decide(testing::example_job(), observed, kNow).create_namespace_secret);
+  observed.namespace_secret_exists = true;
+  EXPECT_FALSE(decide(testing::example_job(), observed, kNow).create_namespace_secret);  // never a second one
+  observed.namespace_secret_exists = false;
   auto finished = testing::example_job();
   finished.status.phase = JobPhase::kSucceeded;
-  EXPECT_FALSE(decide(finished, observed, kNow).create_secret);
+  EXPECT_FALSE(decide(finished, observed, kNow).create_namespace_secret);
   auto deleting = testing::example_job();
   deleting.deleting = true;
-  EXPECT_FALSE(decide(deleting, observed, kNow).create_secret);
+  EXPECT_FALSE(decide(deleting, observed, kNow).create_namespace_secret);
+}
+
+TEST(Decide, AJobWithItsOwnSecretFromAnEarlierOperatorKeepsItAndNeedsNoNamespaceSecret) {
+  Observed observed;
+  observed.service_exists = true;
+  observed.namespace_secret_exists = false;
+  observed.job_secret_exists = true;
+  const Plan p = decide(testing::example_job(), observed, kNow);
+  EXPECT_TRUE(p.job_rdzv_secret);
+  EXPECT_FALSE(p.create_namespace_secret);
+  EXPECT_FALSE(p.create_ranks.empty());
+  observed.job_secret_exists = false;
+  EXPECT_FALSE(decide(testing::example_job(), observed, kNow).job_rdzv_secret);
 }
 
 TEST(Decide, CreatesOnlyWhatIsMissingAndNeverDuplicates) {

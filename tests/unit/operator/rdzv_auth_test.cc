@@ -50,5 +50,15 @@ TEST(RdzvAuth, ParsesHelloAndMakesFreshSecrets) {
   EXPECT_NE(*a, *b);
 }
 
+TEST(RdzvAuth, DerivesAJobsSecretFromTheNamespacesAsTheLaunchersInitContainerDoes) {
+  // Known answer (Python: hmac.new(key, b"kubedist-rdzv-job-1 " + uid, hashlib.sha256).hexdigest()); the launcher's
+  // own HMAC is checked against the same formula by launcher.integration.install.
+  const std::string uid = "1b4e28ba-2fa1-11d2-883f-0016d3cca427";
+  EXPECT_EQ(derive_job_secret("0123456789abcdef-ns-secret", uid),
+            "e432e30ce4bef80c3b2ed3c83bb8b0b467d35c080b49f2ad2a538d07f4889ed8");
+  EXPECT_NE(derive_job_secret("0123456789abcdef-ns-secret", "another-uid"), derive_job_secret("0123456789abcdef-ns-secret", uid));
+  EXPECT_NE(derive_job_secret("another namespace's secret", uid), derive_job_secret("0123456789abcdef-ns-secret", uid));
+}
+
 }  // namespace
 }  // namespace kubedist::rendezvous

@@ -84,19 +84,40 @@ TEST(RenderPod, AGangJobsPodsNameItsPodGroupAndOthersNone) {
   EXPECT_EQ(render_pod(job, 0, all)["spec"]["schedulingGroup"], (json{{"podGroupName", "resnet"}}));
 }
 
-TEST(RenderRdzvSecret, IsTheJobsOwnedLabelledSecretWithOneKey) {
-  const auto secret = render_rdzv_secret(testing::example_job(), "0123abcd");
+TEST(RenderNamespaceRdzvSecret, IsOneLabelledSecretOfTheNamespaceOwnedByNoJob) {
+  const auto secret = render_namespace_rdzv_secret("team-a", "0123abcd");
   EXPECT_EQ(secret["kind"], "Secret");
-  EXPECT_EQ(secret["metadata"]["name"], "resnet-rdzv");
+  EXPECT_EQ(secret["metadata"]["name"], "kubedist-rendezvous");
   EXPECT_EQ(secret["metadata"]["namespace"], "team-a");
-  EXPECT_EQ(secret["metadata"]["labels"], (json{{"kubedist.io/job-name", "resnet"}}));
-  EXPECT_EQ(secret["metadata"]["ownerReferences"][0], owner_reference(testing::example_job()));
+  EXPECT_EQ(secret["metadata"]["labels"],
+            (json{{"kubedist.io/rendezvous-secret", "namespace"}, {"app.kubernetes.io/managed-by", "kubedist"}}));
+  EXPECT_FALSE(secret["metadata"].contains("ownerReferences"));
   EXPECT_EQ(secret["stringData"], (json{{"secret", "0123abcd"}}));
 }
 
-TEST(RenderPod, MountsTheRdzvSecretReadOnlyIntoTheTrainerAndNamesItToTheLauncher) {
+TEST(RenderPod, OnlyTheInitContainerSeesTheNamespaceSecretAndDerivesTheJobsForTheTrainer) {
   PodOptions options;
   options.rdzv_secret = true;
+  const auto pod = render_pod(testing::example_job(), 1, options);
+  EXPECT_EQ(pod["spec"]["volumes"].back(),
+            json::parse(R"({"name": "kubedist-rendezvous",
+                            "secret": {"secretName": "kubedist-rendezvous", "defaultMode": 292}})"));
+  const auto& init = pod["spec"]["initContainers"][0];
+  EXPECT_EQ(init["command"], json::parse(R"(["/kubedist-launcher", "--install", "/kubedist/bin",
+                                             "--rdzv-secret-from", "/kubedist/rendezvous/secret",
+                                             "--rdzv-job", "uid-1"])"));
+  EXPECT_EQ(init["volumeMounts"].back(),
+            json::parse(R"({"name": "kubedist-rendezvous", "mountPath": "/kubedist/rendezvous", "readOnly": true})"));
+  const auto& trainer = pod["spec"]["containers"][0];
+  for (const auto& m : trainer["volumeMounts"]) EXPECT_NE(m["name"], "kubedist-rendezvous");
+  EXPECT_EQ(env_of(trainer)["KUBEDIST_RDZV_SECRET_FILE"], "/kubedist/bin/rdzv-secret");  // in the launcher's emptyDir
+  EXPECT_TRUE(parse_pod_facts(pod).rdzv_secret);
+}
+
+TEST(RenderPod, AJobWithItsOwnSecretFromAnEarlierOperatorKeepsMountingItIntoTheTrainer) {
+  PodOptions options;
+  options.rdzv_secret = true;
+  options.job_rdzv_secret = true;
   const auto pod = render_pod(testing::example_job(), 1, options);
   EXPECT_EQ(pod["spec"]["volumes"].back(),
             json::parse(R"({"name": "kubedist-rdzv", "secret": {"secretName": "resnet-rdzv", "defaultMode": 292}})"));
@@ -106,6 +127,7 @@ TEST(RenderPod, MountsTheRdzvSecretReadOnlyIntoTheTrainerAndNamesItToTheLauncher
   EXPECT_EQ(env_of(trainer)["KUBEDIST_RDZV_SECRET_FILE"], "/kubedist/rdzv/secret");
   // The init container only installs the launcher: it needs no secret.
   for (const auto& m : pod["spec"]["initContainers"][0]["volumeMounts"]) EXPECT_NE(m["name"], "kubedist-rdzv");
+  EXPECT_EQ(pod["spec"]["initContainers"][0]["command"].size(), 3u);
   // And the pod's facts say that its launcher signs.
   EXPECT_TRUE(parse_pod_facts(pod).rdzv_secret);
   EXPECT_FALSE(parse_pod_facts(render_pod(testing::example_job(), 1, PodOptions{})).rdzv_secret);

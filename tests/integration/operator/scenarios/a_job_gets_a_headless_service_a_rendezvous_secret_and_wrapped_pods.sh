@@ -15,9 +15,10 @@ uid=$(jp tj/resnet '{.metadata.uid}')
   fail "service: $(kubectl -n "$NS" get svc resnet -o yaml)"
 [ "$(jp svc/resnet '{.metadata.ownerReferences[0].uid}')" = "$uid" ] || fail "service not owned by the job"
 pass "headless Service resnet selects the job's pods and is owned by it"
-[ "$(jp secret/resnet-rdzv '{.metadata.ownerReferences[0].uid} {.metadata.labels.kubedist\.io/job-name}')" = "$uid resnet" ] ||
-  fail "Secret resnet-rdzv: $(kubectl -n "$NS" get secret resnet-rdzv -o yaml)"
-pass "rendezvous Secret resnet-rdzv is owned by the job"
+[ "$(jp secret/kubedist-rendezvous '{.metadata.labels.kubedist\.io/rendezvous-secret} {.metadata.ownerReferences}')" = "namespace " ] ||
+  fail "Secret kubedist-rendezvous: $(kubectl -n "$NS" get secret kubedist-rendezvous -o yaml)"
+[ "$(jp secret/kubedist-rendezvous '{.data.secret}' | base64 -d | wc -c)" = 64 ] || fail "the namespace secret is not 32 bytes in hex"
+pass "the namespace's rendezvous Secret kubedist-rendezvous exists, owned by no job"
 for i in 0 1; do
   p=resnet-node-$i
   got=$(jp "pod/$p" '{.spec.hostname} {.spec.subdomain} {.spec.restartPolicy} {.metadata.labels.kubedist\.io/node-rank} {.metadata.labels.kubedist\.io/job-name}')
@@ -28,7 +29,7 @@ for i in 0 1; do
   for want in "MASTER_ADDR=resnet-node-0.resnet.$NS.svc" MASTER_PORT=29500 "NODE_RANK=$i" NNODES=1:4 \
     NPROC_PER_NODE=auto KUBEDIST_JOB=resnet "PET_MASTER_ADDR=resnet-node-0.resnet.$NS.svc" PET_MASTER_PORT=29500 \
     "PET_NODE_RANK=$i" PET_NNODES=1:4 PET_NPROC_PER_NODE=auto PET_MAX_RESTARTS=3 \
-    KUBEDIST_RDZV_SECRET_FILE=/kubedist/rdzv/secret; do
+    KUBEDIST_RDZV_SECRET_FILE=/kubedist/bin/rdzv-secret; do
     grep -qxF "$want" <<<"$env" || fail "$p lacks env $want; has: $env"
   done
   cmd=$(jp "pod/$p" '{.spec.containers[0].command}')
@@ -36,10 +37,13 @@ for i in 0 1; do
     fail "$p command: $cmd"
   [ "$(jp "pod/$p" '{.spec.initContainers[0].image} {.spec.volumes[0].name}')" = "ghcr.io/kubedist/launcher:0.1.0 kubedist-bin" ] ||
     fail "$p launcher init container/volume"
-  got=$(jp "pod/$p" '{.spec.volumes[?(@.name=="kubedist-rdzv")].secret.secretName} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rdzv")].mountPath} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rdzv")].readOnly}')
-  [ "$got" = "resnet-rdzv /kubedist/rdzv true" ] || fail "$p rendezvous Secret mount: $got"
+  got=$(jp "pod/$p" '{.spec.volumes[?(@.name=="kubedist-rendezvous")].secret.secretName} {.spec.initContainers[0].volumeMounts[?(@.name=="kubedist-rendezvous")].mountPath} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rendezvous")].mountPath}')
+  [ "$got" = "kubedist-rendezvous /kubedist/rendezvous " ] || fail "$p rendezvous Secret mount (init container only): $got"
+  got=$(jp "pod/$p" '{.spec.initContainers[0].command}')
+  [ "$got" = "[\"/kubedist-launcher\",\"--install\",\"/kubedist/bin\",\"--rdzv-secret-from\",\"/kubedist/rendezvous/secret\",\"--rdzv-job\",\"$uid\"]" ] ||
+    fail "$p init container command: $got"
 done
-pass "pods resnet-node-0/1: hostname, subdomain, labels, owner refs, env, wrapped command, launcher init container, rendezvous Secret mount"
+pass "pods resnet-node-0/1: hostname, subdomain, labels, owner refs, env, wrapped command, launcher init container deriving the job's secret from the namespace's"
 eventually 30 "job Running" phase_is resnet Running
 got=$(jp tj/resnet '{.status.replicas} {.status.readyReplicas} {.status.worldSize} {.status.selector} {.status.observedGeneration}')
 [ "$got" = "2 2 16 kubedist.io/job-name=resnet 1" ] || fail "status: $got"

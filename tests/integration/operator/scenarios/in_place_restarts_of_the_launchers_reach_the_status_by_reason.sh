@@ -28,14 +28,19 @@ ip=$(jp pod/j-node-0 '{.status.podIP}')
 case "$ip" in 127.*) ;; *) fail "kwok pod IP $ip is not a loopback address" ;; esac
 work=$(mktemp -d /tmp/kubedist-op-launcher-XXXXXX)
 trap 'cleanup; rm -rf "$work"' EXIT
-# The pods mount the job's rendezvous Secret, so node 0's launcher answers signed lines only, and the poller signs
-# with the Secret: the launchers here read it as the pods' mount would give it to them.
-[ "$(jp secret/j-rdzv '{.metadata.ownerReferences[0].uid}')" = "$(jp tj/j '{.metadata.uid}')" ] ||
-  fail "Secret j-rdzv is not owned by the job"
-[ "$(jp pod/j-node-0 '{.spec.volumes[?(@.name=="kubedist-rdzv")].secret.secretName}')" = "j-rdzv" ] ||
-  fail "pod j-node-0 does not mount Secret j-rdzv"
-kubectl -n "$NS" get secret j-rdzv -o jsonpath='{.data.secret}' | base64 -d >"$work/secret"
-[ "$(wc -c <"$work/secret")" = 64 ] || fail "Secret j-rdzv does not hold 32 bytes in hex"
+# The pods' launchers sign the rendezvous with the job's secret, which their init container derives from the
+# namespace's Secret; the poller derives the same. The launchers here get it the pods' way: the namespace Secret
+# as its volume would hold it, and the launcher's own init container command (`--install`) as the pod runs it.
+[ "$(jp pod/j-node-0 '{.spec.volumes[?(@.name=="kubedist-rendezvous")].secret.secretName}')" = "kubedist-rendezvous" ] ||
+  fail "pod j-node-0 does not mount Secret kubedist-rendezvous"
+mkdir "$work/ns" "$work/bin"
+kubectl -n "$NS" get secret kubedist-rendezvous -o jsonpath='{.data.secret}' | base64 -d >"$work/ns/secret"
+init=$(jp pod/j-node-0 '{range .spec.initContainers[0].command[*]}{@}{"\n"}{end}' |
+  sed -e "s#^/kubedist/bin\$#$work/bin#" -e "s#^/kubedist/rendezvous/#$work/ns/#" | tail -n +2)
+mapfile -t init_args <<<"$init"
+"$LAUNCHER" "${init_args[@]}" >/dev/null || fail "the init container's command: ${init_args[*]}"
+cp "$work/bin/rdzv-secret" "$work/secret"
+[ "$(wc -c <"$work/secret")" = 64 ] || fail "the derived secret is not 32 bytes in hex"
 # Node 0's worker crashes once (worker_crash), then runs until stopped.
 script='if [ "$CRASH_ONCE" = 1 ] && [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; exit 3; fi; exec sleep 600'
 launch() {  # launch NODE_RANK: a launcher as j-node-NODE_RANK would run it; sets LPID
