@@ -1,13 +1,11 @@
 #include "trainingjob/pending_writes.h"
 
-#include <algorithm>
-
 #include "trainingjob/status.h"
 
 namespace kubedist::trainingjob {
 
 std::chrono::milliseconds PendingWrites::hold(const std::string& key, const Status& before, const Status& after,
-                                              Clock::time_point now) {
+                                              Clock::time_point now, bool unschedulable) {
   // The scheduler's verdict on a gang (waits whole, or placed) is news a user waits for, never mere progress.
   const auto gang = [](const Status& s) {
     const Condition* c = find_condition(s, ConditionType::kGangScheduled);
@@ -15,19 +13,13 @@ std::chrono::milliseconds PendingWrites::hold(const std::string& key, const Stat
   };
   const bool progress_only = after.phase == JobPhase::kPending &&
                              (before.phase == JobPhase::kNone || before.phase == JobPhase::kPending) &&
-                             after.restarts == before.restarts && gang(after) == gang(before);
+                             after.restarts == before.restarts && gang(after) == gang(before) && !unschedulable;
   if (!progress_only) {
     held_.erase(key);
     return std::chrono::milliseconds(0);
   }
-  auto [it, inserted] = held_.try_emplace(key, Held{now, now, after.replicas, after.ready_replicas});
-  Held& h = it->second;
-  if (h.replicas != after.replicas || h.ready != after.ready_replicas) {
-    h.progressed = now;
-    h.replicas = after.replicas;
-    h.ready = after.ready_replicas;
-  }
-  const auto until = std::min(h.progressed + stall_, h.since + cap_);
+  auto it = held_.try_emplace(key, now).first;
+  const auto until = it->second + cap_;
   if (until <= now) {
     held_.erase(it);
     return std::chrono::milliseconds(0);

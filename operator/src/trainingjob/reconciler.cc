@@ -62,9 +62,11 @@ bool Reconciler::status_caught_up(const std::string& key, const TrainingJob& job
 }
 
 std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const Status& before,
-                                                  const Status& after) {
+                                                  const Status& after, const std::vector<PodFacts>& pods) {
+  bool unschedulable = false;
+  for (const auto& p : pods) unschedulable = unschedulable || (!p.deleting && !p.unschedulable_since.empty());
   std::lock_guard<std::mutex> lock(mu_);
-  return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now());
+  return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now(), unschedulable);
 }
 
 Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) {
@@ -276,7 +278,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
 
   std::chrono::milliseconds held_back{0};
   if (!(plan.status == job->status) &&
-      (held_back = hold_pending(key, job->status, plan.status)).count() == 0) {
+      (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0) {
     auto r = write_status(*job, plan.status);
     if (!r && r.error().kind == Error::Kind::kConflict) {
       // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer

@@ -75,7 +75,8 @@ class Reconciler {
     std::chrono::steady_clock::time_point since;
   };
   // Whether to hold this status write back for a while (returns how long), or write it now (zero).
-  std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after);
+  std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after,
+                                         const std::vector<PodFacts>& pods);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
   // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.

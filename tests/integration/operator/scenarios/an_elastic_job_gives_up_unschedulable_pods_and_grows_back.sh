@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two 8-GPU nodes for a job of 3 nodes x 8 GPUs (min 2): one pod cannot be placed (which one is the scheduler's
 # choice), the job is given 2 nodes after the grace, so j-node-2 goes (ranks stay dense) and j-node-0 and
-# j-node-1 run; a third node appears and the job grows back to 3.
+# j-node-1 run; a third node appears and the job grows back to 3. A job no node can take shows Pending at once.
 # usage: an_elastic_job_gives_up_unschedulable_pods_and_grows_back.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
@@ -42,3 +42,10 @@ reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=0 restarts=0" || f
 eventually 10 "target metric 3" metric_is "kubedist_job_target_nodes{$L} 3"
 eventually 10 "one scale-up decision counted" metric_is "kubedist_scale_decisions_total{direction=\"up\",$L} 1"
 pass "elastic: with a node back the job grows to spec.replicas=3 again (Events ScalingUp, ScaledUp, metrics)"
+
+# A job whose pod no node can take: a Pending status is held back while pods make their way through a busy
+# cluster (up to 30 s), but a pod the scheduler marked Unschedulable is news, written at once.
+pool_job_yaml k 1 16 | kubectl -n "$NS" apply -f - >/dev/null
+k_pending() { [ "$(jp tj/k '{.status.phase} {.status.replicas} {.status.readyReplicas}')" = "Pending 1 0" ]; }
+eventually 8 "k's Pending status written well before the hold (30 s) ends" k_pending
+pass "a job whose pod cannot be placed shows Pending as soon as the scheduler says so"
