@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/log.h"
-#include "trainingjob/manager.h"
-#include "trainingjob/render.h"
+#include "trainingjob/act/setup.h"
+#include "trainingjob/render/render.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "failure_summary.h"
-#include "fs_util.h"
-#include "output_routes.h"
+#include "workers/failure_summary.h"
+#include "util/fs_util.h"
+#include "workers/output_routes.h"
 
 namespace kubedist::launcher {
 namespace {

@@ -7,13 +7,13 @@
 #include <optional>
 #include <string>
 
-#include "event_loop.h"
-#include "launch_config.h"
-#include "log_mux.h"
-#include "metrics.h"
-#include "rendezvous_member.h"
-#include "terminal.h"
-#include "worker_group.h"
+#include "io/event_loop.h"
+#include "cli/launch_config.h"
+#include "io/log_mux.h"
+#include "io/metrics.h"
+#include "rendezvous/member.h"
+#include "process/terminal.h"
+#include "workers/worker_group.h"
 
 namespace kubedist::launcher {
 

@@ -11,8 +11,8 @@
 
 #include "contract/pod_env.h"
 #include "contract/signed_line.h"
-#include "rendezvous_auth.h"
-#include "sha256.h"
+#include "rendezvous/auth.h"
+#include "util/sha256.h"
 
 namespace kubedist::launcher {
 namespace {

@@ -12,17 +12,17 @@
 #include <cstring>
 
 #include "agent.h"
-#include "descendants.h"
-#include "fs_util.h"
-#include "guard.h"
+#include "process/descendants.h"
+#include "util/fs_util.h"
+#include "process/guard.h"
 #include "install.h"
-#include "local_world_size.h"
-#include "metrics_server.h"
-#include "net.h"
-#include "rendezvous_auth.h"
-#include "rendezvous_client.h"
-#include "rendezvous_host.h"
-#include "resolver.h"
+#include "cli/local_world_size.h"
+#include "io/metrics_server.h"
+#include "io/net.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/client.h"
+#include "rendezvous/host.h"
+#include "io/resolver.h"
 
 extern char** environ;
 

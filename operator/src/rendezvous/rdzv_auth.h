@@ -1,4 +1,4 @@
-// The operator's side of the launcher's rendezvous authentication (launcher-sidecar/src/rendezvous_auth.h): node 0
+// The operator's side of the launcher's rendezvous authentication (launcher-sidecar/src/rendezvous/auth.h): node 0
 // greets with "HELLO <challenge>", and every line after it is "MAC <n> <hex HMAC-SHA256> <line>" over
 // "kubedist-rdzv-1 <req|rep> <challenge> <n> <line>" with the job's secret (Secret J-rdzv). The framing is the
 // contract's (contract/signed_line.h); the HMAC here is OpenSSL's.

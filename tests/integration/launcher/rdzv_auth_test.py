@@ -13,7 +13,7 @@ SECRET = b"\x00\x01 this job's secret, 32 bytes\n"
 
 
 class RdzvConnection:
-    """A client of node 0's rendezvous port speaking the wire format of launcher-sidecar/src/rendezvous_auth.h."""
+    """A client of node 0's rendezvous port speaking the wire format of launcher-sidecar/src/rendezvous/auth.h."""
 
     def __init__(self, port, secret=None):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)

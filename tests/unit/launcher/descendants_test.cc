@@ -1,4 +1,4 @@
-#include "descendants.h"
+#include "process/descendants.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The termination message of a failed launcher: one line naming the rank, host, exit and the error.
-#include "failure_summary.h"
+#include "workers/failure_summary.h"
 
 #include <signal.h>
 

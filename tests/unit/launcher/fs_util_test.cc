@@ -1,5 +1,5 @@
 // find_program: where execvp would find the interpreter, checked before any worker starts.
-#include "fs_util.h"
+#include "util/fs_util.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "launch_config.h"
+#include "cli/launch_config.h"
 
 namespace kubedist::launcher {
 namespace {

@@ -1,5 +1,5 @@
 // The CLI/env mapping, checked against torchrun's documented flag and variable names.
-#include "launch_config.h"
+#include "cli/launch_config.h"
 
 #include <gtest/gtest.h>
 

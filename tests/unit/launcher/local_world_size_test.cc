@@ -1,4 +1,4 @@
-#include "local_world_size.h"
+#include "cli/local_world_size.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Output prefixes and routes for --redirects / --tee / --local-ranks-filter, and the /metrics text.
 #include <gtest/gtest.h>
 
-#include "launch_config.h"
-#include "log_mux.h"
-#include "metrics.h"
-#include "metrics_server.h"
-#include "output_routes.h"
+#include "cli/launch_config.h"
+#include "io/log_mux.h"
+#include "io/metrics.h"
+#include "io/metrics_server.h"
+#include "workers/output_routes.h"
 
 namespace kubedist::launcher {
 namespace {

@@ -1,6 +1,6 @@
 // HMAC-SHA256 against RFC 4231 and FIPS 180 vectors, and the rendezvous' sealed lines: forged, tampered, replayed
 // and reflected lines are refused.
-#include "rendezvous_auth.h"
+#include "rendezvous/auth.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "sha256.h"
+#include "util/sha256.h"
 
 namespace kubedist::launcher {
 namespace {

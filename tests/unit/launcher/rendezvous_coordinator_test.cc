@@ -1,5 +1,5 @@
 // The rendezvous rules, driven through the pure coordinator with a fake clock.
-#include "rendezvous_coordinator.h"
+#include "rendezvous/coordinator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "rendezvous_wire.h"
+#include "rendezvous/wire.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Name resolution without NSS: resolv.conf, hosts file, search/ndots order and DNS message parsing.
-#include "resolver.h"
+#include "io/resolver.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Who reads the launcher's stdin.
-#include "terminal.h"
+#include "process/terminal.h"
 
 #include <gtest/gtest.h>
 

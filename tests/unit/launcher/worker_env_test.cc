@@ -1,5 +1,5 @@
 // The worker environment contract: torchrun's names and values.
-#include "worker_env.h"
+#include "workers/worker_env.h"
 
 #include <gtest/gtest.h>
 

@@ -2,14 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
-#include "trainingjob/decide_failures.h"
-#include "trainingjob/decide_launcher.h"
-#include "trainingjob/decide_lost_pods.h"
-#include "trainingjob/decide_phase.h"
-#include "trainingjob/decide_ranks.h"
-#include "trainingjob/decide_state.h"
-#include "trainingjob/decide_stop.h"
-#include "trainingjob/status.h"
+#include "trainingjob/decide/failures.h"
+#include "trainingjob/decide/launcher.h"
+#include "trainingjob/decide/lost_pods.h"
+#include "trainingjob/decide/phase.h"
+#include "trainingjob/decide/ranks.h"
+#include "trainingjob/decide/decide_state.h"
+#include "trainingjob/decide/stop.h"
+#include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
 namespace {

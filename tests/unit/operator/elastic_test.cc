@@ -1,5 +1,5 @@
 // elastic_target(): how an elastic job shrinks past unschedulable pods and grows back, table-driven.
-#include "trainingjob/elastic.h"
+#include "trainingjob/decide/elastic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "trainingjob/job_state.h"
+#include "trainingjob/api/job_state.h"
 
 #include <gtest/gtest.h>
 
-#include "trainingjob/parse.h"
+#include "trainingjob/api/parse.h"
 
 namespace kubedist::trainingjob {
 namespace {

@@ -1,10 +1,10 @@
-#include "trainingjob/kueue.h"
+#include "trainingjob/kueue/kueue.h"
 
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
-#include "trainingjob/plan.h"
-#include "trainingjob/status.h"
+#include "trainingjob/decide/plan.h"
+#include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
 namespace {

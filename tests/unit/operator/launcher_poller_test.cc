@@ -1,5 +1,5 @@
 // Which job the poller asks, and where; bad addresses fail before any network use.
-#include "trainingjob/launcher_poller.h"
+#include "trainingjob/act/launcher_poller.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include "kube/client.h"
 #include "metrics/operator_metrics.h"
-#include "trainingjob/job_metrics.h"
-#include "trainingjob/status.h"
+#include "trainingjob/act/job_metrics.h"
+#include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
 namespace {

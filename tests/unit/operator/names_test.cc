@@ -1,5 +1,5 @@
 // The names a job's objects get: the launchers and the headless Service's DNS depend on them.
-#include "trainingjob/names.h"
+#include "trainingjob/api/names.h"
 
 #include <gtest/gtest.h>
 

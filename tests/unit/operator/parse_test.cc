@@ -1,4 +1,4 @@
-#include "trainingjob/parse.h"
+#include "trainingjob/api/parse.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trainingjob/pending_writes.h"
+#include "trainingjob/act/pending_writes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
-#include "trainingjob/plan.h"
+#include "trainingjob/decide/plan.h"
 
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
-#include "trainingjob/decide_state.h"
-#include "trainingjob/decide_failures.h"
-#include "trainingjob/decide_lost_pods.h"
-#include "trainingjob/status.h"
+#include "trainingjob/decide/decide_state.h"
+#include "trainingjob/decide/failures.h"
+#include "trainingjob/decide/lost_pods.h"
+#include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
 namespace {

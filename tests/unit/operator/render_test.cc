@@ -1,13 +1,13 @@
-#include "trainingjob/render.h"
+#include "trainingjob/render/render.h"
 
 #include <map>
 
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
-#include "trainingjob/env.h"
-#include "trainingjob/parse.h"
-#include "trainingjob/status.h"
+#include "trainingjob/render/env.h"
+#include "trainingjob/api/parse.h"
+#include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
 namespace {

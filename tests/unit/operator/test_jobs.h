@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainingjob/parse.h"
+#include "trainingjob/api/parse.h"
 
 namespace kubedist::trainingjob::testing {
 

@@ -1,0 +1,92 @@
+// LaunchConfig: everything the launcher was asked to do, decided from flags, PET_* env and operator env.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace kubedist::launcher {
+
+using Env = std::map<std::string, std::string>;
+
+// Which of a worker's streams go to a log file: 0 none, 1 stdout, 2 stderr, 3 both (torchrun's Std).
+struct StreamSpec {
+  int all = 0;                       // for every local rank not listed below
+  std::map<int, int> per_local_rank;  // "0:1,1:2" form
+  int for_local_rank(int local_rank) const;
+  bool any() const;
+};
+
+struct LaunchConfig {
+  bool help = false;
+  int min_nodes = 1;
+  int max_nodes = 1;
+  std::string nproc_per_node = "1";  // N | auto | gpu | cpu; resolved by local_world_size()
+  int node_rank = 0;
+  // False when no flag or env named the node rank (torchrun's c10d style: the same command on every node). Then
+  // the node whose address the rendezvous endpoint names hosts the rendezvous; the others join it.
+  bool node_rank_given = false;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // False when no flag or env named them: then a multi-node rendezvous host announces the workers' store in each
+  // round (its own address and a free port), as torchrun's c10d rendezvous does, instead of 127.0.0.1:29500.
+  bool master_addr_given = false;
+  bool master_port_given = false;
+  // Where node rank 0 hosts the rendezvous service: --rdzv-endpoint, else master_addr:master_port+1.
+  std::string rdzv_host;
+  int rdzv_port = 0;
+  std::string run_id = "none";
+  bool standalone = false;
+  int max_restarts = 0;
+  bool permanent_exit_codes = false;  // --restart-policy=ExitCode: worker exit codes 1-127 are never restarted
+  double monitor_interval = 0.1;  // accepted for torchrun compatibility; the launcher never polls
+  std::string role = "default";
+  bool no_python = false;
+  // The interpreter for scripts and -m: PYTHON_EXEC (as torchrun honours it), else python3 from PATH. torchrun's
+  // default is its own sys.executable; a C++ launcher has none, and python3 on PATH is what `python3 -m
+  // torch.distributed.run` would most often have been.
+  std::string python = "python3";
+  std::string python_source;  // "PYTHON_EXEC" when it came from there (named in errors), else ""
+  // In a TrainingJob's pod (the operator sets KUBEDIST_JOB): its plain env (NNODES...) applies, and
+  // --nproc-per-node=auto without GPUs means 1 as the TrainingJob's nprocPerNode does.
+  bool in_training_job = false;
+  bool module = false;
+  bool use_env = false;        // legacy launch: workers read LOCAL_RANK from the environment
+  bool legacy_launch = false;  // torch.distributed.launch: pass --local-rank=N unless --use-env
+  // The argument --legacy-launch passes: torch >= 2.0's "--local-rank" (--local-rank-style=dash, the default) or
+  // torch 1.x's "--local_rank" (underscore). An argparse script accepts only the spelling it declares.
+  std::string local_rank_arg = "--local-rank";
+  StreamSpec redirects;
+  StreamSpec tee;
+  std::string log_dir;
+  std::optional<std::set<int>> local_ranks_filter;
+  double join_timeout = 600;      // --rdzv-conf join_timeout=S: how long to wait for MIN nodes
+  double last_call_timeout = 1;   // --rdzv-conf last_call_timeout=S: wait for late joiners above MIN
+  double idle_timeout = 15;       // --rdzv-conf idle_timeout=S: for a connection to node 0 to send a valid message
+  std::string rdzv_secret_file;   // --rdzv-secret-file: the job's secret that signs every rendezvous line
+  double stop_timeout = 10;       // SIGTERM -> SIGKILL grace period for stopping workers
+  int metrics_port = -1;          // -1: no /metrics endpoint; 0: any free port (printed)
+  std::string metrics_addr = "0.0.0.0";
+  std::string termination_log;    // where a failed launcher writes its one-line summary ("" for nowhere)
+  std::vector<std::string> command;  // script (or module, or program with --no-python) and its args
+  // Settings taken from the environment, "--nnodes=2 (PET_NNODES)", and the operator's plain variables that were
+  // set but ignored outside a TrainingJob's pod ("NNODES"): the launcher prints both, so nothing changes silently.
+  std::vector<std::string> from_env;
+  std::vector<std::string> ignored_env;
+
+  bool elastic() const { return min_nodes != max_nodes; }
+  bool multi_node() const { return max_nodes > 1; }
+};
+
+// Decides the configuration. Precedence: command-line flag > PET_* env > operator env > default; the operator's
+// plain NNODES, NPROC_PER_NODE, NODE_RANK, MASTER_ADDR, MASTER_PORT count only when KUBEDIST_JOB is set.
+// Errors are one line naming the flag (and the variable it came from).
+Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, const Env& env);
+
+std::string usage_text();
+
+}  // namespace kubedist::launcher

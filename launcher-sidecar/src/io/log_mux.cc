@@ -1,0 +1,90 @@
+#include "io/log_mux.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace kubedist::launcher {
+
+std::string LinePrefixer::feed(std::string_view chunk) {
+  std::string out;
+  size_t start = 0;
+  while (start < chunk.size()) {
+    size_t nl = chunk.find('\n', start);
+    if (nl == std::string_view::npos) {
+      partial_.append(chunk.substr(start));
+      break;
+    }
+    out += prefix_;
+    out += partial_;
+    out.append(chunk.substr(start, nl - start + 1));
+    partial_.clear();
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string LinePrefixer::finish() {
+  if (partial_.empty()) return "";
+  std::string out = prefix_ + partial_ + "\n";
+  partial_.clear();
+  return out;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+LogMux::~LogMux() {
+  while (!streams_.empty()) close_stream(streams_.begin()->first);
+}
+
+void LogMux::add(int read_fd, int file_fd, int console_fd, const std::string& prefix) {
+  streams_.emplace(read_fd, Stream{file_fd, console_fd, LinePrefixer(prefix)});
+  loop_.watch(read_fd, EPOLLIN, [this, read_fd](std::uint32_t) {
+    if (pump(read_fd) == 0) loop_.defer([this, read_fd] { close_stream(read_fd); });
+  });
+}
+
+int LogMux::pump(int fd) {
+  auto it = streams_.find(fd);
+  if (it == streams_.end()) return 0;
+  char buf[16384];
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return -1;
+  if (n <= 0) return 0;
+  Stream& s = it->second;
+  std::string_view chunk(buf, static_cast<size_t>(n));
+  if (s.file_fd >= 0) write_all(s.file_fd, chunk);
+  if (s.console_fd >= 0) write_all(s.console_fd, s.prefixer.feed(chunk));
+  return 1;
+}
+
+void LogMux::close_stream(int fd) {
+  auto it = streams_.find(fd);
+  if (it == streams_.end()) return;
+  if (it->second.console_fd >= 0) write_all(it->second.console_fd, it->second.prefixer.finish());
+  if (it->second.file_fd >= 0) close(it->second.file_fd);
+  loop_.unwatch(fd);
+  close(fd);
+  streams_.erase(it);
+}
+
+void LogMux::drain_all() {
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    int fd = it->first;
+    ++it;
+    while (pump(fd) > 0) {
+    }
+    close_stream(fd);
+  }
+}
+
+}  // namespace kubedist::launcher

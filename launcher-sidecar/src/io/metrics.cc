@@ -1,0 +1,31 @@
+#include "io/metrics.h"
+
+#include <cstdio>
+
+namespace kubedist::launcher {
+namespace {
+
+void metric(std::string& out, const char* name, const char* type, const char* help, const std::string& value) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + value + "\n";
+}
+
+}  // namespace
+
+std::string render_metrics(const LauncherMetrics& m) {
+  std::string out;
+  char seconds[64];
+  std::snprintf(seconds, sizeof seconds, "%.6f", m.last_recovery_seconds);
+  metric(out, "kubedist_launcher_worker_restarts_total", "counter", "Worker groups restarted on this node.",
+         std::to_string(m.worker_restarts_total));
+  metric(out, "kubedist_launcher_rendezvous_rounds_total", "counter", "Rendezvous rounds this node took part in.",
+         std::to_string(m.rendezvous_rounds_total));
+  metric(out, "kubedist_launcher_rendezvous_round", "gauge", "The current rendezvous round (generation).",
+         std::to_string(m.rendezvous_round));
+  metric(out, "kubedist_launcher_workers_running", "gauge", "Worker processes running on this node.",
+         std::to_string(m.workers_running));
+  metric(out, "kubedist_launcher_last_recovery_seconds", "gauge",
+         "Seconds from the last failure seen on this node to its replacement workers starting.", seconds);
+  return out;
+}
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,40 @@
+// MetricsServer: a minimal HTTP/1.0 server on the event loop answering GET /metrics in Prometheus text format.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "io/event_loop.h"
+#include "io/listener.h"
+#include "io/metrics.h"
+#include "util/result.h"
+
+namespace kubedist::launcher {
+
+// Pure: the whole HTTP response for a request head ("GET /metrics HTTP/1.1\r\n...").
+std::string http_response_for(const std::string& request_head, const LauncherMetrics& metrics);
+
+class MetricsServer {
+ public:
+  MetricsServer(EventLoop& loop, const LauncherMetrics& metrics) : loop_(loop), metrics_(metrics), listener_(loop) {}
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  Result<bool> listen(const std::string& addr, int port);  // addr "" for any address; port 0 for any free port
+  int port() const { return listener_.port(); }
+
+ private:
+  struct Client {
+    std::string in;
+    std::string out;
+    bool answered = false;
+  };
+  void on_client(int fd, std::uint32_t events);
+  void close_client(int fd);
+  EventLoop& loop_;
+  const LauncherMetrics& metrics_;
+  std::map<int, Client> clients_;
+  Listener listener_;
+};
+
+}  // namespace kubedist::launcher

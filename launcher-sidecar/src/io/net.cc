@@ -1,0 +1,94 @@
+#include "io/net.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kubedist::launcher {
+
+std::optional<in_addr> parse_ipv4(const std::string& text) {
+  in_addr a{};
+  if (inet_pton(AF_INET, text.c_str(), &a) == 1) return a;
+  return std::nullopt;
+}
+
+Result<int> listen_tcp(const std::string& addr, int port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  if (addr.empty()) {
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  } else if (auto a = parse_ipv4(addr)) {
+    sa.sin_addr = *a;
+  } else {
+    return make_error("cannot listen on '" + addr + "': not an IPv4 address");
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 64) != 0) {
+    std::string err = std::strerror(errno);
+    close(fd);
+    return make_error("cannot listen on " + (addr.empty() ? std::string("0.0.0.0") : addr) + ":" +
+                      std::to_string(port) + ": " + err);
+  }
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return -1;
+  return ntohs(sa.sin_port);
+}
+
+Result<int> start_connect(in_addr addr, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr = addr;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 && errno != EINPROGRESS) {
+    std::string err = std::strerror(errno);
+    close(fd);
+    return make_error(err);
+  }
+  return fd;
+}
+
+int connect_error(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
+}
+
+bool is_local_address(in_addr addr) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr = addr;
+  bool local = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  close(fd);
+  return local;
+}
+
+Result<int> pick_free_port(const std::string& addr) {
+  auto fd = listen_tcp(addr, 0);
+  if (!fd) return make_error(fd.error());
+  int port = bound_port(*fd);
+  close(*fd);
+  return port;
+}
+
+}  // namespace kubedist::launcher

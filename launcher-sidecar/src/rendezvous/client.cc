@@ -1,0 +1,227 @@
+#include "rendezvous/client.h"
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "io/log_mux.h"
+#include "io/net.h"
+#include "rendezvous/wire.h"
+
+namespace kubedist::launcher {
+
+TcpMember::TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
+                     ResolverConfig resolver, MemberEvents events, std::string secret)
+    : loop_(loop),
+      host_(std::move(host)),
+      port_(port),
+      join_timeout_(join_timeout),
+      resolver_(std::move(resolver)),
+      events_(std::move(events)),
+      secret_(std::move(secret)) {}
+
+TcpMember::~TcpMember() {
+  if (retry_timer_) loop_.cancel(retry_timer_);
+  close_socket();
+}
+
+void TcpMember::join(const JoinRequest& request) {
+  want_join_ = request;
+  if (connected_) return send_line(encode_join(request));
+  if (fd_ < 0 && !retry_timer_) try_connect();
+}
+
+void TcpMember::failed(int round, int exit_code, const std::string& summary) {
+  if (connected_) send_line(encode_failed(round, exit_code, summary));
+}
+
+void TcpMember::done(int round) {
+  // This node is finished: tell node 0 and leave. The rest of the job is node 0's business.
+  if (connected_) send_line(encode_done(round));
+  ended_ = true;
+  close_socket();
+  loop_.defer([this] { events_.on_end(0, ""); });
+}
+
+void TcpMember::leave() {
+  if (ended_) return;
+  if (connected_) send_line(encode_leave());
+  ended_ = true;
+  want_join_.reset();
+  if (retry_timer_) loop_.cancel(retry_timer_);
+  retry_timer_ = 0;
+  close_socket();
+}
+
+void TcpMember::connect_soon(std::chrono::milliseconds delay) {
+  retry_timer_ = loop_.after(delay, [this] {
+    retry_timer_ = 0;
+    try_connect();
+  });
+}
+
+void TcpMember::try_connect() {
+  if (ended_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!unreachable_since_) unreachable_since_ = now;
+  if (now - *unreachable_since_ > join_timeout_) {
+    ended_ = true;
+    std::string why = "cannot reach the rendezvous on node 0 at " + host_ + ":" + std::to_string(port_) + " for " +
+                      std::to_string(join_timeout_.count() / 1000) + " s: " + last_error_;
+    loop_.defer([this, why] { events_.on_end(1, why); });
+    return;
+  }
+  auto addr = resolve_ipv4(host_, resolver_);  // node 0's name appears in DNS only once its pod has an IP
+  if (!addr) {
+    last_error_ = addr.error();
+    return connect_soon(std::chrono::milliseconds(500));
+  }
+  auto fd = start_connect(*addr, port_);
+  if (!fd) {
+    last_error_ = fd.error();
+    return connect_soon(std::chrono::milliseconds(200));
+  }
+  fd_ = *fd;
+  connecting_to_ = *addr;
+  loop_.watch(fd_, EPOLLOUT, [this](std::uint32_t ev) { on_ready(ev); });
+}
+
+void TcpMember::on_ready(std::uint32_t events) {
+  if (!connected_) {
+    int err = connect_error(fd_);
+    if (err != 0) {
+      last_error_ = std::strerror(err);
+      close_socket();
+      return connect_soon(std::chrono::milliseconds(200));
+    }
+    connected_ = true;
+    if (secret_.empty()) {
+      unreachable_since_.reset();
+    } else {
+      // Reached only once node 0 greets us: a node 0 without the secret never does, and join_timeout still applies.
+      hello_timer_ = loop_.after(std::min<std::chrono::milliseconds>(join_timeout_, std::chrono::seconds(10)), [this] {
+        hello_timer_ = 0;
+        lost("no HELLO from node 0 (does it have the same --rdzv-secret-file?)");
+      });
+    }
+    // Which address node 0's name led to (our own resolver, not glibc's): what to check when a node cannot join.
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &connecting_to_, ip, sizeof ip);
+    write_all(2, "kubedist-launcher: joined the rendezvous at " + host_ + ":" + std::to_string(port_) + " (" + ip +
+                     ")\n");
+    loop_.modify(fd_, EPOLLIN);
+    if (want_join_) send_line(encode_join(*want_join_));
+    return;
+  }
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    char buf[4096];
+    while (true) {
+      ssize_t n = read(fd_, buf, sizeof buf);
+      if (n > 0) {
+        in_.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      return lost(secret_.empty() || auth_ ? "node 0 closed the rendezvous connection"
+                                           : "node 0 closed the rendezvous connection before its HELLO (does it have "
+                                             "the same --rdzv-secret-file?)");
+    }
+    for (size_t nl; fd_ >= 0 && (nl = in_.find('\n')) != std::string::npos;) {
+      std::string line = in_.substr(0, nl);
+      in_.erase(0, nl + 1);
+      if (is_refused(line)) return give_up("node 0 refused this node: " + line.substr(8));
+      if (!secret_.empty() && !auth_) {
+        auto challenge = parse_hello(line);
+        if (!challenge) return lost(challenge.error());
+        auth_.emplace(secret_, *challenge, AuthSession::Side::Member);
+        unreachable_since_.reset();
+        if (hello_timer_) loop_.cancel(hello_timer_);
+        hello_timer_ = 0;
+        std::string waiting;
+        waiting.swap(unsent_);
+        send_line(waiting);
+        continue;
+      }
+      if (auth_) {
+        auto opened = auth_->open(line);
+        if (!opened) return lost("refused a message from node 0: " + opened.error());
+        line = *opened;
+      } else if (line.rfind("HELLO ", 0) == 0) {
+        return give_up("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
+      }
+      auto m = parse_message(line);
+      if (!m) return lost(m.error());
+      switch (m->kind) {
+        case RendezvousMessage::Kind::Round:
+          want_join_.reset();
+          loop_.defer([this, a = m->assignment] { events_.on_round(a); });
+          break;
+        case RendezvousMessage::Kind::Stop:
+          loop_.defer([this] { events_.on_stop(); });
+          break;
+        case RendezvousMessage::Kind::Fail:
+          ended_ = true;
+          close_socket();
+          loop_.defer([this, code = m->exit_code, reason = m->reason] { events_.on_end(code, reason); });
+          return;
+      }
+    }
+  }
+  if (fd_ >= 0 && (events & EPOLLOUT) && !out_.empty()) send_line("");
+}
+
+void TcpMember::send_line(const std::string& lines) {
+  if (!secret_.empty() && !auth_) {
+    unsent_ += lines;  // sealed once node 0's challenge is known
+    return;
+  }
+  // One or more lines (those that waited for the HELLO); sealed one by one.
+  for (size_t start = 0, nl; start < lines.size(); start = nl + 1) {
+    nl = lines.find('\n', start);
+    if (nl == std::string::npos) nl = lines.size() - 1;
+    std::string line = lines.substr(start, nl - start + 1);
+    out_ += auth_ ? auth_->seal(line) : line;
+  }
+  if (fd_ < 0 || !connected_) return;
+  ssize_t n = send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+  if (n > 0) out_.erase(0, static_cast<size_t>(n));
+  loop_.modify(fd_, out_.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT);
+}
+
+void TcpMember::lost(const std::string& why) {
+  write_all(2, "kubedist-launcher: rendezvous: " + why + "; reconnecting to " + host_ + ":" + std::to_string(port_) + "\n");
+  last_error_ = why;
+  close_socket();
+  out_.clear();
+  in_.clear();
+  loop_.defer([this] { events_.on_stop(); });  // our workers' round is gone with the connection
+  if (want_join_) connect_soon(std::chrono::milliseconds(200));
+}
+
+void TcpMember::give_up(const std::string& why) {
+  ended_ = true;
+  want_join_.reset();
+  if (retry_timer_) loop_.cancel(retry_timer_);
+  retry_timer_ = 0;
+  close_socket();
+  loop_.defer([this, why] { events_.on_end(1, "rendezvous: " + why); });
+}
+
+void TcpMember::close_socket() {
+  if (fd_ < 0) return;
+  loop_.unwatch(fd_);
+  close(fd_);
+  fd_ = -1;
+  connected_ = false;
+  if (hello_timer_) loop_.cancel(hello_timer_);
+  hello_timer_ = 0;
+  auth_.reset();
+  unsent_.clear();
+}
+
+}  // namespace kubedist::launcher

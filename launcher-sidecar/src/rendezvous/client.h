@@ -1,0 +1,56 @@
+// TcpMember: a node other than rank 0 taking part in the rendezvous over TCP. It keeps (re)connecting, also while
+// node 0's name does not resolve yet, for up to join_timeout; losing the connection stops this node's workers.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "io/event_loop.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/member.h"
+#include "io/resolver.h"
+
+namespace kubedist::launcher {
+
+class TcpMember : public RendezvousMember {
+ public:
+  TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
+            ResolverConfig resolver, MemberEvents events, std::string secret = "");
+  ~TcpMember() override;
+  void join(const JoinRequest& request) override;
+  void failed(int round, int exit_code, const std::string& summary) override;
+  void done(int round) override;
+  void leave() override;
+
+ private:
+  void connect_soon(std::chrono::milliseconds delay);
+  void try_connect();
+  void on_ready(std::uint32_t events);
+  void lost(const std::string& why);
+  void give_up(const std::string& why);  // retrying cannot help (a secret mismatch): end this node
+  void send_line(const std::string& line);
+  void close_socket();
+
+  EventLoop& loop_;
+  std::string host_;
+  int port_;
+  std::chrono::milliseconds join_timeout_;
+  ResolverConfig resolver_;
+  MemberEvents events_;
+  int fd_ = -1;
+  bool connected_ = false;
+  bool ended_ = false;
+  std::optional<JoinRequest> want_join_;  // a JOIN not yet answered by a ROUND
+  std::optional<std::chrono::steady_clock::time_point> unreachable_since_;
+  std::string last_error_;
+  in_addr connecting_to_{};  // the address host_ resolved to for the connection being made
+  std::string in_, out_;
+  std::string secret_;                // "": no authentication
+  std::optional<AuthSession> auth_;   // once node 0's HELLO arrived on this connection
+  std::string unsent_;                // plain lines waiting for that HELLO
+  EventLoop::TimerId retry_timer_ = 0;
+  EventLoop::TimerId hello_timer_ = 0;  // with a secret: node 0's HELLO is due
+};
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,231 @@
+#include "rendezvous/coordinator.h"
+
+#include <algorithm>
+
+namespace kubedist::launcher {
+namespace {
+
+RendezvousMessage fail_message(int exit_code, std::string reason) {
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Fail;
+  m.exit_code = exit_code;
+  m.reason = std::move(reason);
+  return m;
+}
+
+RendezvousMessage stop_message(int round) {
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Stop;
+  m.round = round;
+  return m;
+}
+
+}  // namespace
+
+CoordinatorSettings coordinator_settings(const LaunchConfig& config) {
+  return {config.run_id,
+          config.min_nodes,
+          config.max_nodes,
+          config.max_restarts,
+          std::chrono::milliseconds(static_cast<long>(config.last_call_timeout * 1000)),
+          std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
+          config.permanent_exit_codes};
+}
+
+RendezvousCoordinator::RendezvousCoordinator(CoordinatorSettings settings, Clock::time_point now)
+    : settings_(std::move(settings)), below_min_since_(now) {}
+
+int RendezvousCoordinator::count_joined() const {
+  return static_cast<int>(std::count_if(members_.begin(), members_.end(), [](auto& m) { return m.second.joined; }));
+}
+
+void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock::time_point now) {
+  if (request.run_id != settings_.run_id) {
+    send(id, fail_message(2,
+              "run id mismatch: this node has '" + request.run_id + "', the rendezvous on node 0 has '" +
+                  settings_.run_id + "'"));
+    return;
+  }
+  if (phase_ == Phase::Over) {
+    if (last_exit_code_ == 0) {  // never a silent success for a node that ran nothing
+      send(id, fail_message(1, "this node was not admitted: the job had already finished"));
+    } else {
+      send(id, fail_message(last_exit_code_, last_failure_));
+    }
+    return;
+  }
+  Member& m = members_[id];
+  m = Member{request, true, false, false};
+  if (phase_ == Phase::Gathering) {
+    evaluate(now);
+    return;
+  }
+  // A node joined while a round runs: grow the group if there is room. As in torchrun, a membership change is
+  // not charged to --max-restarts (a node can only join again after leaving, and leaving is charged). Once a node
+  // has finished the group cannot re-form: the joiner waits, and is told at the end that it was not admitted.
+  if (round_nodes_ < settings_.max_nodes && !any_done_)
+    new_round("node " + std::to_string(request.node_rank) + " joined", 0, kCauseScale, now, false);
+}
+
+void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool graceful) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  Member m = it->second;
+  members_.erase(it);
+  if (phase_ == Phase::Gathering) {
+    evaluate(now);
+  } else if (phase_ == Phase::Running && m.in_round && !m.done) {
+    std::string reason = "node " + std::to_string(m.info.node_rank) +
+                         (graceful ? " left the job (scaled down)"
+                                   : " left the job (its launcher exited or lost the connection)");
+    if (any_done_) return end(1, reason + " after other nodes had finished");
+    new_round(reason, 1, graceful ? kCauseScale : kCauseNodeLost, now);
+  } else if (phase_ == Phase::Running && round_finished()) {
+    end(0, "job finished");
+  }
+}
+
+void RendezvousCoordinator::failed(MemberId id, int round, int exit_code, const std::string& summary,
+                                   Clock::time_point now) {
+  auto it = members_.find(id);
+  if (phase_ != Phase::Running || round != round_ || it == members_.end() || !it->second.in_round) return;  // stale
+  std::string reason = "node " + std::to_string(it->second.info.node_rank) + ": " + summary;
+  if (any_done_) return end(exit_code, reason + " after other nodes had finished");
+  if (settings_.permanent_exit_codes && exit_code >= 1 && exit_code <= 127) {
+    return end(exit_code, reason + "; exit code " + std::to_string(exit_code) +
+                              " is permanent under restartPolicy ExitCode, so no restart");
+  }
+  new_round(reason, exit_code, kCauseWorkerCrash, now);
+}
+
+void RendezvousCoordinator::done(MemberId id, int round, Clock::time_point) {
+  auto it = members_.find(id);
+  if (phase_ != Phase::Running || round != round_ || it == members_.end() || !it->second.in_round) return;
+  it->second.done = true;
+  any_done_ = true;
+  if (round_finished()) end(0, "job finished");
+}
+
+bool RendezvousCoordinator::round_finished() const {
+  return std::all_of(members_.begin(), members_.end(), [](auto& m) { return !m.second.in_round || m.second.done; });
+}
+
+void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, const char* cause,
+                                      Clock::time_point now, bool charged) {
+  last_failure_ = reason;
+  last_exit_code_ = exit_code == 0 ? 1 : exit_code;
+  if (charged && charged_restarts_ >= settings_.max_restarts) {
+    return end(last_exit_code_, "giving up after " + std::to_string(charged_restarts_) +
+                                    " restart(s) (--max-restarts=" + std::to_string(settings_.max_restarts) +
+                                    "): " + reason);
+  }
+  if (charged) ++charged_restarts_;
+  ++restart_count_;
+  ++restarts_by_cause_[cause];
+  phase_ = Phase::Gathering;
+  below_min_since_ = now;
+  last_call_deadline_.reset();
+  awaiting_stoppers_ = false;
+  for (auto& [id, m] : members_) {
+    if (!m.in_round) continue;
+    m.in_round = false;
+    m.joined = false;  // it JOINs again once its workers have stopped
+    send(id, stop_message(round_));
+  }
+  evaluate(now);
+}
+
+void RendezvousCoordinator::evaluate(Clock::time_point now) {
+  if (phase_ != Phase::Gathering) return;
+  int joined = count_joined();
+  if (joined >= settings_.max_nodes) return form_round();
+  if (joined >= settings_.min_nodes) {
+    if (!last_call_deadline_) last_call_deadline_ = now + settings_.last_call;
+    // After the last call, nodes still stopping their workers are waited for: their JOIN re-evaluates.
+    awaiting_stoppers_ = now >= *last_call_deadline_;
+    if (awaiting_stoppers_ && joined == static_cast<int>(members_.size())) form_round();
+    return;
+  }
+  if (last_call_deadline_) {  // fell below MIN again: the join timeout counts from now
+    last_call_deadline_.reset();
+    awaiting_stoppers_ = false;
+    below_min_since_ = now;
+  }
+  if (now >= below_min_since_ + settings_.join_timeout) {
+    std::string why = "only " + std::to_string(joined) + " of the minimum " + std::to_string(settings_.min_nodes) +
+                      " nodes joined within join_timeout (" + std::to_string(settings_.join_timeout.count() / 1000) +
+                      " s)";
+    if (!last_failure_.empty()) why += "; last event: " + last_failure_;
+    end(last_failure_.empty() ? 1 : last_exit_code_, why);
+  }
+}
+
+void RendezvousCoordinator::form_round() {
+  std::vector<std::pair<int, MemberId>> order;  // (node rank, id): node rank 0 becomes group rank 0
+  for (auto& [id, m] : members_)
+    if (m.joined) order.emplace_back(m.info.node_rank, id);
+  std::sort(order.begin(), order.end());
+  if (static_cast<int>(order.size()) > settings_.max_nodes) order.resize(static_cast<size_t>(settings_.max_nodes));
+  ++round_;
+  int world = 0;
+  for (auto& [rank, id] : order) world += members_[id].info.nproc;
+  int offset = 0;
+  for (size_t g = 0; g < order.size(); ++g) {
+    Member& m = members_[order[g].second];
+    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world, "", 0};
+    offset += m.info.nproc;
+    m.joined = false;
+    m.in_round = true;
+    m.done = false;
+    RendezvousMessage start;
+    start.kind = RendezvousMessage::Kind::Round;
+    start.assignment = a;
+    start.round = round_;
+    send(order[g].second, std::move(start));
+  }
+  round_nodes_ = static_cast<int>(order.size());
+  round_world_size_ = world;
+  phase_ = Phase::Running;
+  any_done_ = false;
+  last_call_deadline_.reset();
+  awaiting_stoppers_ = false;
+}
+
+void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
+  phase_ = Phase::Over;
+  last_exit_code_ = exit_code;
+  last_failure_ = reason;
+  for (auto& [id, m] : members_) {
+    if (exit_code != 0 || m.in_round) {
+      send(id, fail_message(exit_code, reason));
+      continue;
+    }
+    // A node that waited outside the finishing group ran nothing of it: it must not look like a success.
+    std::string why = round_nodes_ >= settings_.max_nodes
+                          ? "the group already had the maximum of " + std::to_string(settings_.max_nodes) + " nodes"
+                          : "other nodes had already finished, so the group could not re-form";
+    send(id, fail_message(1,
+              "this node was not admitted (" + why + ") and the job finished without it"));
+  }
+}
+
+RendezvousReport RendezvousCoordinator::report() const {
+  const char* phase = phase_ == Phase::Gathering ? "gathering" : phase_ == Phase::Running ? "running" : "over";
+  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase, settings_.run_id};
+}
+
+void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }
+
+std::optional<RendezvousCoordinator::Clock::time_point> RendezvousCoordinator::next_deadline() const {
+  if (phase_ != Phase::Gathering) return std::nullopt;
+  if (last_call_deadline_) return awaiting_stoppers_ ? std::nullopt : last_call_deadline_;
+  return below_min_since_ + settings_.join_timeout;
+}
+
+std::vector<Outgoing> RendezvousCoordinator::take_outbox() {
+  std::vector<Outgoing> out;
+  out.swap(outbox_);
+  return out;
+}
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,145 @@
+// RendezvousCoordinator: the pure state machine behind the rendezvous service that node rank 0 hosts.
+//
+// Protocol (the wire form is in rendezvous_wire.h; the same messages pass in-process for node 0's own agent):
+//   member -> service  JOIN run_id node_rank nproc   ready for a round (first time, or after its workers stopped);
+//                      [settings]                    with the joiner's settings, for a run the host does not know
+//                      FAILED round exit_code text   a worker of this round failed on that node
+//                      DONE round                    every worker of this round on that node exited 0
+//                      LEAVE                         the node leaves on purpose (its pod is being removed)
+//                      (closing the connection)      the node left: its launcher died or lost the network
+//   anyone  -> service  STATUS                        one STATUS report line back (round, restarts by cause,
+//                                                     nodes, world size); the operator polls this
+//   service -> member  ROUND assignment              start workers: round, restart count, group rank/size, ranks
+//                                                     [, the workers' store the host chose: address and port]
+//                      STOP round                    stop your workers, then JOIN again
+//                      FAIL exit_code text           the job is over: exit with this code (0: finished)
+// Rounds: the service gathers JOINs. A round forms at once when MAX nodes have joined; with MIN..MAX-1 nodes it
+// forms after the last-call period, once every connected node has joined (nodes still stopping their workers are
+// waited for). Group ranks are dense, ordered by node rank, so node rank 0 is group rank 0; global ranks follow
+// group ranks, each node adding its own nproc. While a round runs, a worker failure (FAILED), a node leaving
+// before it is DONE, or a new node joining while the round is below MAX starts a new round: every member is told
+// to STOP and JOIN again, and the restart count (TORCHELASTIC_RESTART_COUNT) grows by one. Failures and leaves are
+// charged to --max-restarts: with none left the job ends with the failing worker's exit code. A joiner is not
+// charged (torchrun: membership changes do not count as retries). A joiner that finds the group at MAX, or nodes
+// already DONE, waits; if the job then finishes without it, it is told so with exit code 1, never a success.
+// Below MIN nodes the service waits join_timeout for nodes to (re)join, then ends the job
+// with a message saying how many nodes were missing. When every node of the round is DONE the job has finished.
+// A failure or loss after some node is already DONE ends the job (the finished nodes are gone).
+// Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE) or scale (a node
+// joined the running group, or left it with LEAVE). STATUS reports the counts by cause.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contract/restart_cause.h"
+#include "contract/status_line.h"
+#include "workers/worker_env.h"
+
+namespace kubedist::launcher {
+
+using MemberId = std::uint64_t;
+
+struct CoordinatorSettings {
+  std::string run_id;
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int max_restarts = 0;
+  std::chrono::milliseconds last_call{1000};
+  std::chrono::milliseconds join_timeout{600000};
+  bool permanent_exit_codes = false;  // a worker exit code 1-127 ends the job at once (restartPolicy ExitCode)
+};
+
+// The settings this launcher's flags give its own rendezvous (nnodes, restarts, timeouts, restart policy).
+CoordinatorSettings coordinator_settings(const LaunchConfig& config);
+
+struct JoinRequest {
+  std::string run_id;
+  int node_rank = 0;
+  int nproc = 1;
+  // The joiner's own settings: a host that does not know run_id yet starts that run's rendezvous with them, so
+  // that two jobs with different --rdzv-id on one endpoint each get their own group (as with torchrun's c10d).
+  std::optional<CoordinatorSettings> settings = std::nullopt;
+};
+
+struct RendezvousMessage {
+  enum class Kind { Round, Stop, Fail } kind = Kind::Round;
+  Assignment assignment;  // Round
+  int round = 0;          // Stop
+  int exit_code = 0;      // Fail
+  std::string reason;     // Fail
+};
+
+// Causes of a restart, the keys of RendezvousReport::restarts_by_cause (the operator's restart reasons).
+using contract::kCauseNodeLost;
+using contract::kCauseScale;
+using contract::kCauseWorkerCrash;
+
+// What STATUS answers: the state of the rendezvous at one moment (its line: contract/status_line.h).
+using RendezvousReport = contract::StatusReport;
+
+struct Outgoing {
+  MemberId to;
+  RendezvousMessage message;
+};
+
+class RendezvousCoordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit RendezvousCoordinator(CoordinatorSettings settings, Clock::time_point now);
+
+  void join(MemberId id, const JoinRequest& request, Clock::time_point now);
+  // graceful: the node said LEAVE (a scale-down), else it vanished (node lost).
+  void leave(MemberId id, Clock::time_point now, bool graceful = false);
+  void failed(MemberId id, int round, int exit_code, const std::string& summary, Clock::time_point now);
+  void done(MemberId id, int round, Clock::time_point now);
+  void tick(Clock::time_point now);  // call at next_deadline()
+  std::optional<Clock::time_point> next_deadline() const;
+  std::vector<Outgoing> take_outbox();
+
+  bool over() const { return phase_ == Phase::Over; }
+  int rounds_formed() const { return round_ + 1; }
+  int restart_count() const { return restart_count_; }
+  RendezvousReport report() const;
+
+ private:
+  enum class Phase { Gathering, Running, Over };
+  struct Member {
+    JoinRequest info;
+    bool joined = false;    // waiting for a round
+    bool in_round = false;  // part of the running round
+    bool done = false;
+  };
+  void evaluate(Clock::time_point now);
+  void form_round();
+  // charged: counts against --max-restarts (a failure or a leave; a joiner is free).
+  void new_round(const std::string& reason, int exit_code, const char* cause, Clock::time_point now,
+                 bool charged = true);
+  void end(int exit_code, const std::string& reason);
+  void send(MemberId to, RendezvousMessage m) { outbox_.push_back({to, std::move(m)}); }
+  bool round_finished() const;
+  int count_joined() const;
+
+  CoordinatorSettings settings_;
+  Phase phase_ = Phase::Gathering;
+  std::map<MemberId, Member> members_;
+  int round_ = -1;
+  int restart_count_ = 0;     // rounds re-formed, for whatever cause
+  int charged_restarts_ = 0;  // those charged to --max-restarts
+  std::map<std::string, int> restarts_by_cause_{{kCauseWorkerCrash, 0}, {kCauseNodeLost, 0}, {kCauseScale, 0}};
+  int round_nodes_ = 0;
+  int round_world_size_ = 0;
+  bool any_done_ = false;
+  Clock::time_point below_min_since_;
+  std::optional<Clock::time_point> last_call_deadline_;
+  bool awaiting_stoppers_ = false;
+  std::string last_failure_;
+  int last_exit_code_ = 1;
+  std::vector<Outgoing> outbox_;
+};
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,308 @@
+#include "rendezvous/host.h"
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "contract/status_line.h"
+#include "io/log_mux.h"
+#include "io/net.h"
+#include "rendezvous/wire.h"
+
+namespace kubedist::launcher {
+namespace {
+constexpr MemberId kLocalMember = std::numeric_limits<MemberId>::max();
+constexpr size_t kMaxPendingReplies = 64 * 1024;  // a STATUS asker that never reads gets closed
+
+std::string peer_of(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  char ip[INET_ADDRSTRLEN] = "?";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+}  // namespace
+
+HostGuard HostGuard::for_nodes(int max_nodes) {
+  HostGuard guard;
+  guard.max_connections = std::max<size_t>(64, 4 * static_cast<size_t>(std::max(max_nodes, 1)));
+  return guard;
+}
+
+class RendezvousHost::LocalMember : public RendezvousMember {
+ public:
+  explicit LocalMember(RendezvousHost& host) : host_(host) {}
+  ~LocalMember() override { host_.local_events_ = {}; }
+  void join(const JoinRequest& request) override {
+    host_.own_->coordinator.join(kLocalMember, request, RendezvousCoordinator::Clock::now());
+    host_.flush();
+  }
+  void failed(int round, int exit_code, const std::string& summary) override {
+    host_.own_->coordinator.failed(kLocalMember, round, exit_code, summary, RendezvousCoordinator::Clock::now());
+    host_.flush();
+  }
+  void done(int round) override {
+    host_.own_->coordinator.done(kLocalMember, round, RendezvousCoordinator::Clock::now());
+    host_.flush();
+  }
+  void leave() override {
+    host_.own_->coordinator.leave(kLocalMember, RendezvousCoordinator::Clock::now(), true);
+    host_.flush();
+  }
+
+ private:
+  RendezvousHost& host_;
+};
+
+RendezvousHost::Run::Run(CoordinatorSettings settings)
+    : coordinator(std::move(settings), RendezvousCoordinator::Clock::now()) {}
+
+RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings, HostGuard guard)
+    : loop_(loop), guard_(std::move(guard)), listener_(loop) {
+  std::string id = settings.run_id;
+  own_ = runs_.emplace(id, std::make_unique<Run>(std::move(settings))).first->second.get();
+}
+
+RendezvousHost::~RendezvousHost() {
+  for (auto& [id, run] : runs_)
+    if (run->deadline_timer) loop_.cancel(run->deadline_timer);
+  while (!connections_.empty()) {
+    int fd = connections_.begin()->first;
+    if (connections_.begin()->second.idle_timer) loop_.cancel(connections_.begin()->second.idle_timer);
+    loop_.unwatch(fd);
+    close(fd);
+    connections_.erase(fd);
+  }
+}
+
+Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
+  auto ok = listener_.open(bind_addr, port, [this](int fd) { accept_connection(fd); });
+  if (!ok) return make_error("rendezvous: " + ok.error());
+  return true;
+}
+
+void RendezvousHost::accept_connection(int fd) {
+  std::string peer = peer_of(fd);
+  if (connections_.size() >= guard_.max_connections && !evict_oldest_idle()) {
+    note(over_limit_, "refused a connection from " + peer + ": " + std::to_string(guard_.max_connections) +
+                          " connections are open, all of them members");
+    close(fd);
+    return;
+  }
+  Connection& c = connections_[fd];
+  c.peer = std::move(peer);
+  c.since = EventLoop::Clock::now();
+  c.idle_timer = loop_.after(guard_.idle_timeout, [this, fd] {
+    connections_[fd].idle_timer = 0;
+    note(idle_closed_, "closed the connection from " + connections_[fd].peer + ": not a member after " +
+                           std::to_string(guard_.idle_timeout.count()) + " ms");
+    drop(fd);
+  });
+  loop_.watch(fd, EPOLLIN, [this, fd](std::uint32_t ev) { connection_ready(fd, ev); });
+  if (!guard_.secret.empty()) {
+    std::string challenge = new_challenge();
+    c.auth.emplace(guard_.secret, challenge, AuthSession::Side::Host);
+    c.out = encode_hello(challenge);
+    connection_ready(fd, EPOLLOUT);
+  }
+}
+
+// Makes room for a newcomer at the bound: a flood of silent connections must not lock the members out until
+// their idle timeout, so the silent one that has waited longest goes first.
+bool RendezvousHost::evict_oldest_idle() {
+  auto oldest = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it)
+    if (!it->second.active && (oldest == connections_.end() || it->second.since < oldest->second.since)) oldest = it;
+  if (oldest == connections_.end()) return false;
+  note(over_limit_, "closed the connection from " + oldest->second.peer + " (not a member) for a new one: " +
+                        std::to_string(guard_.max_connections) + " connections are open");
+  drop(oldest->first);
+  return true;
+}
+
+void RendezvousHost::note(int& count, const std::string& what) {
+  ++count;
+  if ((count & (count - 1)) == 0)
+    write_all(2, "kubedist-launcher: rendezvous: " + what + " (" + std::to_string(count) + " so far)\n");
+}
+
+void RendezvousHost::refuse(int fd, const std::string& why) {
+  write_all(2, "kubedist-launcher: rendezvous: refused " + connections_[fd].peer + ": " + why + "\n");
+  // Best effort, unsigned: a node with the wrong secret learns why and stops instead of retrying forever; a forger
+  // learns nothing it did not know.
+  const std::string line = encode_refused(why);
+  (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  drop(fd);
+}
+
+void RendezvousHost::send_line(int fd, const std::string& line) {
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  it->second.out += it->second.auth ? it->second.auth->seal(line) : line;
+  connection_ready(fd, EPOLLOUT);
+}
+
+std::vector<std::string> RendezvousHost::other_runs_active() const {
+  std::vector<std::string> active;
+  for (auto& [id, run] : runs_)
+    if (run.get() != own_ && !run->coordinator.over()) active.push_back(id);
+  return active;
+}
+
+void RendezvousHost::announce_store(std::string addr) { store_addr_ = std::move(addr); }
+
+void RendezvousHost::add_store(Run& run, Assignment& a) {
+  if (store_addr_.empty()) return;
+  if (run.store_round != a.round) {
+    // Free on every address: the rank-0 worker's TCPStore listens on all of them.
+    auto port = pick_free_port("");
+    if (!port) write_all(2, "kubedist-launcher: rendezvous: no free port for the workers' store: " + port.error() + "\n");
+    run.store_round = a.round;
+    run.store_port = port ? *port : 29500;
+  }
+  a.master_addr = store_addr_;
+  a.master_port = run.store_port;
+}
+
+std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents events) {
+  local_events_ = std::move(events);
+  return std::make_unique<LocalMember>(*this);
+}
+
+void RendezvousHost::flush() {
+  for (auto& [id, run] : runs_) flush(*run);
+  if (others_over_ && other_runs_active().empty()) loop_.defer(std::exchange(others_over_, nullptr));
+}
+
+void RendezvousHost::flush(Run& run) {
+  for (auto& out : run.coordinator.take_outbox()) {
+    if (out.message.kind == RendezvousMessage::Kind::Round) add_store(run, out.message.assignment);
+    if (out.to == kLocalMember) {
+      // Delivered on the next turn of the loop, so the agent never re-enters itself.
+      loop_.defer([this, m = out.message] {
+        if (m.kind == RendezvousMessage::Kind::Round && local_events_.on_round) local_events_.on_round(m.assignment);
+        if (m.kind == RendezvousMessage::Kind::Stop && local_events_.on_stop) local_events_.on_stop();
+        if (m.kind == RendezvousMessage::Kind::Fail && local_events_.on_end) local_events_.on_end(m.exit_code, m.reason);
+      });
+      continue;
+    }
+    send_line(static_cast<int>(out.to), encode_message(out.message));
+  }
+  if (run.deadline_timer) loop_.cancel(run.deadline_timer);
+  run.deadline_timer = 0;
+  if (auto when = run.coordinator.next_deadline()) {
+    run.deadline_timer = loop_.at(*when, [this, &run] {
+      run.deadline_timer = 0;
+      run.coordinator.tick(RendezvousCoordinator::Clock::now());
+      flush();
+    });
+  }
+}
+
+void RendezvousHost::connection_ready(int fd, std::uint32_t events) {
+  if (!connections_.count(fd)) return;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    char buf[4096];
+    while (true) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+        return drop(fd);
+      }
+      connections_[fd].in.append(buf, static_cast<size_t>(n));
+      // Lines are handled as they arrive, so no more than one line (bounded) is ever buffered; lines that arrived
+      // before a close still count (a DONE, then the node exits).
+      while (connections_.count(fd)) {
+        std::string& in = connections_[fd].in;
+        size_t nl = in.find('\n');
+        if (nl == std::string::npos) break;
+        std::string line = in.substr(0, nl);
+        in.erase(0, nl + 1);
+        if (line.size() > guard_.max_line) return refuse(fd, "a line longer than " + std::to_string(guard_.max_line) + " bytes");
+        handle_line(fd, line);
+      }
+      if (!connections_.count(fd)) return;
+      if (connections_[fd].in.size() > guard_.max_line)
+        return refuse(fd, "a line longer than " + std::to_string(guard_.max_line) + " bytes");
+    }
+  }
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  if (!it->second.out.empty()) {
+    ssize_t n = send(fd, it->second.out.data(), it->second.out.size(), MSG_NOSIGNAL);
+    if (n > 0) it->second.out.erase(0, static_cast<size_t>(n));
+  }
+  loop_.modify(fd, it->second.out.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT);
+}
+
+void RendezvousHost::handle_line(int fd, const std::string& line) {
+  auto now = RendezvousCoordinator::Clock::now();
+  Connection& c = connections_[fd];
+  std::string plain = line;
+  if (c.auth) {
+    auto opened = c.auth->open(line);
+    if (!opened) return refuse(fd, opened.error());
+    plain = *opened;
+  }
+  auto request = parse_request(plain);
+  if (!request) {
+    write_all(2, "kubedist-launcher: rendezvous: " + request.error() + "\n");
+    return drop(fd);
+  }
+  // A member stays as long as the job; a STATUS asker is served but stays on the idle clock (and may be pushed
+  // out), so that asking for STATUS cannot hold a connection that a member needs.
+  if (request->kind != MemberRequest::Kind::Status) {
+    c.active = true;
+    if (c.idle_timer) loop_.cancel(c.idle_timer);
+    c.idle_timer = 0;
+  }
+  const MemberRequest& r = request.value();
+  MemberId id = static_cast<MemberId>(fd);
+  if (r.kind == MemberRequest::Kind::Status) {
+    // A reader (the operator), not a member: answer for this launcher's job and let it close the connection.
+    if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
+    send_line(fd, contract::encode_status_line(own_->coordinator.report()));
+    return;
+  }
+  if (r.kind == MemberRequest::Kind::Join && !c.run) {
+    auto it = runs_.find(r.join.run_id);
+    if (it != runs_.end()) {
+      c.run = it->second.get();
+    } else if (r.join.settings) {  // another job on the same endpoint: a rendezvous of its own
+      c.run = runs_.emplace(r.join.run_id, std::make_unique<Run>(*r.join.settings)).first->second.get();
+    } else {
+      c.run = own_;  // a joiner that sends no settings: only this job can take it (it refuses another run id)
+    }
+  }
+  if (!c.run) return;  // FAILED, DONE or LEAVE before any JOIN: nothing to say it about
+  RendezvousCoordinator& coordinator = c.run->coordinator;
+  switch (r.kind) {
+    case MemberRequest::Kind::Join: coordinator.join(id, r.join, now); break;
+    case MemberRequest::Kind::Failed: coordinator.failed(id, r.round, r.exit_code, r.summary, now); break;
+    case MemberRequest::Kind::Done: coordinator.done(id, r.round, now); break;
+    case MemberRequest::Kind::Leave: coordinator.leave(id, now, true); break;
+    case MemberRequest::Kind::Status: break;
+  }
+  flush();
+}
+
+void RendezvousHost::drop(int fd) {
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  if (it->second.idle_timer) loop_.cancel(it->second.idle_timer);
+  Run* run = it->second.run;
+  loop_.unwatch(fd);
+  close(fd);
+  connections_.erase(fd);
+  if (!run) return;
+  run->coordinator.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());
+  flush();
+}
+
+}  // namespace kubedist::launcher

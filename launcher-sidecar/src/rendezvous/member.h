@@ -1,0 +1,28 @@
+// RendezvousMember: how an agent takes part in the rendezvous, in-process on node 0 or over TCP elsewhere.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "rendezvous/coordinator.h"
+
+namespace kubedist::launcher {
+
+struct MemberEvents {
+  std::function<void(const Assignment&)> on_round;                     // start workers for this round
+  std::function<void()> on_stop;                                       // stop workers, then join() again
+  std::function<void(int exit_code, const std::string& reason)> on_end;  // the job is over for this node
+};
+
+class RendezvousMember {
+ public:
+  virtual ~RendezvousMember() = default;
+  virtual void join(const JoinRequest& request) = 0;
+  virtual void failed(int round, int exit_code, const std::string& summary) = 0;
+  virtual void done(int round) = 0;
+  // The node is leaving on purpose (SIGTERM while the group runs, e.g. the operator scales down): the others
+  // re-form the group and count a scale restart rather than a lost node.
+  virtual void leave() = 0;
+};
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,138 @@
+#include "rendezvous/wire.h"
+
+#include <sstream>
+
+namespace kubedist::launcher {
+namespace {
+
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+// Reads the rest of the stream after the fixed fields, without its leading space.
+std::string rest_of(std::istringstream& in) {
+  std::string rest;
+  std::getline(in, rest);
+  if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
+  return rest;
+}
+
+}  // namespace
+
+std::string encode_join(const JoinRequest& join) {
+  // A stream, not "literal" + std::string: GCC 12 warns falsely (-Wrestrict) about the latter here in Release.
+  std::ostringstream line;
+  line << "JOIN " << join.run_id << ' ' << join.node_rank << ' ' << join.nproc;
+  if (const auto& g = join.settings) {
+    line << ' ' << g->min_nodes << ' ' << g->max_nodes << ' ' << g->max_restarts << ' ' << g->last_call.count()
+         << ' ' << g->join_timeout.count() << ' ' << (g->permanent_exit_codes ? 1 : 0);
+  }
+  line << '\n';
+  return line.str();
+}
+
+std::string encode_failed(int round, int exit_code, const std::string& summary) {
+  return "FAILED " + std::to_string(round) + " " + std::to_string(exit_code) + " " + one_line(summary) + "\n";
+}
+
+std::string encode_done(int round) { return "DONE " + std::to_string(round) + "\n"; }
+
+std::string encode_leave() { return "LEAVE\n"; }
+
+std::string encode_status() { return std::string(contract::kStatusVerb) + "\n"; }
+
+std::string encode_message(const RendezvousMessage& m) {
+  switch (m.kind) {
+    case RendezvousMessage::Kind::Round: {
+      const Assignment& a = m.assignment;
+      return "ROUND " + std::to_string(a.round) + " " + std::to_string(a.restart_count) + " " +
+             std::to_string(a.group_rank) + " " + std::to_string(a.group_world_size) + " " +
+             std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) +
+             (a.master_addr.empty() ? "" : " " + a.master_addr + " " + std::to_string(a.master_port)) + "\n";
+    }
+    case RendezvousMessage::Kind::Stop:
+      return "STOP " + std::to_string(m.round) + "\n";
+    case RendezvousMessage::Kind::Fail:
+      return "FAIL " + std::to_string(m.exit_code) + " " + one_line(m.reason) + "\n";
+  }
+  return "";
+}
+
+Result<MemberRequest> parse_request(const std::string& line) {
+  std::istringstream in(line);
+  std::string verb;
+  in >> verb;
+  MemberRequest r;
+  if (verb == "JOIN") {
+    r.kind = MemberRequest::Kind::Join;
+    if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) {
+      // Optional: the joiner's settings "MIN MAX MAX_RESTARTS LAST_CALL_MS JOIN_TIMEOUT_MS PERMANENT(0|1)".
+      std::string first;
+      if (!(in >> first)) return r;
+      CoordinatorSettings g;
+      g.run_id = r.join.run_id;
+      long last_call = 0, join_timeout = 0;
+      int permanent = 0;
+      std::string extra;
+      std::istringstream fields(first + " " + rest_of(in));
+      if (fields >> g.min_nodes >> g.max_nodes >> g.max_restarts >> last_call >> join_timeout >> permanent &&
+          !(fields >> extra) && g.min_nodes >= 1 && g.max_nodes >= g.min_nodes && g.max_restarts >= 0 &&
+          last_call >= 0 && join_timeout >= 0 && (permanent == 0 || permanent == 1)) {
+        g.last_call = std::chrono::milliseconds(last_call);
+        g.join_timeout = std::chrono::milliseconds(join_timeout);
+        g.permanent_exit_codes = permanent == 1;
+        r.join.settings = g;
+        return r;
+      }
+    }
+  } else if (verb == "FAILED") {
+    r.kind = MemberRequest::Kind::Failed;
+    if (in >> r.round >> r.exit_code) {
+      r.summary = rest_of(in);
+      return r;
+    }
+  } else if (verb == "DONE") {
+    r.kind = MemberRequest::Kind::Done;
+    if (in >> r.round) return r;
+  } else if (verb == "LEAVE" || verb == contract::kStatusVerb) {
+    r.kind = verb == "LEAVE" ? MemberRequest::Kind::Leave : MemberRequest::Kind::Status;
+    std::string extra;
+    if (!(in >> extra)) return r;
+  }
+  return make_error("bad rendezvous request: '" + line + "'");
+}
+
+Result<RendezvousMessage> parse_message(const std::string& line) {
+  std::istringstream in(line);
+  std::string verb;
+  in >> verb;
+  RendezvousMessage m;
+  if (verb == "ROUND") {
+    m.kind = RendezvousMessage::Kind::Round;
+    Assignment& a = m.assignment;
+    if (in >> a.round >> a.restart_count >> a.group_rank >> a.group_world_size >> a.rank_offset >> a.world_size) {
+      m.round = a.round;
+      // Optional: the workers' store the host chose for this round ("ADDR PORT").
+      std::string addr, extra;
+      if (!(in >> addr)) return m;
+      if (in >> a.master_port && a.master_port >= 1 && a.master_port <= 65535 && !(in >> extra)) {
+        a.master_addr = addr;
+        return m;
+      }
+    }
+  } else if (verb == "STOP") {
+    m.kind = RendezvousMessage::Kind::Stop;
+    if (in >> m.round) return m;
+  } else if (verb == "FAIL") {
+    m.kind = RendezvousMessage::Kind::Fail;
+    if (in >> m.exit_code) {
+      m.reason = rest_of(in);
+      return m;
+    }
+  }
+  return make_error("bad rendezvous message: '" + line + "'");
+}
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,70 @@
+// LauncherPoller: asks the rendezvous service on each running job's node 0 for its STATUS, every interval.
+//
+// Why polling: the launcher knows about in-place group restarts (worker crash, lost node, scale) that no pod
+// change shows. The rendezvous service on node 0 already listens on MASTER_PORT+1 for the other nodes; one more
+// request there ("STATUS\n", one line back) needs no API access for the launcher and no new port. The rendezvous is
+// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too (the socket
+// client: rendezvous/status_client.h). The operator folds the counts into status.restartsByReason in decide()
+// (see plan.h).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "contract/status_line.h"
+#include "trainingjob/api/types.h"
+
+namespace kubedist::trainingjob {
+
+// Where one job's rendezvous service listens.
+struct LauncherTarget {
+  std::string job_key;  // namespace/name
+  std::string pod_uid;  // node 0's pod
+  std::string ip;       // its status.podIP
+  int port = 0;         // spec.masterPort + 1
+  bool needs_secret = false;  // node 0 mounts the job's rendezvous Secret: its launcher answers signed lines only
+  std::string secret;         // that secret, when needed (filled from the Secret cache)
+};
+
+// The job's view of a STATUS answer from node 0's pod pod_uid.
+LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid);
+
+// rendezvous::query_status (rendezvous/status_client.h), as a LauncherReport without its pod_uid.
+Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
+                                      const std::string& secret = "");
+
+// The rendezvous endpoint of a job, if it has one now: node 0 running with an IP and more than one node allowed.
+std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std::vector<PodFacts>& pods);
+
+class LauncherPoller {
+ public:
+  using Targets = std::function<std::vector<LauncherTarget>()>;
+  using OnChange = std::function<void(const std::string& job_key)>;
+  LauncherPoller(std::chrono::milliseconds interval, Targets targets, OnChange on_change);
+  ~LauncherPoller() { stop(); }
+  void start();
+  void stop();
+  void poll_once();  // one pass over every target (the thread's body; tests call it directly)
+  std::optional<LauncherReport> latest(const std::string& job_key) const;
+
+ private:
+  const std::chrono::milliseconds interval_;
+  const Targets targets_;
+  const OnChange on_change_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::atomic<bool> stopping_{false};
+  std::map<std::string, LauncherReport> latest_;
+  std::thread thread_;
+};
+
+}  // namespace kubedist::trainingjob

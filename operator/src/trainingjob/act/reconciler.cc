@@ -1,0 +1,314 @@
+#include "trainingjob/act/reconciler.h"
+
+#include "common/log.h"
+#include "rendezvous/rdzv_auth.h"
+#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/api/parse.h"
+#include "trainingjob/render/render.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr auto kExpectationTimeout = std::chrono::seconds(30);
+
+std::string jobs_path(const std::string& ns) {
+  return std::string("/apis/") + kGroup + "/" + kVersion + "/namespaces/" + ns + "/" + kPlural;
+}
+
+}  // namespace
+
+std::string job_key_of(const PodFacts& pod) { return pod.ns + "/" + pod.job_name; }
+
+bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = expectations_.find(key);
+  if (it == expectations_.end()) return true;
+  auto& e = it->second;
+  for (auto c = e.creates.begin(); c != e.creates.end();) {
+    bool seen = false;
+    for (const auto& p : pods) seen = seen || p.name == *c;
+    c = seen ? e.creates.erase(c) : std::next(c);
+  }
+  for (auto d = e.deletes.begin(); d != e.deletes.end();) {
+    bool present = false;
+    for (const auto& p : pods) present = present || (p.uid == *d && !p.deleting);
+    d = present ? std::next(d) : e.deletes.erase(d);
+  }
+  if ((e.creates.empty() && e.deletes.empty()) || std::chrono::steady_clock::now() - e.since > kExpectationTimeout) {
+    expectations_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+bool Reconciler::status_caught_up(const std::string& key, const TrainingJob& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = written_.find(key);
+  if (it == written_.end()) return true;
+  const auto& [version, since] = it->second;
+  // resourceVersions are etcd revisions: a cache at or past our write's revision has seen it.
+  bool seen = job.resource_version == version;
+  try {
+    seen = seen || std::stoull(job.resource_version) >= std::stoull(version);
+  } catch (const std::exception&) {
+  }
+  if (seen || std::chrono::steady_clock::now() - since > kExpectationTimeout) {
+    written_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const Status& before,
+                                                  const Status& after, const std::vector<PodFacts>& pods) {
+  bool unschedulable = false;
+  for (const auto& p : pods) unschedulable = unschedulable || (!p.deleting && !p.unschedulable_since.empty());
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now(), unschedulable);
+}
+
+Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) {
+  const std::string key = job.ns + "/" + job.name;
+  Observed o;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = rejected_.find(key);
+    if (it != rejected_.end()) {
+      const auto& [uid, rejection] = it->second;
+      // A job of the same name created anew, or a new spec: the refusal says nothing of it any more.
+      if (uid != job.uid || rejection.generation != job.generation) {
+        rejected_.erase(it);
+      } else {
+        o.pod_rejected = rejection;
+      }
+    }
+  }
+  o.pods = std::move(pods);
+  o.service_exists = service_exists;
+  if (extras_.namespace_secrets != nullptr) {
+    o.namespace_secret_exists = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret).has_value();
+  }
+  if (extras_.secrets != nullptr) {
+    const auto own = extras_.secrets->get(job.ns + "/" + rdzv_secret_name(job.name));
+    o.job_secret_exists = own && own->owner_uid == job.uid;
+  }
+  if (extras_.nodes != nullptr && extras_.nodes->synced()) {
+    o.nodes_watched = true;
+    o.nodes = extras_.nodes->by_index("");
+  }
+  if (extras_.launcher) o.launcher = extras_.launcher(key);
+  o.gang_api = extras_.pod_groups != nullptr;
+  o.gang_by_default = pod_options_.gang_by_default;
+  if (extras_.pod_groups != nullptr) o.pod_group = extras_.pod_groups->get(key);
+  if (!job.queue_name.empty()) {
+    o.kueue.api = extras_.kueue_workloads != nullptr;
+    if (o.kueue.api) {
+      o.kueue.workload = extras_.kueue_workloads->get(key);
+      o.kueue.flavors = extras_.flavors->by_index("");
+      o.kueue.priorities = extras_.priority_classes->by_index("");
+    }
+  }
+  o.unschedulable_grace_s = extras_.unschedulable_grace_s;
+  o.node_lost_grace_s = extras_.node_lost_grace_s;
+  return o;
+}
+
+Result<std::string> Reconciler::write_status(const TrainingJob& job, const Status& status) {
+  // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
+  const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
+  auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
+  if (!r.ok()) return r.error();
+  if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
+  const auto md = r->value("metadata", json::object());
+  return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
+}
+
+std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref) {
+  const std::string what = std::string("secret ") + kNamespaceRdzvSecret;
+  const std::string collection = "/api/v1/namespaces/" + job.ns + "/secrets";
+  auto secret = rendezvous::new_rdzv_secret();
+  if (!secret) return ReconcileResult::failed("create " + what, secret.error());
+  auto r = client_.create(collection, render_namespace_rdzv_secret(job.ns, *secret));
+  if (r) return std::nullopt;
+  if (r.error().kind != Error::Kind::kAlreadyExists) return ReconcileResult::failed("create " + what, r.error());
+  // Another job's pass made it first and our cache has not shown it yet, or it is somebody else's Secret.
+  auto existing = client_.get(collection + "/" + kNamespaceRdzvSecret);
+  if (!existing) return ReconcileResult::failed("read " + what, existing.error());
+  const json labels = existing->value("metadata", json::object()).value("labels", json::object());
+  if (labels.is_object() && labels.value(kNamespaceRdzvLabel, "") == "namespace") return std::nullopt;
+  const std::string why = "Secret " + std::string(kNamespaceRdzvSecret) + " in namespace " + job.ns +
+                          " is not the operator's (no label " + kNamespaceRdzvLabel +
+                          "=namespace), and the job's pods need the operator's to sign their rendezvous: rename or "
+                          "delete that Secret";
+  events_.record(ref, "Warning", "RendezvousSecretConflict", why);
+  return ReconcileResult::failed(Error::invalid(why));
+}
+
+ReconcileResult Reconciler::reconcile(const std::string& key) {
+  auto job = jobs_.get(key);
+  if (!job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_.erase(key);
+    pending_writes_.forget(key);
+    // Gone from the cache: deleted (the informer's delete event brought us here).
+    if (metrics_ != nullptr) {
+      const auto slash = key.find('/');
+      metrics_->forget(key.substr(0, slash), key.substr(slash + 1));
+    }
+    written_.erase(key);
+    rejected_.erase(key);
+    return ReconcileResult::done();
+  }
+  if (metrics_ != nullptr) metrics_->seen(*job);
+  const std::vector<PodFacts> pods = pods_.by_index(key);
+  if (!caches_caught_up(key, pods) || !status_caught_up(key, *job)) {
+    // The watch event for our own write will bring us back; the timeout covers a lost event.
+    return ReconcileResult::requeue_after(std::chrono::seconds(2));
+  }
+  const auto svc = services_.get(key);
+  const bool service_exists = svc.has_value();
+  const Observed observed = observe(*job, pods, service_exists);
+  const Plan plan = decide(*job, observed, now_unix());
+  const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
+
+  const std::string ns_path = "/api/v1/namespaces/" + job->ns;
+  // The objects a job's pods rely on, each created when absent; AlreadyExists means our cache has not shown it yet.
+  auto create_if_absent = [&](const std::string& collection, const json& obj, const std::string& what) {
+    auto r = client_.create(collection, obj);
+    return r || r.error().kind == Error::Kind::kAlreadyExists ? std::optional<ReconcileResult>()
+                                                              : ReconcileResult::failed("create " + what, r.error());
+  };
+  if (plan.create_namespace_secret) {
+    // Created once per namespace: while it exists it is never replaced, so running launchers and the poller keep
+    // agreeing on every job's secret.
+    if (auto e = create_namespace_secret(*job, ref)) return *e;
+  }
+  if (plan.create_service) {
+    if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name)) return *e;
+  }
+  const std::string gang_path = gang_api_path() + "/namespaces/" + job->ns;
+  if (plan.delete_gang) {
+    for (const char* plural : {"/podgroups/", "/workloads/"}) {
+      auto r = client_.remove(gang_path + plural + job->name, json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}});
+      if (!r && r.error().kind != Error::Kind::kNotFound) {
+        return ReconcileResult::failed("delete " + std::string(plural + 1) + job->name, r.error());
+      }
+    }
+  }
+  if (plan.create_gang) {
+    // The Workload first: the PodGroup names it. Pods may come before the PodGroup is in the scheduler's cache;
+    // they wait for it.
+    for (const auto& [plural, obj] : {std::pair{"/workloads", render_workload(*job, *plan.create_gang)},
+                                      std::pair{"/podgroups", render_pod_group(*job, *plan.create_gang)}}) {
+      if (auto e = create_if_absent(gang_path + plural, obj, std::string(plural + 1) + " " + job->name)) return *e;
+    }
+  }
+  const std::string kueue_path = kueue_api_path() + "/namespaces/" + job->ns + "/workloads";
+  if (plan.delete_kueue_workload) {
+    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+    auto r = client_.remove(kueue_path + "/" + job->name, options);
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("delete Kueue workload " + job->name, r.error());
+    }
+  }
+  if (plan.create_kueue_workload) {
+    const json wl = render_kueue_workload(*job, plan.kueue_priority);
+    if (auto e = create_if_absent(kueue_path, wl, "Kueue workload " + job->name)) return *e;
+  }
+  if (plan.kueue_status && observed.kueue.workload) {
+    // Conditional on the Workload's resourceVersion: a conflict means Kueue wrote first; the next pass decides again.
+    auto r = client_.merge_patch(kueue_path + "/" + job->name + "/status",
+                                 kueue_status_patch(*observed.kueue.workload, *plan.kueue_status, now_unix()));
+    if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("update Kueue workload " + job->name, r.error());
+    }
+  }
+  // Pods are rendered for the job as admitted: partial admission runs fewer nodes, on the admitted flavors.
+  const TrainingJob pod_job = plan.admitted_nodes ? with_admitted_nodes(*job, *plan.admitted_nodes) : *job;
+  Expectations expect;
+  std::optional<ReconcileResult> first_error;
+  std::optional<PodRejection> rejected;
+  for (int rank : plan.create_ranks) {
+    PodOptions options = pod_options_;
+    options.job_rdzv_secret = plan.job_rdzv_secret;
+    json pod = render_pod(pod_job, rank, options);
+    if (plan.placement) apply_placement(pod, *plan.placement);
+    auto r = client_.create(ns_path + "/pods", pod);
+    if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
+      expect.creates.insert(pod_name(job->name, rank));
+      continue;
+    }
+    if (r.error().kind == Error::Kind::kUnprocessable || r.error().kind == Error::Kind::kInvalid ||
+        r.error().http_status == 400) {
+      // Every pod renders from the same template: the others would be refused too.
+      rejected = PodRejection{pod_name(job->name, rank), r.error().message, job->generation};
+      break;
+    }
+    if (!first_error) first_error = ReconcileResult::failed("create pod " + pod_name(job->name, rank), r.error());
+  }
+  const auto remember_expected = [&] {
+    if (expect.creates.empty() && expect.deletes.empty()) return;
+    expect.since = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    expectations_[key] = std::move(expect);
+  };
+  if (rejected) {
+    // A fact for decide(), which fails the job for it: the rest of this plan was made without it, so it is
+    // dropped and the job reconciled again at once.
+    remember_expected();
+    std::lock_guard<std::mutex> lock(mu_);
+    rejected_[key] = {job->uid, *rejected};
+    return ReconcileResult::requeue_after(std::chrono::milliseconds(0));
+  }
+  for (const auto& d : plan.delete_pods) {
+    json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
+    if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion
+    auto r = client_.remove(ns_path + "/pods/" + d.name, options);
+    if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
+      expect.deletes.insert(d.uid);
+    } else if (!first_error) {
+      first_error = ReconcileResult::failed("delete pod " + d.name, r.error());
+    }
+  }
+  remember_expected();
+  for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
+
+  std::chrono::milliseconds held_back{0};
+  if (!(plan.status == job->status) &&
+      (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0) {
+    auto r = write_status(*job, plan.status);
+    if (!r && r.error().kind == Error::Kind::kConflict) {
+      // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
+      // version, which the job's watch event usually brings first; the timer covers a slow watch.
+      return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    }
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("update status of " + key, r.error());
+    }
+    if (r && !r->empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      written_[key] = {*r, std::chrono::steady_clock::now()};
+    }
+  }
+  if (plan.delete_job) {
+    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"},
+                          {"preconditions", {{"uid", job->uid}}}};
+    auto r = client_.remove(jobs_path(job->ns) + "/" + job->name, options);
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("delete job " + key, r.error());
+    }
+  }
+  if (first_error) return *first_error;
+  std::chrono::milliseconds after = held_back;
+  if (plan.requeue_after_s) {
+    const std::chrono::milliseconds timer = std::chrono::seconds(*plan.requeue_after_s);
+    after = after.count() == 0 ? timer : std::min(after, timer);
+  }
+  if (after.count() > 0) return ReconcileResult::requeue_after(after);
+  return ReconcileResult::done();
+}
+
+}  // namespace kubedist::trainingjob

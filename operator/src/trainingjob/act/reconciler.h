@@ -1,0 +1,110 @@
+// The act layer: observes a job from the caches, asks decide() what to do, and does it through the client.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "controller/reconcile_result.h"
+#include "kube/client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "trainingjob/act/pending_writes.h"
+#include "trainingjob/act/job_metrics.h"
+#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/decide/plan.h"
+#include "trainingjob/render/render.h"
+#include "trainingjob/api/types.h"
+
+namespace kubedist::trainingjob {
+
+using controller::ReconcileResult;
+
+using JobInformer = kube::Informer<TrainingJob>;
+using PodInformer = kube::Informer<PodFacts>;
+using ServiceInformer = kube::Informer<ServiceFacts>;
+using NodeInformer = kube::Informer<NodeFacts>;
+using PodGroupInformer = kube::Informer<PodGroupFacts>;
+using SecretInformer = kube::Informer<SecretFacts>;
+using KueueWorkloadInformer = kube::Informer<KueueWorkloadFacts>;
+using FlavorInformer = kube::Informer<FlavorFacts>;
+using PriorityClassInformer = kube::Informer<PriorityClassFacts>;
+
+// What the reconciler needs beyond the job, pod and service caches; everything here is optional.
+struct ReconcilerExtras {
+  const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
+  const PodGroupInformer* pod_groups = nullptr;  // null: no gang scheduling (the cluster serves no PodGroups)
+  // Each namespace's rendezvous Secret (key namespace/kubedist-rendezvous); null: the operator creates none (pods
+  // must then not mount one: PodOptions::rdzv_secret false).
+  const SecretInformer* namespace_secrets = nullptr;
+  // Jobs' own rendezvous Secrets J-rdzv (key namespace/J-rdzv), which earlier operators made; null: none looked at.
+  const SecretInformer* secrets = nullptr;
+  // Kueue's Workloads (key namespace/J), ResourceFlavors and WorkloadPriorityClasses (index ""): all three or none.
+  // Null: the operator sees no Kueue, and queued jobs wait saying so.
+  const KueueWorkloadInformer* kueue_workloads = nullptr;
+  const FlavorInformer* flavors = nullptr;
+  const PriorityClassInformer* priority_classes = nullptr;
+  std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
+  int64_t unschedulable_grace_s = 30;
+  int64_t node_lost_grace_s = 60;
+};
+
+// Index value of pods and services: the owning job's "namespace/name".
+std::string job_key_of(const PodFacts& pod);
+
+class Reconciler {
+ public:
+  Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
+             kube::EventRecorder& events, PodOptions pod_options, ReconcilerExtras extras = {},
+             JobMetrics* metrics = nullptr)
+      : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
+        pod_options_(std::move(pod_options)), extras_(std::move(extras)), metrics_(metrics) {}
+
+  // Level-triggered and idempotent: reads only the caches, never the event that woke it.
+  ReconcileResult reconcile(const std::string& key);
+
+ private:
+  // Writes we issued that the caches have not shown yet; until they do, the caches are too old to decide on.
+  struct Expectations {
+    std::set<std::string> creates;  // pod names
+    std::set<std::string> deletes;  // pod uids
+    std::chrono::steady_clock::time_point since;
+  };
+  // Whether to hold this status write back for a while (returns how long), or write it now (zero).
+  std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after,
+                                         const std::vector<PodFacts>& pods);
+  bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
+  // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
+  // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
+  bool status_caught_up(const std::string& key, const TrainingJob& job);
+  Observed observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists);
+  // On success, the resourceVersion the server gave the job. A 409 Conflict (the job changed since the cache's
+  // version) comes back as the error: the next reconcile decides again from the newer job.
+  Result<std::string> write_status(const TrainingJob& job, const Status& status);
+  // Creates the job's namespace's Secret kubedist-rendezvous; nullopt when it exists now (ours). A Secret of that
+  // name that is not the operator's is an error the job shows as an Event: its pods could not sign.
+  std::optional<ReconcileResult> create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref);
+
+  kube::Client& client_;
+  const JobInformer& jobs_;
+  const PodInformer& pods_;
+  const ServiceInformer& services_;
+  kube::EventRecorder& events_;
+  const PodOptions pod_options_;
+  const ReconcilerExtras extras_;
+  JobMetrics* const metrics_;  // may be null
+  std::mutex mu_;
+  std::map<std::string, Expectations> expectations_;
+  // The resourceVersion of each job's last status write we have not yet seen in the cache, and since when.
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_;
+  PendingWrites pending_writes_;
+  // The pod create the API server last refused, per job key, with the job's uid: a fact decide() needs until the
+  // job's status shows the failure (or its spec changes), kept here because no cache holds a refused object.
+  std::map<std::string, std::pair<std::string, PodRejection>> rejected_;
+};
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,209 @@
+#include "trainingjob/act/setup.h"
+
+#include <unistd.h>
+
+#include "common/log.h"
+#include "controller/manager.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "metrics/operator_metrics.h"
+#include "rendezvous/rdzv_auth.h"
+#include "trainingjob/act/job_metrics.h"
+#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/act/launcher_poller.h"
+#include "trainingjob/api/parse.h"
+#include "trainingjob/act/reconciler.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+std::string scoped(const std::string& prefix, const std::string& ns, const std::string& plural) {
+  return ns.empty() ? prefix + "/" + plural : prefix + "/namespaces/" + ns + "/" + plural;
+}
+
+std::string identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "_" + std::to_string(::getpid());
+}
+
+// Why the operator cannot gang-schedule here ("" when it can): the API server must serve PodGroups
+// (scheduling.k8s.io/v1alpha2 and the GenericWorkload gate) and let the operator list them where it watches; an
+// informer that may not list would never sync and keep the operator from ever starting.
+std::string gang_unavailable(kube::Client& api, const std::string& podgroups_path) {
+  auto r = api.get(gang_api_path());
+  bool served = false;
+  if (r) {
+    for (const auto& res : r->value("resources", nlohmann::json::array())) {
+      served = served || (res.is_object() && res.value("name", "") == "podgroups");
+    }
+  }
+  if (!served) return "the cluster does not serve " + gang_api_path() + " podgroups";
+  auto list = api.get(podgroups_path + "?limit=1");
+  if (!list) return "the operator may not list podgroups (HTTP " + std::to_string(list.error().http_status) + ")";
+  return "";
+}
+
+// Why the operator cannot see Kueue ("" when it can): the API server must serve Kueue's Workloads, ResourceFlavors
+// and WorkloadPriorityClasses (kueue.x-k8s.io/v1beta2), and the operator may list them. As for PodGroups, an
+// informer that may not list would never sync.
+std::string kueue_unavailable(kube::Client& api, const std::vector<std::string>& paths) {
+  auto r = api.get(kueue_api_path());
+  if (!r) return "the cluster does not serve " + kueue_api_path() + " (Kueue is not installed)";
+  for (const auto& path : paths) {
+    auto list = api.get(path + "?limit=1");
+    if (!list) return "the operator may not list " + path + " (HTTP " + std::to_string(list.error().http_status) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
+  auto config = kube::load_default_config(options.kubeconfig, options.context);
+  if (!config) return config.error();
+  kube::Client::set_io_threads(4);
+  metrics::OperatorMetrics metrics;  // before the client: the client reports to it until the client is gone
+  auto client = kube::Client::create(*config);
+  if (!client) return client.error();
+  kube::Client& api = **client;
+  api.set_request_observer([&metrics](const std::string& verb, int code) { metrics.api_request(verb, code); });
+  if (!options.ns.empty()) metrics.namespace_seen(options.ns);
+
+  controller::ManagerOptions manager_options{options.probe_address, options.workers,
+                                             std::chrono::seconds(options.resync_seconds), std::nullopt, "TrainingJobs"};
+  if (options.leader_elect) {
+    const std::string ns =
+        options.leader_election_namespace.empty() ? api.default_namespace() : options.leader_election_namespace;
+    manager_options.leader = controller::LeaderElectionOptions{ns, options.leader_election_id, identity(),
+                                                               options.leader_election_lease_seconds};
+  }
+  controller::Manager mgr(api, std::move(manager_options));
+
+  // What the operator watches. Pods, Services, Secrets and PodGroups by label, so the caches hold only what belongs
+  // to some TrainingJob; each change queues the owning job.
+  const std::string tj_prefix = std::string("/apis/") + kGroup + "/" + kVersion;
+  auto& jobs = mgr.for_kind<TrainingJob>({scoped(tj_prefix, options.ns, kPlural), ""}, [](const nlohmann::json& obj) {
+    auto job = parse_training_job(obj);
+    return job ? *job : TrainingJob{};
+  });
+  auto& pods = mgr.owns<PodFacts>({scoped("/api/v1", options.ns, "pods"), kJobNameLabel}, parse_pod_facts, job_key_of);
+  auto& services = mgr.owns<ServiceFacts>({scoped("/api/v1", options.ns, "services"), kJobNameLabel},
+                                          parse_service_facts, [](const ServiceFacts& s) { return s.ns + "/" + s.name; });
+  // Each namespace's rendezvous Secret: the reconciler creates it, the poller derives each job's secret from it. A
+  // change may concern any job of the namespace: all are requeued (it is made once, so that is rare).
+  auto& namespace_secrets = mgr.watches<SecretFacts>(
+      {scoped("/api/v1", options.ns, "secrets"), std::string(kNamespaceRdzvLabel) + "=namespace"}, parse_secret_facts,
+      [](const SecretFacts&) { return std::string(); }, mgr.enqueue_all());
+  // Jobs' own rendezvous Secrets, which earlier operators made: such a job's pods keep signing with it.
+  auto& secrets = mgr.owns<SecretFacts>({scoped("/api/v1", options.ns, "secrets"), kJobNameLabel}, parse_secret_facts,
+                                        [](const SecretFacts& s) { return s.ns + "/" + s.job_name; });
+  // Nodes (cluster-scoped, read-only) tell lost pods apart; a change may concern any job, so all are requeued.
+  const NodeInformer* nodes = nullptr;
+  if (options.watch_nodes.value_or(options.ns.empty())) {
+    nodes = &mgr.watches<NodeFacts>({"/api/v1/nodes", ""}, parse_node_facts,
+                                   [](const NodeFacts&) { return std::string(); }, mgr.enqueue_all());
+  }
+  // PodGroups (gang scheduling) only where the cluster serves them: an informer on an API that is not there
+  // would never sync. Without them a job asking for a gang fails with a condition saying what is missing.
+  const PodGroupInformer* pod_groups = nullptr;
+  if (options.gang_scheduling != GangMode::kOff) {
+    const std::string path = scoped(gang_api_path(), options.ns, "podgroups");
+    if (const std::string why = gang_unavailable(api, path); why.empty()) {
+      pod_groups = &mgr.owns<PodGroupFacts>({path, kJobNameLabel}, parse_pod_group_facts,
+                                            [](const PodGroupFacts& g) { return g.ns + "/" + g.name; });
+    } else {
+      log_warn("manager", why + ": gang scheduling is off (jobs asking for it fail)");
+    }
+  }
+
+  // Kueue's objects, where Kueue is installed: queued jobs (label kueue.x-k8s.io/queue-name) wait for its admission.
+  // A flavor or priority class may concern any queued job: all jobs are requeued (the others' pass is a no-op).
+  const KueueWorkloadInformer* kueue_workloads = nullptr;
+  const FlavorInformer* flavors = nullptr;
+  const PriorityClassInformer* priority_classes = nullptr;
+  {
+    const std::string workloads_path = scoped(kueue_api_path(), options.ns, "workloads");
+    const std::string flavors_path = kueue_api_path() + "/resourceflavors";
+    const std::string priorities_path = kueue_api_path() + "/workloadpriorityclasses";
+    if (const std::string why = kueue_unavailable(api, {workloads_path, flavors_path, priorities_path}); why.empty()) {
+      kueue_workloads = &mgr.owns<KueueWorkloadFacts>({workloads_path, kJobNameLabel}, parse_kueue_workload_facts,
+                                                      [](const KueueWorkloadFacts& w) { return w.ns + "/" + w.name; });
+      flavors = &mgr.watches<FlavorFacts>({flavors_path, ""}, parse_flavor_facts,
+                                          [](const FlavorFacts&) { return std::string(); }, mgr.enqueue_all());
+      priority_classes = &mgr.watches<PriorityClassFacts>({priorities_path, ""}, parse_priority_class_facts,
+                                                          [](const PriorityClassFacts&) { return std::string(); },
+                                                          mgr.enqueue_all());
+    } else {
+      log_info("manager", why + ": jobs queued for Kueue wait (condition Admitted, reason KueueUnavailable)");
+    }
+  }
+
+  PodOptions pod_options = options.pods;
+  pod_options.gang_by_default = pod_groups && options.gang_scheduling == GangMode::kAll;
+  pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
+  LauncherPoller poller(
+      std::chrono::milliseconds(options.launcher_poll_interval_ms),
+      [&] {
+        std::vector<LauncherTarget> targets;
+        for (const auto& key : jobs.keys()) {
+          auto job = jobs.get(key);
+          if (!job) continue;
+          auto t = launcher_target(*job, pods.by_index(key));
+          if (!t) continue;
+          if (t->needs_secret) {
+            // Node 0 answers signed requests only: without the Secret in the cache (yet), there is nothing to ask.
+            // The job's own (from an earlier operator), else the job's secret derived from the namespace's.
+            bool ok = false;
+            if (auto own = secrets.get(job->ns + "/" + rdzv_secret_name(job->name)); own && own->owner_uid == job->uid) {
+              t->secret = kube::base64_decode(own->secret_b64, &ok);
+            } else if (auto ns_secret = namespace_secrets.get(job->ns + "/" + kNamespaceRdzvSecret)) {
+              const std::string key = kube::base64_decode(ns_secret->secret_b64, &ok);
+              if (ok && !key.empty()) t->secret = rendezvous::derive_job_secret(key, job->uid);
+            }
+            if (!ok || t->secret.empty()) continue;
+          }
+          targets.push_back(*t);
+        }
+        return targets;
+      },
+      [&](const std::string& key) { mgr.queue().add(key); });
+  mgr.add({[&] { poller.start(); }, [&] { poller.stop(); }});
+  mgr.serve_metrics([&] {
+    metrics.workqueue_depth(mgr.queue().depth());
+    return metrics.render();
+  });
+
+  kube::EventRecorder recorder(api, "kubedist-operator");
+  JobMetrics job_metrics(metrics);
+  ReconcilerExtras extras;
+  extras.nodes = nodes;
+  extras.pod_groups = pod_groups;
+  extras.namespace_secrets = &namespace_secrets;
+  extras.secrets = &secrets;
+  extras.kueue_workloads = kueue_workloads;
+  extras.flavors = flavors;
+  extras.priority_classes = priority_classes;
+  if (options.launcher_poll_interval_ms > 0) {
+    extras.launcher = [&](const std::string& key) { return poller.latest(key); };
+  }
+  extras.unschedulable_grace_s = options.unschedulable_grace_s;
+  extras.node_lost_grace_s = options.node_lost_grace_s;
+  Reconciler reconciler(api, jobs, pods, services, recorder, pod_options, std::move(extras), &job_metrics);
+  return mgr.run(stop, [&](const std::string& key) {
+    const auto start = std::chrono::steady_clock::now();
+    ReconcileResult result;
+    try {
+      result = reconciler.reconcile(key);
+    } catch (const std::exception& e) {  // the Controller would turn it into this error as well
+      result = ReconcileResult::failed(Error{Error::Kind::kOther, std::string("unexpected exception: ") + e.what(), 0});
+    }
+    metrics.reconcile_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (result.kind == ReconcileResult::Kind::kError) metrics.workqueue_retry();  // the Controller requeues it
+    return result;
+  });
+}
+
+}  // namespace kubedist::trainingjob

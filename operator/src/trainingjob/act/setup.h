@@ -1,0 +1,40 @@
+// The TrainingJob controller's setup: what it watches, how a key is reconciled, its metrics; run by controller::Manager.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "common/result.h"
+#include "trainingjob/render/render.h"
+
+namespace kubedist::trainingjob {
+
+// Which jobs are gang-scheduled through PodGroups: those asking (spec.scheduling.gang), all but those refusing, none.
+enum class GangMode { kPerJob, kAll, kOff };
+
+struct ManagerOptions {
+  std::string kubeconfig;      // "" = $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string context;         // kubeconfig context, "" = current
+  std::string ns;              // "" = all namespaces
+  int workers = 16;
+  std::string probe_address = ":8081";
+  PodOptions pods;            // launcher image and metrics port
+  int resync_seconds = 300;    // re-reconcile every job this often, in case an event was missed
+  bool leader_elect = false;   // take a Lease first, so that only one replica reconciles
+  std::string leader_election_namespace;  // "" = the kubeconfig's / pod's namespace
+  std::string leader_election_id = "kubedist-operator";
+  int leader_election_lease_seconds = 15;
+  std::optional<bool> watch_nodes;       // unset: watch nodes when watching all namespaces
+  int64_t unschedulable_grace_s = 30;    // elastic jobs give up pods unschedulable this long
+  int64_t node_lost_grace_s = 60;        // pods on a node NotReady this long are force-deleted and recreated
+  int64_t launcher_poll_interval_ms = 10000;  // STATUS of each running job's node 0; 0 disables
+  GangMode gang_scheduling = GangMode::kPerJob;
+};
+
+// Runs until stop is requested; returns an error for a setup failure (bad config, port in use) or when
+// leadership is lost (the process must exit so that it cannot act beside the new leader).
+Result<void> run_manager(const ManagerOptions& options, std::stop_token stop);
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,24 @@
+// What the operator keeps of the objects it watches besides TrainingJobs: pods, Services, Secrets, nodes and
+// PodGroups, read from API JSON into the small facts of types.h (thousands of pods fit in the cache).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trainingjob/api/types.h"
+
+namespace kubedist::trainingjob {
+
+// Extracts the facts the reconciler uses from a core/v1 Pod; the container whose exit code counts is the trainer
+// (the container named "trainer", else the first one).
+PodFacts parse_pod_facts(const nlohmann::json& pod);
+ServiceFacts parse_service_facts(const nlohmann::json& service);
+SecretFacts parse_secret_facts(const nlohmann::json& secret);
+NodeFacts parse_node_facts(const nlohmann::json& node);
+PodGroupFacts parse_pod_group_facts(const nlohmann::json& pod_group);
+
+// The uid of an object's controller owner reference, "" if none.
+std::string controller_uid(const nlohmann::json& obj);
+
+}  // namespace kubedist::trainingjob

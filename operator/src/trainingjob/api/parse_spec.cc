@@ -1,0 +1,257 @@
+#include "trainingjob/api/parse_spec.h"
+
+#include <regex>
+#include <string>
+
+#include "trainingjob/api/json_fields.h"
+#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/api/names.h"
+#include "trainingjob/api/status_json.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+std::string show(const json& v) { return v.dump(); }
+
+Result<int64_t> read_int(const json& spec, const char* field, int64_t dflt, int64_t min, int64_t max) {
+  auto it = spec.find(field);
+  if (it == spec.end() || it->is_null()) return dflt;
+  if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() == static_cast<int64_t>(it->get<double>()))) {
+    return Error::invalid(std::string("spec.") + field + ": must be an integer, got " + show(*it));
+  }
+  int64_t v = it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+  if (v < min || v > max) {
+    return Error::invalid(std::string("spec.") + field + ": must be between " + std::to_string(min) + " and " +
+                          std::to_string(max) + ", got " + std::to_string(v));
+  }
+  return v;
+}
+
+Result<std::optional<int64_t>> read_optional_int(const json& spec, const char* field, int64_t min) {
+  auto it = spec.find(field);
+  if (it == spec.end() || it->is_null()) return std::optional<int64_t>();
+  auto v = read_int(spec, field, 0, min, INT64_MAX / 2);
+  if (!v) return v.error();
+  return std::optional<int64_t>(*v);
+}
+
+bool is_dns1035_label(const std::string& s) {
+  static const std::regex re("[a-z]([-a-z0-9]*[a-z0-9])?");
+  return s.size() <= 63 && std::regex_match(s, re);
+}
+
+Result<NprocPerNode> read_nproc(const json& spec) {
+  NprocPerNode n;
+  auto it = spec.find("nprocPerNode");
+  if (it == spec.end() || it->is_null()) return n;
+  const std::string err = "spec.nprocPerNode: must be an integer >= 1 or one of auto, gpu, cpu, got " + show(*it);
+  if (it->is_number_integer()) {
+    if (it->get<int64_t>() < 1 || it->get<int64_t>() > 1024) return Error::invalid(err);
+    n.count = it->get<int>();
+    return n;
+  }
+  if (!it->is_string()) return Error::invalid(err);
+  const auto s = it->get<std::string>();
+  if (s == "auto" || s == "gpu" || s == "cpu") {
+    n.mode = s;
+    return n;
+  }
+  static const std::regex digits("[1-9][0-9]{0,3}");
+  if (std::regex_match(s, digits)) {
+    n.count = std::stoi(s);
+    return n;
+  }
+  return Error::invalid(err);
+}
+
+Result<int> find_trainer(const json& tmpl) {
+  if (!tmpl.is_object()) return Error::invalid("spec.template: required, must be a pod template object");
+  auto spec = tmpl.find("spec");
+  if (spec == tmpl.end() || !spec->is_object()) return Error::invalid("spec.template.spec: required");
+  auto containers = spec->find("containers");
+  if (containers == spec->end() || !containers->is_array() || containers->empty()) {
+    return Error::invalid("spec.template.spec.containers: at least one container is required");
+  }
+  int trainer = -1;
+  for (size_t i = 0; i < containers->size(); ++i) {
+    const json& c = (*containers)[i];
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || c["name"].get<std::string>().empty()) {
+      return Error::invalid("spec.template.spec.containers[" + std::to_string(i) + "]: a name is required");
+    }
+    if (c["name"] == "trainer" && trainer < 0) trainer = static_cast<int>(i);
+  }
+  // One container is the trainer whatever its name; of several, the launcher must be told which (the schema's CEL
+  // rule refuses such a template already; this covers objects stored before it).
+  if (trainer < 0 && containers->size() > 1) {
+    return Error::invalid("spec.template.spec.containers: " + std::to_string(containers->size()) +
+                          " containers and none named \"trainer\": name the one that runs under the launcher "
+                          "\"trainer\"");
+  }
+  if (trainer < 0) trainer = 0;
+  const json& c = (*containers)[trainer];
+  const std::string where = "spec.template.spec.containers[" + std::to_string(trainer) + "] (" +
+                            c["name"].get<std::string>() + ")";
+  auto cmd = c.find("command");
+  if (cmd == c.end() || !cmd->is_array() || cmd->empty()) {
+    return Error::invalid(where +
+                          ": command is required; the operator runs it under the launcher and cannot wrap the "
+                          "image's entrypoint");
+  }
+  for (const auto& part : *cmd) {
+    if (!part.is_string()) return Error::invalid(where + ".command: every element must be a string");
+  }
+  if (c.contains("args") && !c["args"].is_null()) {
+    if (!c["args"].is_array()) return Error::invalid(where + ".args: must be a list of strings");
+    for (const auto& part : c["args"]) {
+      if (!part.is_string()) return Error::invalid(where + ".args: every element must be a string");
+    }
+  }
+  if (c.contains("env") && !c["env"].is_null() && !c["env"].is_array()) {
+    return Error::invalid(where + ".env: must be a list");
+  }
+  if (c.contains("ports") && !c["ports"].is_null() && !c["ports"].is_array()) {
+    return Error::invalid(where + ".ports: must be a list");
+  }
+  for (const char* list : {"volumes", "initContainers"}) {
+    auto it = spec->find(list);
+    if (it == spec->end() || it->is_null()) continue;
+    if (!it->is_array()) return Error::invalid(std::string("spec.template.spec.") + list + ": must be a list");
+    for (const auto& v : *it) {
+      if (v.is_object() && v.value("name", "") == (std::string(list) == "volumes" ? "kubedist-bin" : "kubedist-launcher")) {
+        return Error::invalid(std::string("spec.template.spec.") + list + ": the name \"" + v.value("name", "") +
+                              "\" is reserved for the operator");
+      }
+    }
+  }
+  return trainer;
+}
+
+}  // namespace
+
+const char* to_string(RestartPolicy p) {
+  switch (p) {
+    case RestartPolicy::kOnFailure: return "OnFailure";
+    case RestartPolicy::kNever: return "Never";
+    case RestartPolicy::kExitCode: return "ExitCode";
+  }
+  return "?";
+}
+
+const char* to_string(CleanPodPolicy p) {
+  switch (p) {
+    case CleanPodPolicy::kRunning: return "Running";
+    case CleanPodPolicy::kAll: return "All";
+    case CleanPodPolicy::kNone: return "None";
+  }
+  return "?";
+}
+
+Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
+  if (!spec.is_object()) return Error::invalid("spec: required, must be an object");
+  Spec s;
+  auto replicas = read_int(spec, "replicas", 1, 1, 10000);
+  if (!replicas) return replicas.error();
+  s.replicas = static_cast<int>(*replicas);
+  auto min = read_int(spec, "minReplicas", s.replicas, 1, 10000);
+  if (!min) return min.error();
+  auto max = read_int(spec, "maxReplicas", s.replicas, 1, 10000);
+  if (!max) return max.error();
+  s.min_replicas = static_cast<int>(*min);
+  s.max_replicas = static_cast<int>(*max);
+  if (!(s.min_replicas <= s.replicas && s.replicas <= s.max_replicas)) {
+    return Error::invalid("spec: minReplicas <= replicas <= maxReplicas must hold, got " +
+                          std::to_string(s.min_replicas) + " <= " + std::to_string(s.replicas) + " <= " +
+                          std::to_string(s.max_replicas));
+  }
+  auto nproc = read_nproc(spec);
+  if (!nproc) return nproc.error();
+  s.nproc_per_node = *nproc;
+  // The launcher's rendezvous listens on masterPort + 1, so that must be a port too.
+  auto port = read_int(spec, "masterPort", 29500, 1, 65534);
+  if (!port) return port.error();
+  s.master_port = static_cast<int>(*port);
+  auto max_restarts = read_int(spec, "maxRestarts", 3, 0, 1000000);
+  if (!max_restarts) return max_restarts.error();
+  s.max_restarts = static_cast<int>(*max_restarts);
+  auto backoff = read_int(spec, "backoffLimit", 6, 0, 1000000);
+  if (!backoff) return backoff.error();
+  s.backoff_limit = static_cast<int>(*backoff);
+
+  if (auto it = spec.find("restartPolicy"); it != spec.end() && !it->is_null()) {
+    if (*it == "OnFailure") s.restart_policy = RestartPolicy::kOnFailure;
+    else if (*it == "Never") s.restart_policy = RestartPolicy::kNever;
+    else if (*it == "ExitCode") s.restart_policy = RestartPolicy::kExitCode;
+    else return Error::invalid("spec.restartPolicy: must be OnFailure, Never or ExitCode, got " + show(*it));
+  }
+  if (auto it = spec.find("cleanPodPolicy"); it != spec.end() && !it->is_null()) {
+    if (*it == "Running") s.clean_pod_policy = CleanPodPolicy::kRunning;
+    else if (*it == "All") s.clean_pod_policy = CleanPodPolicy::kAll;
+    else if (*it == "None") s.clean_pod_policy = CleanPodPolicy::kNone;
+    else return Error::invalid("spec.cleanPodPolicy: must be Running, All or None, got " + show(*it));
+  }
+  if (auto it = spec.find("scheduling"); it != spec.end() && !it->is_null()) {
+    if (!it->is_object()) return Error::invalid("spec.scheduling: must be an object, got " + show(*it));
+    if (auto g = it->find("gang"); g != it->end() && !g->is_null()) {
+      if (!g->is_boolean()) return Error::invalid("spec.scheduling.gang: must be true or false, got " + show(*g));
+      s.gang = g->get<bool>();
+    }
+  }
+  if (auto it = spec.find("suspend"); it != spec.end() && !it->is_null()) {
+    if (!it->is_boolean()) return Error::invalid("spec.suspend: must be true or false, got " + show(*it));
+    s.suspend = it->get<bool>();
+  }
+  auto ads = read_optional_int(spec, "activeDeadlineSeconds", 1);
+  if (!ads) return ads.error();
+  s.active_deadline_seconds = *ads;
+  auto ttl = read_optional_int(spec, "ttlSecondsAfterFinished", 0);
+  if (!ttl) return ttl.error();
+  s.ttl_seconds_after_finished = *ttl;
+
+  auto tmpl = spec.find("template");
+  if (tmpl == spec.end() || tmpl->is_null()) return Error::invalid("spec.template: required");
+  auto trainer = find_trainer(*tmpl);
+  if (!trainer) return trainer.error();
+  s.trainer_index = *trainer;
+  s.template_ = *tmpl;
+
+  // Pod J-node-i must be a valid hostname and the Service J a DNS-1035 label.
+  const std::string longest = pod_name(job_name, s.max_replicas - 1);
+  if (!is_dns1035_label(job_name) || longest.size() > 63) {
+    return Error::invalid("metadata.name: \"" + job_name +
+                          "\" must be a DNS-1035 label (lower-case letters, digits, '-', starting with a letter) "
+                          "short enough that pod hostname \"" + longest + "\" fits in 63 characters");
+  }
+  return s;
+}
+
+Result<TrainingJob> parse_training_job(const json& obj) {
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) {
+    return Error::invalid("TrainingJob without metadata");
+  }
+  const json& md = obj["metadata"];
+  TrainingJob job;
+  job.name = string_at(md, "name");
+  job.ns = string_at(md, "namespace");
+  if (job.name.empty() || job.ns.empty()) return Error::invalid("TrainingJob without name or namespace");
+  job.uid = string_at(md, "uid");
+  job.resource_version = string_at(md, "resourceVersion");
+  job.generation = md.contains("generation") && md["generation"].is_number_integer() ? md["generation"].get<int64_t>() : 0;
+  job.deleting = md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
+  if (auto labels = md.find("labels"); labels != md.end() && labels->is_object()) {
+    job.queue_name = string_at(*labels, kQueueNameLabel);
+    job.priority_class = string_at(*labels, kPriorityClassLabel);
+  }
+  job.status = parse_status(obj.value("status", json::object()));
+  auto spec = parse_spec(obj.value("spec", json()), job.name);
+  if (spec) {
+    job.spec = std::move(*spec);
+  } else {
+    job.spec_error = spec.error().message;
+  }
+  return job;
+}
+
+}  // namespace kubedist::trainingjob
+

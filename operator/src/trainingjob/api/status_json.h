@@ -1,0 +1,30 @@
+// A TrainingJob's status as the API stores it: nlohmann's to_json/from_json for Status and its parts.
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "trainingjob/api/types.h"
+
+namespace kubedist::trainingjob {
+
+// Reading is lenient: a field of another type is skipped, or (where a count has the wrong type) the whole status
+// reads as a fresh one (parse_status). Writing is a merge patch: a part no longer wanted is written as null.
+void to_json(nlohmann::json& j, const Condition& c);
+// A condition of one of the operator's types (job_state.h); nullopt for any other type.
+std::optional<Condition> condition_from_json(const nlohmann::json& j);
+void to_json(nlohmann::json& j, const LauncherSeen& l);
+void from_json(const nlohmann::json& j, LauncherSeen& l);
+void to_json(nlohmann::json& j, const ElasticStatus& e);
+void from_json(const nlohmann::json& j, ElasticStatus& e);
+void to_json(nlohmann::json& j, const LastFailure& f);
+void from_json(const nlohmann::json& j, LastFailure& f);
+void to_json(nlohmann::json& j, const Status& s);
+void from_json(const nlohmann::json& j, Status& s);  // throws nlohmann::json::exception on a wrongly typed count
+
+// The status of a stored object; a status someone else wrote with wrong types reads as Status{} (start afresh).
+Status parse_status(const nlohmann::json& status);
+nlohmann::json status_to_json(const Status& status);
+
+}  // namespace kubedist::trainingjob

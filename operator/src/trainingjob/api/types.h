@@ -1,0 +1,228 @@
+// The TrainingJob API (kubedist.io/v1alpha1) and the observed pod facts the operator decides from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "contract/restart_cause.h"
+#include "trainingjob/api/job_state.h"
+
+namespace kubedist::trainingjob {
+
+inline constexpr const char* kGroup = "kubedist.io";
+inline constexpr const char* kVersion = "v1alpha1";
+inline constexpr const char* kApiVersion = "kubedist.io/v1alpha1";
+inline constexpr const char* kKind = "TrainingJob";
+inline constexpr const char* kPlural = "trainingjobs";
+inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
+inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
+// The pod volume of the job's rendezvous Secret (render.h): a pod without it has a launcher that signs nothing.
+inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";  // a job's own Secret J-rdzv (earlier operators)
+// The namespace's rendezvous Secret (one for all its jobs, whose secrets are derived from it: contract/signed_line.h),
+// also the name of the volume that mounts it into the launcher init container, and its label (value "namespace").
+inline constexpr const char* kNamespaceRdzvSecret = "kubedist-rendezvous";
+inline constexpr const char* kNamespaceRdzvLabel = "kubedist.io/rendezvous-secret";
+// What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
+inline constexpr size_t kMaxTerminationMessage = 1024;
+
+// Why a restart happened: the keys of status.restartsByReason and the reason label of kubedist_restarts_total. The
+// launchers' causes have the names of their STATUS line (contract/restart_cause.h); pod_failure is the operator's.
+inline constexpr const char* kRestartWorkerCrash = contract::kCauseWorkerCrash;  // launchers restarted in place
+inline constexpr const char* kRestartPodFailure = "pod_failure";  // a pod failed retryably and was recreated
+inline constexpr const char* kRestartNodeLost = contract::kCauseNodeLost;  // a pod vanished (node gone, evicted...)
+inline constexpr const char* kRestartScale = contract::kCauseScale;        // the group re-formed for a new size
+
+enum class RestartPolicy { kOnFailure, kNever, kExitCode };
+enum class CleanPodPolicy { kRunning, kAll, kNone };
+
+// nprocPerNode: a positive count, or one of the launcher's modes "auto", "gpu", "cpu".
+struct NprocPerNode {
+  int count = 0;             // > 0 when given as a number
+  std::string mode = "auto";  // used when count == 0
+  std::string str() const { return count > 0 ? std::to_string(count) : mode; }
+};
+
+struct Spec {
+  int replicas = 1;
+  int min_replicas = 1;
+  int max_replicas = 1;
+  NprocPerNode nproc_per_node;
+  int master_port = 29500;
+  int max_restarts = 3;
+  int backoff_limit = 6;
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
+  bool suspend = false;
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  std::optional<bool> gang;  // spec.scheduling.gang; unset: the operator's default (--gang-scheduling)
+  nlohmann::json template_;  // core/v1 PodTemplateSpec, validated to have containers with a command
+  int trainer_index = 0;     // index of the container that runs under the launcher
+};
+
+struct Condition {
+  ConditionType type = ConditionType::kCreated;
+  std::string status;  // "True" | "False"
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;  // RFC 3339
+  bool operator==(const Condition&) const = default;
+};
+
+// What the operator last folded in from the rendezvous service on node 0 (status.launcher): the launcher's own
+// counters restart from zero when node 0's pod is replaced, so they are remembered with the pod they came from.
+struct LauncherSeen {
+  std::string pod_uid;                            // node 0's pod whose launcher reported these counts
+  std::map<std::string, int> restarts_by_reason;  // its counts as last folded into Status::restarts_by_reason
+  // Pod failures and losses the operator counted whose group re-form the launchers will report too (as node_lost
+  // or scale): that many of their next node_lost/scale restarts are the same incidents, not new ones.
+  int absorb = 0;
+  // The other order: node_lost restarts node 0's launcher reported (and the operator counted) before the operator
+  // saw a pod lost. A pod loss the operator sees within kPrepaidWindowS of that report is the same incident.
+  int prepaid = 0;
+  std::string prepaid_at;  // RFC 3339: when the latest of them was counted
+  bool operator==(const LauncherSeen&) const = default;
+};
+
+// The elastic size the operator aims at (status.elastic), below spec.replicas while pods cannot be placed.
+struct ElasticStatus {
+  int target_replicas = 0;   // 0: not set (spec.replicas)
+  std::string reason;        // why the target is what it is
+  std::string last_change;   // RFC 3339: when the target last changed (growth is retried a grace period later)
+  int spec_replicas = 0;     // spec.replicas the target was decided for; a new spec.replicas starts afresh
+  bool operator==(const ElasticStatus&) const = default;
+};
+
+// The failure that ended a pod most recently, as its trainer container reported it: what kubectl describe tj shows
+// first when asking why a job restarted or failed.
+struct LastFailure {
+  std::string time;   // RFC 3339: when the trainer container ended (else when the operator saw it)
+  std::string pod;
+  std::string node;
+  std::optional<int> exit_code;
+  std::string reason;   // the container's or the pod's termination reason (Error, OOMKilled, Evicted, ...)
+  std::string message;  // the container's termination message: the launcher's one-line summary of the failed worker
+  bool operator==(const LastFailure&) const = default;
+};
+
+struct Status {
+  JobPhase phase = JobPhase::kNone;  // kNone until first written
+  std::vector<Condition> conditions;
+  int replicas = 0;
+  int ready_replicas = 0;
+  int world_size = 0;
+  int restarts = 0;                                // the sum of restarts_by_reason
+  std::map<std::string, int> restarts_by_reason;  // keys kRestart*
+  int64_t observed_generation = 0;
+  std::string start_time;       // RFC 3339, empty when unset
+  std::string completion_time;  // RFC 3339, empty when unset
+  std::string selector;
+  LauncherSeen launcher;
+  ElasticStatus elastic;
+  std::vector<std::string> lost_pods;  // uids of pods already counted as node_lost that still exist
+  std::optional<LastFailure> last_failure;
+  bool operator==(const Status&) const = default;
+};
+
+struct TrainingJob {
+  std::string name;
+  std::string ns;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  bool deleting = false;  // metadata.deletionTimestamp is set
+  std::string queue_name;      // label kueue.x-k8s.io/queue-name: the job waits for Kueue's admission (kueue.h)
+  std::string priority_class;  // label kueue.x-k8s.io/priority-class: its Workload's WorkloadPriorityClass
+  Spec spec;
+  std::string spec_error;  // non-empty: the spec is invalid and this says why; spec holds defaults
+  Status status;           // as last written
+  // Two observations are the same object version when uid and resourceVersion agree.
+  bool operator==(const TrainingJob& o) const { return uid == o.uid && resource_version == o.resource_version; }
+};
+
+// What the operator needs to know of a Service: that it exists and who controls it.
+struct ServiceFacts {
+  std::string ns;
+  std::string name;
+  std::string owner_uid;
+  bool operator==(const ServiceFacts&) const = default;
+};
+
+// What the operator needs to know of the job's PodGroup (scheduling.k8s.io/v1alpha2): its gang size and whether
+// the scheduler could place the gang (the PodGroupScheduled condition).
+struct PodGroupFacts {
+  std::string ns;
+  std::string name;
+  std::string owner_uid;
+  int min_count = 0;        // spec.schedulingPolicy.gang.minCount; 0 when the group is no gang
+  std::string scheduled;    // PodGroupScheduled's status: "True", "False", or "" before the scheduler's first try
+  std::string reason;       // its reason (Unschedulable, SchedulerError, ...)
+  std::string message;      // its message: what the scheduler could not place
+  bool operator==(const PodGroupFacts&) const = default;
+};
+
+// A rendezvous Secret, the namespace's kubedist-rendezvous or a job's own J-rdzv (render.h), as the cache keeps it.
+struct SecretFacts {
+  std::string ns;
+  std::string name;
+  std::string owner_uid;
+  std::string job_name;     // the job-name label (J-rdzv only)
+  std::string secret_b64;   // data["secret"], base64 as the API serves it
+  bool operator==(const SecretFacts&) const = default;
+};
+
+// What the operator needs to know about one of a job's pods, small so that thousands fit in the cache.
+struct PodFacts {
+  std::string ns;
+  std::string name;
+  std::string job_name;   // the job-name label
+  std::string uid;
+  std::string owner_uid;  // uid of the controller owner reference, empty if none
+  int rank = -1;          // from the node-rank label; -1 if absent or malformed
+  std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
+  bool deleting = false;  // metadata.deletionTimestamp is set
+  bool ready = false;     // the Ready condition is True
+  std::optional<int> exit_code;   // the trainer container's terminated exit code, if any
+  std::string failure_reason;     // the pod's or the trainer container's termination reason
+  std::string finished_at;        // the trainer container's terminated.finishedAt
+  std::string termination_message;  // its terminated.message: first line, at most kMaxTerminationMessage bytes
+  std::string start_time;         // status.startTime
+  std::string node_name;          // spec.nodeName, empty until scheduled
+  std::string pod_ip;             // status.podIP
+  std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
+  bool rdzv_secret = false;       // mounts a rendezvous Secret (its launcher signs the rendezvous)
+  bool operator==(const PodFacts&) const = default;
+};
+
+// What the operator needs to know about a node: whether pods on it are still alive.
+struct NodeFacts {
+  std::string name;
+  bool ready = true;             // the Ready condition is True
+  std::string not_ready_since;   // RFC 3339: Ready's lastTransitionTime when it is not True
+  bool unschedulable = false;    // cordoned
+  std::string schedulable_since;  // RFC 3339: the later of creation and turning Ready, when ready (new capacity)
+  bool operator==(const NodeFacts&) const = default;
+};
+
+// The latest STATUS answer of the rendezvous service on a job's node 0 (see launcher_poller.h).
+struct LauncherReport {
+  std::string pod_uid;  // the node-0 pod that answered
+  int round = -1;
+  int restarts = 0;
+  std::map<std::string, int> restarts_by_reason;  // worker_crash, node_lost, scale
+  int nodes = 0;
+  int world_size = 0;
+  std::string phase;  // gathering | running | over
+  std::string run_id;  // the rendezvous' run id (the job's name unless the user set another); "" from old launchers
+  bool operator==(const LauncherReport&) const = default;
+};
+
+const char* to_string(RestartPolicy p);
+const char* to_string(CleanPodPolicy p);
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,131 @@
+#include "trainingjob/decide/plan.h"
+
+#include <set>
+
+#include "trainingjob/decide/failures.h"
+#include "trainingjob/gang/decide_gang.h"
+#include "trainingjob/kueue/decide_kueue.h"
+#include "trainingjob/decide/launcher.h"
+#include "trainingjob/decide/lost_pods.h"
+#include "trainingjob/decide/phase.h"
+#include "trainingjob/decide/ranks.h"
+#include "trainingjob/decide/decide_state.h"
+#include "trainingjob/decide/stop.h"
+#include "trainingjob/decide/elastic.h"
+#include "trainingjob/render/render.h"
+#include "trainingjob/decide/status.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+// A job that runs (or is about to): its elastic size, lost pods, ranks, failures, new pods, the launchers'
+// restarts, its phase. Each step is a file of its own (decide_*.h); the order matters: every restart is counted
+// before the phase says why the job restarts.
+Plan active(DecideState& s) {
+  const ElasticDecision elastic = elastic_target(s.job, s.live, s.obs.nodes, s.now, s.obs.unschedulable_grace_s);
+  const int target = elastic.target;
+  s.plan.status.elastic = elastic.status;
+  if (!elastic.event_reason.empty()) {
+    s.emit(elastic.event_reason == "ScaledDown" ? "Warning" : "Normal", elastic.event_reason, elastic.event_message);
+    if (elastic.changed) s.last_reason = kRestartScale;
+  }
+  if (elastic.requeue_after_s) s.requeue(*elastic.requeue_after_s);
+
+  const std::set<std::string> lost_uids = decide_lost_pods(s, target);
+  const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
+
+  bool all_succeeded = static_cast<int>(ranks.by_rank.size()) == target && s.lost.empty();
+  for (const auto& [rank, pod] : ranks.by_rank) all_succeeded = all_succeeded && pod->phase == "Succeeded";
+  if (all_succeeded) {
+    return finish(s, {true, "AllNodesSucceeded",
+                      "all " + std::to_string(target) + " nodes' trainer containers exited 0"});
+  }
+  const FailureVerdict failures = decide_failures(s, ranks.by_rank);
+  if (failures.ending) return finish(s, *failures.ending);
+
+  decide_creates(s, target, ranks, lost_uids, elastic.changed);
+  const auto node0 = ranks.by_rank.find(0);
+  fold_launcher(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
+  decide_phase(s, target, ranks, failures, elastic.changed);
+  decide_gang_condition(s);
+  if (const auto& rejected = s.obs.pod_rejected; rejected && rejected->generation == s.job.generation) {
+    // The template passed our checks but not the API server's: a spec error only the server could see. Nothing
+    // more is created; the job stays failed until its spec changes (run(): InvalidSpec).
+    s.plan.create_ranks.clear();
+    return fail_for_spec(s, "the API server rejected pod " + rejected->pod + ": " + rejected->message);
+  }
+  return std::move(s.plan);
+}
+
+Plan run(DecideState& s) {
+  const TrainingJob& job = s.job;
+  if (job.deleting) return std::move(s.plan);  // garbage collection removes the pods
+  Status& st = s.plan.status;
+  st.observed_generation = job.generation;
+  st.selector = selector_for(job.name);
+
+  if (!job.spec_error.empty()) return fail_for_spec(s, job.spec_error);
+  const Condition* failed = find_condition(st, ConditionType::kFailed);
+  if (st.phase == JobPhase::kFailed && failed != nullptr && failed->reason == "InvalidSpec") {
+    // Failed for its spec (ours or the API server's verdict on its pods): nothing is retried until the user
+    // changes the spec; then it starts over instead of staying failed forever.
+    if (job.status.observed_generation == job.generation) return finished(s);
+    set_condition(st, ConditionType::kFailed, false, "SpecFixed", "the spec is valid again", s.now);
+    s.emit("Normal", "SpecFixed", "the spec is valid again; reconciling");
+    st.phase = JobPhase::kNone;
+    st.completion_time = "";
+  }
+  if (st.phase == JobPhase::kSucceeded || st.phase == JobPhase::kFailed) return finished(s);
+  if (s.spec.suspend) return suspend(s);
+  if (s.admission && s.admission->state != Admission::State::kAdmitted) return wait_for_admission(s, *s.admission);
+  if (s.admission) note_admission(s, *s.admission);
+  if (condition_true(st, ConditionType::kSuspended)) {
+    set_condition(st, ConditionType::kSuspended, false, "JobResumed", "spec.suspend is false", s.now);
+    s.emit("Normal", "Resumed", "job resumed: recreating its pods");
+  }
+  if (st.start_time.empty()) st.start_time = format_rfc3339(s.now);
+  if (const auto deadline = s.spec.active_deadline_seconds) {
+    const UnixSeconds start = parse_rfc3339(st.start_time).value_or(s.now);
+    const int64_t left = start + *deadline - s.now;
+    if (left <= 0) {
+      return finish(s, {false, "DeadlineExceeded",
+                        "the job was active longer than activeDeadlineSeconds=" + std::to_string(*deadline)});
+    }
+    s.plan.requeue_after_s = left;
+  }
+  s.plan.create_service = !s.obs.service_exists;
+  // A job an earlier operator gave a Secret of its own keeps it: its running launchers sign with it.
+  s.plan.job_rdzv_secret = s.obs.job_secret_exists;
+  s.plan.create_namespace_secret = !s.obs.job_secret_exists && !s.obs.namespace_secret_exists;
+  if (const auto ending = decide_gang_objects(s)) return finish(s, *ending);
+  return active(s);
+}
+
+}  // namespace
+
+Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now) {
+  std::optional<Admission> admission;
+  if (!job.queue_name.empty() && !job.deleting) admission = decide_admission(job, observed.kueue);
+  if (admission && admission->state == Admission::State::kAdmitted && admission->admitted_count < job.spec.replicas) {
+    // Partial admission: the job runs on the nodes admitted, as if spec.replicas said so.
+    const int nodes = admission->admitted_count;
+    const TrainingJob admitted = with_admitted_nodes(job, nodes);
+    DecideState s(admitted, observed, now);
+    s.admission = std::move(admission);
+    Plan plan = run(s);
+    plan.admitted_nodes = nodes;
+    return plan;
+  }
+  DecideState s(job, observed, now);
+  s.admission = std::move(admission);
+  return run(s);
+}
+
+Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now) {
+  Observed observed;
+  observed.pods = pods;
+  observed.service_exists = service_exists;
+  return decide(job, observed, now);
+}
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,59 @@
+// The working state decide()'s steps share: the job, what was observed of it, and the plan being built.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/decide/plan.h"
+#include "trainingjob/api/types.h"
+
+namespace kubedist::trainingjob {
+
+// How a job ends (decide_stop.h finishes it): Succeeded when success, else Failed; reason and message go to the
+// condition and the Event.
+struct Ending {
+  bool success = false;
+  std::string reason;
+  std::string message;
+};
+
+class DecideState {
+ public:
+  // Sorts the job's own pods into live and terminating, starts the plan's status from the job's, and forgets
+  // lost pods that no longer exist.
+  DecideState(const TrainingJob& job, const Observed& observed, UnixSeconds now);
+
+  const TrainingJob& job;
+  const Spec& spec;
+  const Observed& obs;
+  const UnixSeconds now;
+  std::vector<PodFacts> live;         // the job's pods not being deleted
+  std::vector<PodFacts> terminating;  // the job's pods being deleted
+  Plan plan;
+  std::vector<std::string> lost;  // names of pods lost this time
+  std::string last_reason;        // the reason of the latest restart counted (kRestart*)
+  std::optional<Admission> admission;  // Kueue's verdict on a queued job (kueue.h); nullopt when it is not queued
+
+  void emit(const std::string& type, const std::string& reason, const std::string& message);
+  void delete_pod(const PodFacts& pod, bool force = false);
+  // Asks to come back in `seconds` (at least 1), unless an earlier timer is already asked for.
+  void requeue(int64_t seconds);
+  void count_restart(const std::string& reason, int n = 1);
+  // A pod failure or loss the operator counts: the launchers on the other nodes re-form the group for it and will
+  // report that as a restart of their own, which must not count a second time (see decide_launcher.h).
+  void count_pod_restart(const std::string& reason);
+  // A pod lost with its node: counted as node_lost (count_pod_restart), unless node 0's launcher already reported
+  // the group re-forming for it (status.launcher.prepaid, within kPrepaidWindowS), which was counted then.
+  void count_pod_loss();
+};
+
+// How long a launcher-reported node_lost restart may wait for the operator to see the pod loss behind it.
+inline constexpr int64_t kPrepaidWindowS = 30;
+
+// "a, b, c".
+std::string join_names(const std::vector<std::string>& names);
+
+}  // namespace kubedist::trainingjob

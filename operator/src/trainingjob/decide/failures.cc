@@ -1,0 +1,83 @@
+#include "trainingjob/decide/failures.h"
+
+#include <algorithm>
+
+namespace kubedist::trainingjob {
+namespace {
+
+// "pod J-node-1 failed (exit code 3, reason Error): <the launcher's summary of the failed worker>".
+std::string describe_failure(const PodFacts& pod) {
+  std::string d = "pod " + pod.name + " failed";
+  std::string details;
+  if (pod.exit_code) details = "exit code " + std::to_string(*pod.exit_code);
+  if (!pod.failure_reason.empty()) details += (details.empty() ? "reason " : ", reason ") + pod.failure_reason;
+  if (!details.empty()) d += " (" + details + ")";
+  return pod.termination_message.empty() ? d : d + ": " + pod.termination_message;
+}
+
+// Pods that failed together, the first to end first (an unknown end last): the others usually failed because
+// their group broke, so the first is what a user needs to see.
+void sort_by_end(std::vector<const PodFacts*>& failed) {
+  std::stable_sort(failed.begin(), failed.end(), [](const PodFacts* a, const PodFacts* b) {
+    return !a->finished_at.empty() && (b->finished_at.empty() || a->finished_at < b->finished_at);
+  });
+}
+
+void record_failure(DecideState& s, const PodFacts& pod) {
+  s.plan.status.last_failure = LastFailure{pod.finished_at.empty() ? format_rfc3339(s.now) : pod.finished_at,
+                                           pod.name,           pod.node_name, pod.exit_code,
+                                           pod.failure_reason, pod.termination_message};
+}
+
+}  // namespace
+
+bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod) {
+  switch (policy) {
+    case RestartPolicy::kNever: return false;
+    case RestartPolicy::kOnFailure: return true;
+    case RestartPolicy::kExitCode:
+      // 1-127: the program itself gave up; 128+ (signals) and no exit code (eviction, node lost) may pass.
+      return !(pod.exit_code && *pod.exit_code >= 1 && *pod.exit_code <= 127);
+  }
+  return false;
+}
+
+FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFacts*>& by_rank) {
+  Status& st = s.plan.status;
+  const Spec& spec = s.spec;
+  FailureVerdict v;
+  std::vector<const PodFacts*> failed;
+  for (const auto& [rank, pod] : by_rank) {
+    if (pod->phase == "Failed") failed.push_back(pod);
+  }
+  sort_by_end(failed);
+  if (!failed.empty()) record_failure(s, *failed.front());
+  for (const PodFacts* pod : failed) {
+    if (!failure_is_retryable(spec.restart_policy, *pod)) {
+      v.ending = Ending{false, "PodFailed",
+                        describe_failure(*pod) + "; restartPolicy " + to_string(spec.restart_policy) +
+                            " makes this failure permanent"};
+      return v;
+    }
+    v.retryable.push_back(pod);
+  }
+  // backoffLimit bounds pod failures only; in-place restarts are bounded by the launchers' maxRestarts.
+  const int pod_failures = st.restarts_by_reason.count(kRestartPodFailure) ? st.restarts_by_reason[kRestartPodFailure] : 0;
+  if (!v.retryable.empty() && pod_failures + static_cast<int>(v.retryable.size()) > spec.backoff_limit) {
+    v.ending = Ending{false, "BackoffLimitExceeded",
+                      describe_failure(*v.retryable.front()) + "; backoffLimit " + std::to_string(spec.backoff_limit) +
+                          " reached after " + std::to_string(pod_failures) + " pod failures"};
+    return v;
+  }
+  for (const PodFacts* pod : v.retryable) {
+    s.count_pod_restart(kRestartPodFailure);
+    s.delete_pod(*pod);
+    v.restart_message = describe_failure(*pod) + "; recreating it (pod failure " +
+                        std::to_string(st.restarts_by_reason[kRestartPodFailure]) + ", backoffLimit " +
+                        std::to_string(spec.backoff_limit) + ")";
+    s.emit("Warning", "PodFailed", v.restart_message);
+  }
+  return v;
+}
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,89 @@
+#include "trainingjob/decide/lost_pods.h"
+
+#include <algorithm>
+
+#include "trainingjob/render/render.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+// Whether the node-lost grace that began at `since` still runs; if so, the job is requeued for its end.
+bool node_grace_left(DecideState& s, UnixSeconds since) {
+  const int64_t left = since + s.obs.node_lost_grace_s - s.now;
+  if (left > 0) s.requeue(left);
+  return left > 0;
+}
+
+bool counted_lost(const DecideState& s, const std::string& uid) {
+  const auto& lost = s.plan.status.lost_pods;
+  return std::find(lost.begin(), lost.end(), uid) != lost.end();
+}
+
+}  // namespace
+
+bool failure_is_node_loss(const PodFacts& pod) {
+  static const std::set<std::string> reasons{"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated",
+                                             "NodeAffinity", "OutOfpods"};
+  return reasons.count(pod.failure_reason) != 0 && pod.phase == "Failed";
+}
+
+std::string node_lost(DecideState& s, const PodFacts& pod) {
+  if (!s.obs.nodes_watched || pod.node_name.empty()) return "";
+  for (const auto& node : s.obs.nodes) {
+    if (node.name != pod.node_name) continue;
+    if (node.ready) return "";
+    const UnixSeconds since = parse_rfc3339(node.not_ready_since).value_or(s.now);
+    if (node_grace_left(s, since)) return "";
+    return "node " + node.name + " has been NotReady for " + std::to_string(s.now - since) + "s";
+  }
+  // Not in the cache: deleted, or so new that the node watch has not shown it yet (it lags the pod watch at
+  // times). A pod that started less than a grace ago gives the node watch that long.
+  if (const auto started = parse_rfc3339(pod.start_time); started && node_grace_left(s, *started)) return "";
+  return "node " + pod.node_name + " was deleted";
+}
+
+std::set<std::string> decide_lost_pods(DecideState& s, int target) {
+  Status& st = s.plan.status;
+  // Pods someone else is deleting (kubectl delete, an eviction) while the job runs: their node is lost to the job.
+  // Not while Scaling: pods a scale-down removed may still be terminating when the user scales up again.
+  const bool was_running = s.job.status.phase == JobPhase::kRunning || s.job.status.phase == JobPhase::kRestarting;
+  for (const auto& pod : s.terminating) {
+    // A pod terminating on a node that is gone (drained, then powered off) waits for a kubelet that never
+    // confirms, and its rank cannot be recreated until it is gone: force it.
+    if (pod.phase != "Succeeded" && pod.phase != "Failed" && !node_lost(s, pod).empty()) s.delete_pod(pod, true);
+    const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(s.job.name, pod.rank);
+    if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
+    if (counted_lost(s, pod.uid)) continue;
+    st.lost_pods.push_back(pod.uid);
+    s.count_pod_loss();
+    s.lost.push_back(pod.name);
+    s.emit("Warning", "PodLost", "pod " + pod.name + " is being deleted; it will be recreated");
+  }
+  // Pods whose node is gone, or that their node evicted: force-deleted (no kubelet will confirm) and recreated.
+  std::set<std::string> lost_uids;
+  for (const auto& pod : s.live) {
+    // A finished pod keeps its verdict: a node that goes after its pod succeeded (or failed for its own
+    // reason) loses nothing of the job, and running the node's work again could not join a finished group.
+    if (pod.phase == "Succeeded" || (pod.phase == "Failed" && !failure_is_node_loss(pod))) continue;
+    std::string why = node_lost(s, pod);
+    const bool evicted = why.empty() && pod.phase == "Failed" && failure_is_node_loss(pod);
+    if (evicted) why = "its node ended it (reason " + pod.failure_reason + ")";
+    if (why.empty()) continue;
+    lost_uids.insert(pod.uid);
+    s.delete_pod(pod, !evicted);
+    const bool in_target = pod.rank >= 0 && pod.rank < target;
+    // Counted once: a delete that failed, or a cache that has not seen it yet, brings the same pod back here.
+    const bool counted = counted_lost(s, pod.uid);
+    if (!in_target || counted) {
+      if (counted) s.lost.push_back(pod.name);
+      continue;
+    }
+    st.lost_pods.push_back(pod.uid);
+    s.count_pod_loss();
+    s.lost.push_back(pod.name);
+    s.emit("Warning", "PodLost", "pod " + pod.name + " was lost: " + why + "; recreating it");
+  }
+  return lost_uids;
+}
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,68 @@
+#include "trainingjob/decide/ranks.h"
+
+#include "trainingjob/render/render.h"
+#include "trainingjob/decide/status.h"
+
+namespace kubedist::trainingjob {
+
+Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost_uids, bool elastic_changed) {
+  Ranks r;
+  for (const auto& pod : s.live) {
+    if (lost_uids.count(pod.uid) != 0) continue;
+    const bool in_range = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(s.job.name, pod.rank);
+    if (!in_range || r.by_rank.count(pod.rank) != 0) {
+      s.delete_pod(pod);
+      r.surplus.push_back(pod.name);
+    } else {
+      r.by_rank[pod.rank] = &pod;
+    }
+  }
+  if (!r.surplus.empty() && !elastic_changed) {
+    s.emit("Normal", "ScaledDown",
+           "deleting pods " + join_names(r.surplus) + " (spec.replicas=" + std::to_string(target) + ")");
+  }
+  return r;
+}
+
+void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::set<std::string>& lost_uids,
+                    bool elastic_changed) {
+  Status& st = s.plan.status;
+  const TrainingJob& job = s.job;
+  if (!s.live.empty() && !condition_true(st, ConditionType::kCreated)) {
+    set_condition(st, ConditionType::kCreated, true, "PodsCreated", "the job's pods exist", s.now);
+  }
+  std::vector<std::string> created;
+  for (int rank = 0; rank < target; ++rank) {
+    if (ranks.by_rank.count(rank) != 0) continue;
+    bool terminating = false;  // wait until the old pod of this name is gone
+    for (const auto& pod : s.terminating) terminating = terminating || pod.name == pod_name(job.name, rank);
+    for (const auto& pod : s.live) {  // lost now: deleted by this plan
+      terminating = terminating || (lost_uids.count(pod.uid) != 0 && pod.name == pod_name(job.name, rank));
+    }
+    if (terminating) continue;
+    if (job.status.phase == JobPhase::kRunning && rank < job.status.replicas && !elastic_changed) {
+      // Every pod ran at the last status write and this one vanished unseen (deleted at once, node gone).
+      s.count_pod_loss();
+      s.lost.push_back(pod_name(job.name, rank));
+      s.emit("Warning", "PodLost", "pod " + pod_name(job.name, rank) + " vanished; recreating it");
+    }
+    s.plan.create_ranks.push_back(rank);
+    created.push_back(pod_name(job.name, rank));
+  }
+  if (!created.empty()) {
+    if (!condition_true(st, ConditionType::kCreated)) {
+      set_condition(st, ConditionType::kCreated, true, "PodsCreated",
+                    "created Service " + job.name + " and " + std::to_string(created.size()) + " pods", s.now);
+      s.emit("Normal", "Created", "creating Service " + job.name + " and pods " + join_names(created));
+    } else if (job.generation != job.status.observed_generation && target > job.status.replicas) {
+      s.emit("Normal", "ScaledUp",
+             "creating pods " + join_names(created) + " (spec.replicas=" + std::to_string(target) + ")");
+    } else {
+      s.emit("Normal", "CreatedPods", "creating missing pods " + join_names(created));
+    }
+  } else if (s.plan.create_service && condition_true(st, ConditionType::kCreated)) {
+    s.emit("Normal", "CreatedService", "creating missing Service " + job.name);
+  }
+}
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,28 @@
+// Which rank each of a job's pods holds, which pods are surplus, and which ranks get a new pod.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trainingjob/decide/decide_state.h"
+
+namespace kubedist::trainingjob {
+
+struct Ranks {
+  std::map<int, const PodFacts*> by_rank;  // the pod holding each rank below the target (into DecideState::live)
+  std::vector<std::string> surplus;        // pods deleted now: a rank at or past the target, a duplicate, a stray
+};
+
+// Keeps one pod per rank below target, named for its rank, and deletes the others (Event ScaledDown, unless
+// the elastic target changed now and said so itself). lost_uids: pods decide_lost_pods deletes, held by no rank.
+Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost_uids, bool elastic_changed);
+
+// Creates the ranks below target that hold no pod, once any old pod of the same name is gone (node 0 first), sets
+// the Created condition and says why with one Event; a rank whose pod vanished unseen from a Running job counts
+// as node_lost.
+void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::set<std::string>& lost_uids,
+                    bool elastic_changed);
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,75 @@
+#include "trainingjob/render/env.h"
+
+#include "contract/pod_env.h"
+
+namespace kubedist::trainingjob {
+
+using nlohmann::json;
+
+std::string nnodes_value(const Spec& spec) {
+  if (spec.min_replicas < spec.max_replicas) {
+    return std::to_string(spec.min_replicas) + ":" + std::to_string(spec.max_replicas);
+  }
+  return std::to_string(spec.replicas);
+}
+
+std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job, int rank) {
+  using contract::pet_name;
+  const std::string addr = master_addr(job.name, job.ns);
+  const std::string port = std::to_string(job.spec.master_port);
+  const std::string node_rank = std::to_string(rank);
+  const std::string nnodes = nnodes_value(job.spec);
+  const std::string nproc = job.spec.nproc_per_node.str();
+  return {
+      {contract::kMasterAddr, addr},
+      {contract::kMasterPort, port},
+      {contract::kNodeRank, node_rank},
+      {contract::kNnodes, nnodes},
+      {contract::kNprocPerNode, nproc},
+      {contract::kJob, job.name},
+      {pet_name(contract::kFlagMasterAddr), addr},
+      {pet_name(contract::kFlagMasterPort), port},
+      {pet_name(contract::kFlagNodeRank), node_rank},
+      {pet_name(contract::kFlagNnodes), nnodes},
+      {pet_name(contract::kFlagNprocPerNode), nproc},
+      {pet_name(contract::kFlagMaxRestarts), std::to_string(job.spec.max_restarts)},
+      {contract::kRestartPolicy, to_string(job.spec.restart_policy)},
+  };
+}
+
+// Our variables win over user entries of the same name: the launcher's contract depends on them.
+json trainer_env(const json& trainer, const TrainingJob& job, int rank, const PodOptions& options) {
+  json ours = json::array();
+  for (const auto& [k, v] : node_env(job, rank)) ours.push_back({{"name", k}, {"value", v}});
+  if (options.launcher_metrics_port > 0) {
+    ours.push_back({{"name", contract::kMetricsPort}, {"value", std::to_string(options.launcher_metrics_port)}});
+    // The pod's own address: in a pod it is where Prometheus scrapes, and it is the pod's alone.
+    ours.push_back({{"name", contract::kMetricsAddr},
+                    {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "status.podIP"}}}}}});
+  }
+  // The launcher of a failed job leaves one line (rank, host, exit, error) in the termination message file, which
+  // the kubelet copies to the pod's terminated.message and the operator to status.lastFailure.
+  const auto path = trainer.find("terminationMessagePath");
+  ours.push_back({{"name", contract::kTerminationLog},
+                  {"value", path != trainer.end() && path->is_string() && !path->get<std::string>().empty()
+                                ? path->get<std::string>()
+                                : std::string("/dev/termination-log")}});
+  if (options.rdzv_secret) {
+    ours.push_back({{"name", contract::kRdzvSecretFile},
+                    {"value", options.job_rdzv_secret ? std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey
+                                                      : job_rdzv_secret_file()}});
+  }
+  json env = json::array();
+  if (trainer.contains("env") && trainer["env"].is_array()) {
+    for (const auto& e : trainer["env"]) {
+      const std::string name = e.is_object() ? e.value("name", "") : "";
+      bool overridden = false;
+      for (const auto& o : ours) overridden = overridden || o["name"] == name;
+      if (!overridden) env.push_back(e);
+    }
+  }
+  for (auto& o : ours) env.push_back(std::move(o));
+  return env;
+}
+
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,176 @@
+#include "trainingjob/render/render.h"
+
+#include "contract/pod_env.h"
+#include "trainingjob/render/env.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kBinVolume = "kubedist-bin";
+constexpr const char* kBinDir = "/kubedist/bin";
+
+json labels_for(const TrainingJob& job) { return {{kJobNameLabel, job.name}}; }
+
+void add_bin_mount(json& container) {
+  if (!container.contains("volumeMounts") || !container["volumeMounts"].is_array()) {
+    container["volumeMounts"] = json::array();
+  }
+  container["volumeMounts"].push_back({{"name", kBinVolume}, {"mountPath", kBinDir}});
+}
+
+void declare_port(json& container, const char* name, int port) {
+  if (!container.contains("ports") || !container["ports"].is_array()) container["ports"] = json::array();
+  for (const auto& p : container["ports"]) {
+    if (p.is_object() && p.value("containerPort", 0) == port) return;
+  }
+  container["ports"].push_back({{"name", name}, {"containerPort", port}, {"protocol", "TCP"}});
+}
+
+}  // namespace
+
+json render_namespace_rdzv_secret(const std::string& ns, const std::string& secret) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata",
+           {{"name", kNamespaceRdzvSecret},
+            {"namespace", ns},
+            {"labels", {{kNamespaceRdzvLabel, "namespace"}, {"app.kubernetes.io/managed-by", "kubedist"}}}}},
+          {"type", "Opaque"},
+          {"stringData", {{kRdzvSecretKey, secret}}}};
+}
+
+json owner_reference(const TrainingJob& job) {
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},           {"name", job.name},
+          {"uid", job.uid},            {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+json render_service(const TrainingJob& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", job.name},
+            {"namespace", job.ns},
+            {"labels", labels_for(job)},
+            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", labels_for(job)},
+            // A headless Service needs no ports, but naming the store and rendezvous ports documents them.
+            {"ports",
+             json::array({{{"name", "master"}, {"port", job.spec.master_port}, {"protocol", "TCP"}},
+                          {{"name", "rendezvous"},
+                           {"port", job.spec.master_port + contract::kRendezvousPortOffset},
+                           {"protocol", "TCP"}}})}}}};
+}
+
+std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default) {
+  if (!job.spec.gang.value_or(gang_by_default)) return std::nullopt;
+  return job.spec.min_replicas;
+}
+
+namespace {
+
+json gang_policy(int min_count) { return {{"gang", {{"minCount", min_count}}}}; }
+
+json gang_metadata(const TrainingJob& job) {
+  return {{"name", job.name},
+          {"namespace", job.ns},
+          {"labels", labels_for(job)},
+          {"ownerReferences", json::array({owner_reference(job)})}};
+}
+
+}  // namespace
+
+json render_workload(const TrainingJob& job, int min_count) {
+  return {{"apiVersion", kGangApiVersion},
+          {"kind", "Workload"},
+          {"metadata", gang_metadata(job)},
+          {"spec",
+           {{"controllerRef", {{"apiGroup", kGroup}, {"kind", kKind}, {"name", job.name}}},
+            {"podGroupTemplates", json::array({{{"name", "nodes"}, {"schedulingPolicy", gang_policy(min_count)}}})}}}};
+}
+
+json render_pod_group(const TrainingJob& job, int min_count) {
+  return {{"apiVersion", kGangApiVersion},
+          {"kind", "PodGroup"},
+          {"metadata", gang_metadata(job)},
+          {"spec",
+           {{"podGroupTemplateRef", {{"workload", {{"workloadName", job.name}, {"podGroupTemplateName", "nodes"}}}}},
+            {"schedulingPolicy", gang_policy(min_count)}}}};
+}
+
+json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
+  const std::string name = pod_name(job.name, rank);
+  json tmpl_md = job.spec.template_.value("metadata", json::object());
+  json spec = job.spec.template_.value("spec", json::object());
+
+  json md = json::object();
+  md["name"] = name;
+  md["namespace"] = job.ns;
+  md["labels"] = tmpl_md.value("labels", json::object());
+  if (!md["labels"].is_object()) md["labels"] = json::object();
+  md["labels"][kJobNameLabel] = job.name;
+  md["labels"][kNodeRankLabel] = std::to_string(rank);
+  if (tmpl_md.contains("annotations") && tmpl_md["annotations"].is_object()) {
+    md["annotations"] = tmpl_md["annotations"];
+  }
+  md["ownerReferences"] = json::array({owner_reference(job)});
+
+  spec["hostname"] = name;
+  spec["subdomain"] = job.name;
+  // The operator decides when a node's pod is recreated, so the kubelet never restarts it.
+  spec["restartPolicy"] = "Never";
+  if (gang_min_count(job, options.gang_by_default)) spec["schedulingGroup"] = {{"podGroupName", job.name}};
+
+  if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
+  spec["volumes"].push_back({{"name", kBinVolume}, {"emptyDir", json::object()}});
+
+  // The launcher image holds nothing but the static launcher (no shell, no cp): it copies itself.
+  json init = {{"name", "kubedist-launcher"},
+               {"image", options.launcher_image},
+               {"command", json::array({"/kubedist-launcher", "--install", kBinDir})}};
+  add_bin_mount(init);
+  const bool namespace_secret = options.rdzv_secret && !options.job_rdzv_secret;
+  if (namespace_secret) {
+    // Only the init container sees the namespace's secret; the trainer gets the job's, derived from it.
+    init["command"].push_back("--rdzv-secret-from");
+    init["command"].push_back(std::string(kNamespaceRdzvDir) + "/" + kRdzvSecretKey);
+    init["command"].push_back("--rdzv-job");
+    init["command"].push_back(job.uid);
+    spec["volumes"].push_back(
+        {{"name", kNamespaceRdzvSecret}, {"secret", {{"secretName", kNamespaceRdzvSecret}, {"defaultMode", 0444}}}});
+    init["volumeMounts"].push_back({{"name", kNamespaceRdzvSecret}, {"mountPath", kNamespaceRdzvDir}, {"readOnly", true}});
+  }
+  json inits = json::array({init});
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (const auto& c : spec["initContainers"]) inits.push_back(c);
+  }
+  spec["initContainers"] = inits;
+
+  json& trainer = spec["containers"][job.spec.trainer_index];
+  json command = json::array({kLauncherPath, "--no-python", "--"});
+  for (const auto& part : trainer["command"]) command.push_back(part);
+  if (trainer.contains("args") && trainer["args"].is_array()) {
+    for (const auto& part : trainer["args"]) command.push_back(part);
+  }
+  trainer["command"] = command;
+  trainer.erase("args");
+  add_bin_mount(trainer);
+  if (options.rdzv_secret && options.job_rdzv_secret) {
+    // World-readable inside the pod: the trainer may run as any user, and the pod is the job's alone.
+    spec["volumes"].push_back(
+        {{"name", kRdzvSecretVolume}, {"secret", {{"secretName", rdzv_secret_name(job.name)}, {"defaultMode", 0444}}}});
+    trainer["volumeMounts"].push_back({{"name", kRdzvSecretVolume}, {"mountPath", kRdzvSecretDir}, {"readOnly", true}});
+  }
+  trainer["env"] = trainer_env(trainer, job, rank, options);  // env.h decides it
+  declare_port(trainer, "master", job.spec.master_port);
+  declare_port(trainer, "rendezvous", job.spec.master_port + contract::kRendezvousPortOffset);
+  if (options.launcher_metrics_port > 0) declare_port(trainer, "kd-metrics", options.launcher_metrics_port);
+
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
+}
+
+}  // namespace kubedist::trainingjob
