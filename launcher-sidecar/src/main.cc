@@ -22,6 +22,7 @@
 #include "rendezvous/auth.h"
 #include "rendezvous/client.h"
 #include "rendezvous/host.h"
+#include "rendezvous/hosting.h"
 #include "io/resolver.h"
 
 extern char** environ;
@@ -90,127 +91,149 @@ Result<std::string> make_run_dir(const LaunchConfig& config, bool& temporary) {
   return tmpl;
 }
 
-}  // namespace
+// --install DIR [--rdzv-secret-from FILE --rdzv-job UID]: the init container's mode.
+int run_install(const Result<InstallRequest>& install) {
+  if (!install) return fail_usage(install.error());
+  const InstallRequest& req = install.value();
+  // The secret first: a pod whose launcher could not sign its rendezvous must not get a launcher either.
+  std::string derived;
+  if (!req.rdzv_secret_from.empty()) {
+    auto secret = install_job_secret(req.dir, req.rdzv_secret_from, req.rdzv_job);
+    if (!secret) return fail(secret.error(), 1);
+    derived = *secret;
+  }
+  auto installed = install_self(req.dir);
+  if (!installed) return fail(installed.error(), 1);
+  write_all(1, "kubedist-launcher: installed " + *installed + "\n");
+  if (!derived.empty()) write_all(1, "kubedist-launcher: derived the job's rendezvous secret into " + derived + "\n");
+  return 0;
+}
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (auto install = install_request(args)) {
-    if (!*install) return fail_usage(install->error());
-    const InstallRequest& req = install->value();
-    // The secret first: a pod whose launcher could not sign its rendezvous must not get a launcher either.
-    std::string derived;
-    if (!req.rdzv_secret_from.empty()) {
-      auto secret = install_job_secret(req.dir, req.rdzv_secret_from, req.rdzv_job);
-      if (!secret) return fail(secret.error(), 1);
-      derived = *secret;
-    }
-    auto installed = install_self(req.dir);
-    if (!installed) return fail(installed.error(), 1);
-    write_all(1, "kubedist-launcher: installed " + *installed + "\n");
-    if (!derived.empty()) write_all(1, "kubedist-launcher: derived the job's rendezvous secret into " + derived + "\n");
-    return 0;
-  }
-  const Env env = current_env();
+// What a valid command line and environment asked for, with what they name read and checked.
+struct Launch {
+  LaunchConfig config;
+  std::string secret;  // the job's rendezvous secret ("": none)
+  int nproc = 1;       // workers on this node
+};
+
+// Everything that can be wrong with the input, checked before anything starts (exit code 2).
+Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
   auto parsed = parse_launch_config(args, env);
-  if (!parsed) return fail_usage(parsed.error());
-  LaunchConfig config = parsed.value();
-  if (config.help) {
-    write_all(1, usage_text());
-    return 0;
-  }
-  std::string secret;
+  if (!parsed) return make_error(parsed.error());
+  Launch launch;
+  launch.config = parsed.value();
+  const LaunchConfig& config = launch.config;
+  if (config.help) return launch;
   if (!config.rdzv_secret_file.empty()) {
     auto read = read_rdzv_secret(config.rdzv_secret_file);
-    if (!read) return fail_usage(read.error());
-    secret = *read;
+    if (!read) return make_error(read.error());
+    launch.secret = *read;
   }
   auto nproc =
       local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
-  if (!nproc) return fail_usage(nproc.error());
+  if (!nproc) return make_error(nproc.error());
+  launch.nproc = *nproc;
   if (!config.no_python) {
     // Once here rather than as many "cannot run" failures as there are workers.
     auto python = find_program(config.python, getenv("PATH"));
     if (!python && !config.python_source.empty())
-      return fail_usage(config.python_source + ": cannot run the interpreter " + python.error());
+      return make_error(config.python_source + ": cannot run the interpreter " + python.error());
     if (!python)
-      return fail_usage("cannot run the script: " + python.error() +
+      return make_error("cannot run the script: " + python.error() +
                         " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
   }
-  // Valid: say what the environment decided, so that nothing it changed (or would have) goes unseen.
+  return launch;
+}
+
+// Says what the environment decided, so that nothing it changed (or would have) goes unseen.
+void report_environment(const Launch& launch, const Env& env) {
+  const LaunchConfig& config = launch.config;
   if (!config.from_env.empty())
     write_all(2, "kubedist-launcher: from the environment: " + join(config.from_env, ", ") + "\n");
   if (!config.ignored_env.empty())
     write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
                      ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
-  if (config.master_port == 0) {  // --standalone
-    auto port = pick_free_port("127.0.0.1");
-    if (!port) return fail(port.error(), 1);
-    config.master_port = *port;
-  }
-  if (!env.count("OMP_NUM_THREADS") && *nproc > 1)  // torchrun's notice, as one line
+  if (!env.count("OMP_NUM_THREADS") && launch.nproc > 1)  // torchrun's notice, as one line
     write_all(2,
               "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker process by default, to avoid overloading "
               "your system; tune it for the best performance of your application (set OMP_NUM_THREADS yourself)\n");
+}
 
-  // Two processes, so that no SIGKILL leaves a worker behind (see guard.h).
+// The launcher's two processes (see guard.h): the one that was started stays the guard until the supervisor ends.
+struct Supervision {
+  std::optional<int> guard_exit_code;  // set in the guard: its exit code, once the supervisor is gone
+  pid_t guard = 0;
+  sigset_t stop_signals;
+  TerminalState terminal;
+};
+
+Supervision split_guard_and_supervisor() {
+  Supervision s;
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans come to us to be reaped
-  const sigset_t stop_signals = block_signals();
-  const pid_t guard = getpid();
-  const TerminalState terminal = probe_terminal();  // from the launcher's own process group, before the fork
+  s.stop_signals = block_signals();
+  s.guard = getpid();
+  s.terminal = probe_terminal();  // from the launcher's own process group, before the fork
   const pid_t supervisor = fork();
-  if (supervisor < 0) return fail(std::string("fork: ") + std::strerror(errno), 1);
-  if (supervisor > 0) return run_guard(supervisor, stop_signals);
-  if (!become_supervisor(guard)) return 128 + SIGKILL;  // the guard is gone already: nothing was started yet
-  sigset_t signalfd_mask = stop_signals;
-  sigaddset(&signalfd_mask, SIGCHLD);
-  const int signal_fd = signalfd(-1, &signalfd_mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  EventLoop loop;
-  LauncherMetrics metrics;
+  if (supervisor < 0) {
+    s.guard_exit_code = fail(std::string("fork: ") + std::strerror(errno), 1);
+  } else if (supervisor > 0) {
+    s.guard_exit_code = run_guard(supervisor, s.stop_signals);
+  } else if (!become_supervisor(s.guard)) {
+    s.guard_exit_code = 128 + SIGKILL;  // the guard is gone already: nothing was started yet
+  }
+  return s;
+}
 
-  // Who hosts the rendezvous: node rank 0. Without a node rank (torchrun's c10d style, the same command on every
-  // node), the node that the endpoint's address belongs to, and of several launchers on that host the first to
-  // bind the port; the others join it.
-  // The joining member retries on its own, so one lookup asks each server once, briefly: the loop stays responsive.
+// The joining member retries on its own, so one lookup asks each server once, briefly: the loop stays responsive.
+ResolverConfig brief_resolver() {
   ResolverConfig resolver = system_resolver_config();
   resolver.attempts = 1;
   resolver.timeout_ms = std::min(resolver.timeout_ms, 1000);
-  bool try_host = config.node_rank == 0;
-  if (config.multi_node() && !config.node_rank_given) {
+  return resolver;
+}
+
+// Hosts the rendezvous when the plan says so (nullptr: this launcher joins another's) and sets the node rank the
+// rounds order it by. A port that node rank 0 cannot bind is an error.
+Result<std::unique_ptr<RendezvousHost>> open_rendezvous(EventLoop& loop, LaunchConfig& config,
+                                                        const std::string& secret, const ResolverConfig& resolver) {
+  bool endpoint_is_local = false;
+  if (hosting_depends_on_endpoint(config)) {
     auto addr = resolve_ipv4(config.rdzv_host, resolver);
-    try_host = addr && is_local_address(*addr);
+    endpoint_is_local = addr && is_local_address(*addr);
   }
+  const HostingPlan plan = plan_hosting(config, endpoint_is_local);
   std::unique_ptr<RendezvousHost> host;
-  if (try_host) {
+  if (plan.host) {
     HostGuard guard = HostGuard::for_nodes(config.max_nodes);
     guard.secret = secret;
     guard.idle_timeout = std::chrono::milliseconds(static_cast<long>(config.idle_timeout * 1000));
     host = std::make_unique<RendezvousHost>(loop, coordinator_settings(config), guard);
-    if (config.multi_node()) {
-      // Listen on the endpoint's own address when it is a loopback one (tests); else on every address.
-      auto ip = parse_ipv4(config.rdzv_host);
-      std::string bind = ip && (ntohl(ip->s_addr) >> 24) == 127 ? config.rdzv_host : "";
-      auto ok = host->listen(bind, config.rdzv_port);
-      if (!ok && config.node_rank_given) return fail(ok.error(), 1);
-      if (!ok) host.reset();
-      // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
-      if (host) host->announce_store(config.rdzv_host);
-    }
   }
-  // The round assigns GROUP_RANK; node rank 0 only orders it. A launcher on the endpoint's host that found the
-  // port taken (another launcher of this job, or of another job on the same endpoint) is node rank 0 as well:
-  // the store each round names is on this host, so one of its launchers must be group rank 0.
-  if (!host && !config.node_rank_given) config.node_rank = try_host ? 0 : 1;
+  if (plan.listen) {
+    auto ok = host->listen(plan.bind_address, config.rdzv_port);
+    if (!ok && plan.must_bind) return make_error(ok.error());
+    if (!ok) host.reset();
+    // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
+    if (host) host->announce_store(config.rdzv_host);
+  }
+  config.node_rank = node_rank_for_round(config, plan, host != nullptr);
+  return host;
+}
 
-  bool temporary_run_dir = false;
-  auto made_run_dir = make_run_dir(config, temporary_run_dir);
-  if (!made_run_dir) return fail(made_run_dir.error(), 1);
-  const std::string run_dir = *made_run_dir;
-  if (!config.log_dir.empty()) write_all(2, "kubedist-launcher: worker logs in " + run_dir + "\n");
-  if (temporary_run_dir && (config.redirects.any() || config.tee.any()))
-    write_all(2, "kubedist-launcher: worker logs in " + run_dir + " (set --log-dir to choose)\n");
-  Agent agent(loop, config, env, *nproc, run_dir, metrics, terminal);
-  bool signalled = false;  // told to stop: then it does not linger for other jobs' rendezvous either
-  loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
+// The directory for error files and logs, announced when it holds logs; temporary: ours to remove.
+Result<std::string> open_run_dir(const LaunchConfig& config, bool& temporary) {
+  auto made = make_run_dir(config, temporary);
+  if (!made) return made;
+  if (!config.log_dir.empty()) write_all(2, "kubedist-launcher: worker logs in " + *made + "\n");
+  if (temporary && (config.redirects.any() || config.tee.any()))
+    write_all(2, "kubedist-launcher: worker logs in " + *made + " (set --log-dir to choose)\n");
+  return made;
+}
+
+// Signals while the job runs: SIGCHLD reaps, a stop signal stops the workers (and sets `signalled`), the guard's
+// death kills everything at once.
+void watch_signals(EventLoop& loop, int signal_fd, pid_t guard, Agent& agent, bool& signalled) {
+  loop.watch(signal_fd, EPOLLIN, [signal_fd, guard, &agent, &signalled](std::uint32_t) {
     signalfd_siginfo info;
     while (read(signal_fd, &info, sizeof info) == sizeof info) {
       if (info.ssi_signo == SIGCHLD) {
@@ -226,42 +249,94 @@ int main(int argc, char** argv) {
       }
     }
   });
+}
 
-  std::unique_ptr<MetricsServer> metrics_server;
-  if (config.metrics_port >= 0) {
-    metrics_server = std::make_unique<MetricsServer>(loop, metrics);
-    auto ok = metrics_server->listen(config.metrics_addr == "0.0.0.0" ? "" : config.metrics_addr, config.metrics_port);
-    if (!ok) return fail(ok.error(), 1);
-    write_all(2, "kubedist-launcher: metrics on " + config.metrics_addr + ":" + std::to_string(metrics_server->port()) +
-                     "/metrics\n");
-  }
+Result<std::unique_ptr<MetricsServer>> start_metrics(EventLoop& loop, const LaunchConfig& config,
+                                                     LauncherMetrics& metrics) {
+  if (config.metrics_port < 0) return std::unique_ptr<MetricsServer>();
+  auto server = std::make_unique<MetricsServer>(loop, metrics);
+  auto ok = server->listen(config.metrics_addr == "0.0.0.0" ? "" : config.metrics_addr, config.metrics_port);
+  if (!ok) return make_error(ok.error());
+  write_all(2, "kubedist-launcher: metrics on " + config.metrics_addr + ":" + std::to_string(server->port()) +
+                   "/metrics\n");
+  return server;
+}
 
-  std::unique_ptr<RendezvousMember> member;
-  if (host) {
-    member = host->local_member(agent.member_events());
-  } else {
-    member = std::make_unique<TcpMember>(loop, config.rdzv_host, config.rdzv_port,
-                                         std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
-                                         resolver, agent.member_events(), secret);
-  }
+// Node 0 talks to the coordinator in-process; the others over TCP.
+std::unique_ptr<RendezvousMember> make_member(EventLoop& loop, const LaunchConfig& config, RendezvousHost* host,
+                                              Agent& agent, const std::string& secret, const ResolverConfig& resolver) {
+  if (host) return host->local_member(agent.member_events());
+  return std::make_unique<TcpMember>(loop, config.rdzv_host, config.rdzv_port,
+                                     std::chrono::milliseconds(static_cast<long>(config.join_timeout * 1000)),
+                                     resolver, agent.member_events(), secret);
+}
+
+// Other jobs on this endpoint rendezvous here: serve them until they are over (or a signal ends it).
+void serve_other_runs(EventLoop& loop, RendezvousHost& host, int signal_fd, Agent& agent) {
+  std::string runs;
+  for (const auto& id : host.other_runs_active()) runs += (runs.empty() ? "" : ", ") + id;
+  write_all(2, "kubedist-launcher: this job is over; still hosting the rendezvous of run " + runs + "\n");
+  host.on_other_runs_over([&loop] { loop.stop(); });
+  loop.unwatch(signal_fd);
+  loop.watch(signal_fd, EPOLLIN, [&loop, signal_fd, &agent](std::uint32_t) {
+    signalfd_siginfo info;
+    while (read(signal_fd, &info, sizeof info) == sizeof info) {
+      if (info.ssi_signo == SIGCHLD) agent.reap_children();
+      else loop.stop();
+    }
+  });
+  loop.run();
+}
+
+// The supervisor: rendezvous, workers, signals and /metrics on one event loop until the job is over.
+int supervise(Launch launch, const Env& env, const Supervision& supervision) {
+  LaunchConfig& config = launch.config;
+  sigset_t signalfd_mask = supervision.stop_signals;
+  sigaddset(&signalfd_mask, SIGCHLD);
+  const int signal_fd = signalfd(-1, &signalfd_mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  EventLoop loop;
+  LauncherMetrics metrics;
+  const ResolverConfig resolver = brief_resolver();
+  auto host = open_rendezvous(loop, config, launch.secret, resolver);
+  if (!host) return fail(host.error(), 1);
+
+  bool temporary_run_dir = false;
+  auto run_dir = open_run_dir(config, temporary_run_dir);
+  if (!run_dir) return fail(run_dir.error(), 1);
+  Agent agent(loop, config, env, launch.nproc, *run_dir, metrics, supervision.terminal);
+  bool signalled = false;  // told to stop: then it does not linger for other jobs' rendezvous either
+  watch_signals(loop, signal_fd, supervision.guard, agent, signalled);
+  auto metrics_server = start_metrics(loop, config, metrics);
+  if (!metrics_server) return fail(metrics_server.error(), 1);
+
+  auto member = make_member(loop, config, host.value().get(), agent, launch.secret, resolver);
   agent.start(*member);
   loop.run();
-  if (host && !signalled && !host->other_runs_active().empty()) {
-    // Other jobs on this endpoint rendezvous here: serve them until they are over (or a signal ends it).
-    std::string runs;
-    for (const auto& id : host->other_runs_active()) runs += (runs.empty() ? "" : ", ") + id;
-    write_all(2, "kubedist-launcher: this job is over; still hosting the rendezvous of run " + runs + "\n");
-    host->on_other_runs_over([&] { loop.stop(); });
-    loop.unwatch(signal_fd);
-    loop.watch(signal_fd, EPOLLIN, [&](std::uint32_t) {
-      signalfd_siginfo info;
-      while (read(signal_fd, &info, sizeof info) == sizeof info) {
-        if (info.ssi_signo == SIGCHLD) agent.reap_children();
-        else loop.stop();
-      }
-    });
-    loop.run();
-  }
-  if (temporary_run_dir && !config.redirects.any() && !config.tee.any()) remove_tree(run_dir);
+  if (host.value() && !signalled && !host.value()->other_runs_active().empty())
+    serve_other_runs(loop, *host.value(), signal_fd, agent);
+  if (temporary_run_dir && !config.redirects.any() && !config.tee.any()) remove_tree(*run_dir);
   return agent.exit_code().value_or(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (auto install = install_request(args)) return run_install(*install);
+  const Env env = current_env();
+  auto launch = configure(args, env);
+  if (!launch) return fail_usage(launch.error());
+  if (launch->config.help) {
+    write_all(1, usage_text());
+    return 0;
+  }
+  report_environment(*launch, env);
+  if (launch->config.master_port == 0) {  // --standalone: the workers' store on a free port
+    auto port = pick_free_port("127.0.0.1");
+    if (!port) return fail(port.error(), 1);
+    launch.value().config.master_port = *port;
+  }
+  const Supervision supervision = split_guard_and_supervisor();
+  if (supervision.guard_exit_code) return *supervision.guard_exit_code;
+  return supervise(std::move(launch).value(), env, supervision);
 }

@@ -1,0 +1,33 @@
+// HostingPlan: who hosts the rendezvous, decided from the configuration and where the endpoint's address is (pure).
+#pragma once
+
+#include <string>
+
+#include "cli/launch_config.h"
+
+namespace kubedist::launcher {
+
+struct HostingPlan {
+  bool host = false;          // this launcher runs the rendezvous service (single node: in-process, no socket)
+  bool listen = false;        // ... and opens the endpoint's port to the other nodes (multi-node)
+  std::string bind_address;   // where to listen: "" for every address
+  bool must_bind = false;     // a port that cannot be bound is fatal (node rank 0 was given); else this launcher
+                              // joins the one that holds it
+};
+
+// True when the plan depends on whether the endpoint's address is this host's: torchrun's c10d style, a multi-node
+// job whose command names no node rank (the same command on every node).
+bool hosting_depends_on_endpoint(const LaunchConfig& config);
+
+// Node rank 0 hosts. Without a node rank, the launcher on the endpoint's host does (of several there, the first to
+// bind the port); endpoint_is_local is read only then. It listens on the endpoint's own address when that is a
+// loopback one (tests, several "nodes" on one machine), else on every address.
+HostingPlan plan_hosting(const LaunchConfig& config, bool endpoint_is_local);
+
+// The node rank that orders this launcher in the round, once it knows whether it hosts. Given ranks stay. Without
+// one, a launcher on the endpoint's host is node rank 0 even when another launcher holds the port (another of this
+// job, or of another job on the same endpoint): the store each round names is on this host, so one of its
+// launchers must be group rank 0; a launcher elsewhere is 1 (the round assigns GROUP_RANK; this only orders it).
+int node_rank_for_round(const LaunchConfig& config, const HostingPlan& plan, bool hosting);
+
+}  // namespace kubedist::launcher
