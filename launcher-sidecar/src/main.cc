@@ -10,13 +10,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "agent.h"
 #include "process/descendants.h"
 #include "util/fs_util.h"
 #include "process/guard.h"
 #include "install.h"
+#include "cli/local_rank_style.h"
 #include "cli/local_world_size.h"
+#include "cli/python_invocation.h"
+#include "process/python_probe.h"
 #include "io/metrics_server.h"
 #include "io/net.h"
 #include "rendezvous/auth.h"
@@ -114,7 +119,28 @@ struct Launch {
   LaunchConfig config;
   std::string secret;  // the job's rendezvous secret ("": none)
   int nproc = 1;       // workers on this node
+  std::vector<std::string> notes;  // what the launcher found out for itself, to say once the input is valid
 };
+
+std::optional<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return text;
+}
+
+// --legacy-launch under --local-rank-style=auto: the spelling of the torch the workers' interpreter would import.
+void choose_local_rank_spelling(Launch& launch, const Env& env) {
+  LaunchConfig& config = launch.config;
+  if (!config.legacy_launch || config.use_env || config.local_rank_style != "auto") return;
+  const PythonInvocation python = python_invocation(config);
+  const auto sys_path = python.interpreter.empty() ? Result<std::vector<std::string>>(make_error("no interpreter"))
+                                                   : python_sys_path(python, env, std::chrono::seconds(10));
+  const LocalRankChoice choice = choose_local_rank_arg(python.interpreter, sys_path, read_text_file);
+  config.local_rank_arg = choice.arg;
+  launch.notes.push_back(choice.line);
+}
 
 // Everything that can be wrong with the input, checked before anything starts (exit code 2).
 Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
@@ -142,6 +168,7 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
       return make_error("cannot run the script: " + python.error() +
                         " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
   }
+  choose_local_rank_spelling(launch, env);
   return launch;
 }
 
@@ -153,6 +180,7 @@ void report_environment(const Launch& launch, const Env& env) {
   if (!config.ignored_env.empty())
     write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
                      ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
+  for (const auto& note : launch.notes) write_all(2, "kubedist-launcher: " + note + "\n");
   if (!env.count("OMP_NUM_THREADS") && launch.nproc > 1)  // torchrun's notice, as one line
     write_all(2,
               "kubedist-launcher: setting OMP_NUM_THREADS=1 for each worker process by default, to avoid overloading "
@@ -213,9 +241,8 @@ Result<std::unique_ptr<RendezvousHost>> open_rendezvous(EventLoop& loop, LaunchC
     auto ok = host->listen(plan.bind_address, config.rdzv_port);
     if (!ok && plan.must_bind) return make_error(ok.error());
     if (!ok) host.reset();
-    // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
-    if (host) host->announce_store(config.rdzv_host);
   }
+  if (host && !plan.store_address.empty()) host->announce_store(plan.store_address);
   config.node_rank = node_rank_for_round(config, plan, host != nullptr);
   return host;
 }

@@ -21,6 +21,11 @@ inline constexpr const char* kMetricsPort = "KUBEDIST_METRICS_PORT";        // -
 inline constexpr const char* kMetricsAddr = "KUBEDIST_METRICS_ADDR";        // --metrics-addr
 inline constexpr const char* kTerminationLog = "KUBEDIST_TERMINATION_LOG";  // --termination-log
 inline constexpr const char* kRdzvSecretFile = "KUBEDIST_RDZV_SECRET_FILE"; // --rdzv-secret-file
+// The legacy torch.distributed.launch form, asked for through the pod's env (the operator passes a template's env
+// on; `kubectl kubedist run -- python -m torch.distributed.launch ...` sets them) rather than a CRD field.
+inline constexpr const char* kLegacyLaunch = "KUBEDIST_LEGACY_LAUNCH";        // --legacy-launch (1/true)
+inline constexpr const char* kUseEnv = "KUBEDIST_USE_ENV";                    // --use-env (1/true)
+inline constexpr const char* kLocalRankStyle = "KUBEDIST_LOCAL_RANK_STYLE";   // --local-rank-style
 // The file the launcher init container derives the job's rendezvous secret into (`--install DIR
 // --rdzv-secret-from FILE --rdzv-job UID`: DIR/<this>), which the trainer's KUBEDIST_RDZV_SECRET_FILE names.
 inline constexpr const char* kJobSecretFileName = "rdzv-secret";

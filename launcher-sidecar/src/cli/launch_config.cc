@@ -284,14 +284,20 @@ const std::vector<FlagSpec>& flag_table() {
       {"log-dir", "DIR", nullptr, nullptr, false, text(&C::log_dir), "where worker logs go"},
       {"local-ranks-filter", "0,1,...", nullptr, nullptr, false, local_ranks_filter(),
        "show only these local ranks' output"},
-      {"use-env", nullptr, nullptr, nullptr, false, boolean(&C::use_env),
+      {"use-env", nullptr, nullptr, contract::kUseEnv, false, boolean(&C::use_env),
        "with --legacy-launch: workers read LOCAL_RANK from the environment"},
-      {"legacy-launch", nullptr, nullptr, nullptr, false, boolean(&C::legacy_launch),
+      {"legacy-launch", nullptr, nullptr, contract::kLegacyLaunch, false, boolean(&C::legacy_launch),
        "torch.distributed.launch: pass the local rank as an argument"},
-      {"local-rank-style", "dash|underscore", nullptr, nullptr, false,
-       one_of({"dash", "underscore"}, "dash (--local-rank=N, torch >= 2.0) or underscore (--local_rank=N, torch 1.x)",
-              [](C& c, const std::string& v) { c.local_rank_arg = v == "dash" ? "--local-rank" : "--local_rank"; }),
-       "with --legacy-launch: --local-rank=N (default) or --local_rank=N"},
+      {"local-rank-style", "auto|dash|underscore", nullptr, contract::kLocalRankStyle, false,
+       one_of({"auto", "dash", "underscore"},
+              "auto (the spelling of the workers' torch), dash (--local-rank=N, torch >= 2.0) or underscore "
+              "(--local_rank=N, torch 1.x)",
+              [](C& c, const std::string& v) {
+                c.local_rank_style = v;
+                if (v != "auto") c.local_rank_arg = v == "dash" ? "--local-rank" : "--local_rank";
+              }),
+       "with --legacy-launch: the spelling of the torch the workers import (default), --local-rank=N or "
+       "--local_rank=N"},
       {"stop-timeout", "S", nullptr, nullptr, false, seconds(&C::stop_timeout), "SIGTERM to SIGKILL grace (default 10)"},
       {"metrics-port", "P", nullptr, contract::kMetricsPort, false,
        integer(&C::metrics_port, 0, 65535, "a port number (0: any free port)"), "serve Prometheus /metrics"},
@@ -432,6 +438,7 @@ std::optional<Error> finish(LaunchConfig& c, const RawValues& raw) {
     if (host.empty()) return bad(*r, "HOST[:PORT]");
     c.rdzv_host = host;
     c.rdzv_port = port;
+    c.rdzv_endpoint_given = true;
   }
   if (c.command.empty())
     return make_error(c.module ? "-m needs a module name" : "missing the training script (or, with --no-python, the program) to run");

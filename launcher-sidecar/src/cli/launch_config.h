@@ -39,6 +39,7 @@ struct LaunchConfig {
   // Where node rank 0 hosts the rendezvous service: --rdzv-endpoint, else master_addr:master_port+1.
   std::string rdzv_host;
   int rdzv_port = 0;
+  bool rdzv_endpoint_given = false;  // --rdzv-endpoint (or its env) named it: torchrun's c10d style
   std::string run_id = "none";
   bool standalone = false;
   int max_restarts = 0;
@@ -57,8 +58,11 @@ struct LaunchConfig {
   bool module = false;
   bool use_env = false;        // legacy launch: workers read LOCAL_RANK from the environment
   bool legacy_launch = false;  // torch.distributed.launch: pass --local-rank=N unless --use-env
-  // The argument --legacy-launch passes: torch >= 2.0's "--local-rank" (--local-rank-style=dash, the default) or
-  // torch 1.x's "--local_rank" (underscore). An argparse script accepts only the spelling it declares.
+  // --local-rank-style: "auto" (the default), "dash" or "underscore".
+  std::string local_rank_style = "auto";
+  // The argument --legacy-launch passes: torch >= 2.0's "--local-rank" (dash) or torch 1.x's "--local_rank"
+  // (underscore). An argparse script accepts only the spelling it declares. Under "auto" the launcher sets it from
+  // the torch the workers' interpreter would import (cli/local_rank_style.h); until then, 2.x's.
   std::string local_rank_arg = "--local-rank";
   StreamSpec redirects;
   StreamSpec tee;

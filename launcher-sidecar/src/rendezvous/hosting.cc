@@ -14,15 +14,23 @@ bool is_loopback_ipv4(const std::string& host) {
 }  // namespace
 
 bool hosting_depends_on_endpoint(const LaunchConfig& config) {
-  return config.multi_node() && !config.node_rank_given;
+  if (!config.multi_node()) return config.rdzv_endpoint_given;
+  return !config.node_rank_given;
 }
 
 HostingPlan plan_hosting(const LaunchConfig& config, bool endpoint_is_local) {
   HostingPlan plan;
-  plan.host = hosting_depends_on_endpoint(config) ? endpoint_is_local : config.node_rank == 0;
-  plan.listen = plan.host && config.multi_node();
+  if (!config.multi_node()) {
+    plan.host = true;
+    if (config.rdzv_endpoint_given) plan.store_address = endpoint_is_local ? config.rdzv_host : "127.0.0.1";
+    return plan;
+  }
+  plan.host = config.node_rank_given ? config.node_rank == 0 : endpoint_is_local;
+  plan.listen = plan.host;
   if (plan.listen && is_loopback_ipv4(config.rdzv_host)) plan.bind_address = config.rdzv_host;
   plan.must_bind = plan.listen && config.node_rank_given;
+  // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
+  if (plan.listen) plan.store_address = config.rdzv_host;
   return plan;
 }
 

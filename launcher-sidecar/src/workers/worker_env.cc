@@ -1,5 +1,7 @@
 #include "workers/worker_env.h"
 
+#include "cli/python_invocation.h"
+
 namespace kubedist::launcher {
 
 WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int local_world_size, int local_rank,
@@ -36,10 +38,12 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int lo
     w.argv = {config.python, "-u"};
     if (config.module) w.argv.push_back("-m");
   }
-  w.argv.push_back(config.command.front());
+  // As torch.distributed.launch: the local rank right after the script (also after `python SCRIPT` with --no-python).
+  const auto args_at = config.command.begin() + static_cast<long>(python_invocation(config).args_at);
+  w.argv.insert(w.argv.end(), config.command.begin(), args_at);
   if (config.legacy_launch && !config.use_env)
     w.argv.push_back(config.local_rank_arg + "=" + std::to_string(local_rank));
-  w.argv.insert(w.argv.end(), config.command.begin() + 1, config.command.end());
+  w.argv.insert(w.argv.end(), args_at, config.command.end());
   return w;
 }
 

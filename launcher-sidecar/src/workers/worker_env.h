@@ -17,7 +17,8 @@ struct Assignment {
   int rank_offset = 0;      // global RANK of this node's LOCAL_RANK 0
   int world_size = 1;       // processes in the round, the same on every node
   // The workers' store the rendezvous host chose for this round; a launcher's own --master-addr/--master-port
-  // (flag or env) win over it. Empty/0: none chosen (a single-node job).
+  // (flag or env) win over it. Empty/0: none chosen (a single-node job given no
+  // --rdzv-endpoint: torchrun's static default, 127.0.0.1:29500).
   std::string master_addr;
   int master_port = 0;
 };

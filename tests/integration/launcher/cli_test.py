@@ -37,40 +37,99 @@ class LegacyLaunch(LauncherTest):
         self.assertEqual(sorted(l.stdout().splitlines()),
                          ["[rank 0]: local rank 0 rest x", "[rank 1]: local rank 1 rest x"])
 
-    def test_dash_style_is_the_default_and_runs_a_torch_2_script(self):
-        for extra in ([], ["--local-rank-style=dash"]):
+    def fake_torch(self, version):
+        """A directory holding only torch/version.py, as a wheel of that version has it: for PYTHONPATH."""
+        root = self.path(f"fake-torch-{version}")
+        os.makedirs(os.path.join(root, "torch"), exist_ok=True)
+        with open(os.path.join(root, "torch", "version.py"), "w") as f:
+            f.write(f"from typing import Optional\n__version__ = '{version}'\ndebug = False\n")
+        return root
+
+    def test_auto_is_the_default_and_chooses_the_underscore_for_debians_torch_1_13(self):
+        # /usr/bin/python3 (first on the harness's PATH) imports Debian's torch 1.13, whose launch passed --local_rank.
+        for extra in ([], ["--local-rank-style=auto"]):
             l = self.launch(["--legacy-launch", *extra, "--nproc-per-node=2", "--tee=1",
-                             self.legacy_script("--local-rank"), "y"])
+                             self.legacy_script("--local_rank"), "x"])
+            self.assertEqual(l.wait(), 0, l.stderr())
+            self.assertEqual(sorted(l.stdout().splitlines()),
+                             ["[rank 0]: local rank 0 rest x", "[rank 1]: local rank 1 rest x"])
+            self.assertIn("--local-rank-style=auto: torch 1.13", l.stderr())
+            self.assertIn("/torch/version.py): passing --local_rank=N", l.stderr())
+
+    def test_auto_chooses_the_dash_for_a_torch_2_found_first_on_pythonpath(self):
+        # Found without importing torch: the fake holds nothing but version.py, and the script would fail on the
+        # underscore spelling.
+        l = self.launch(["--legacy-launch", "--nproc-per-node=2", "--tee=1", self.legacy_script("--local-rank"), "y"],
+                        env={"PYTHONPATH": self.fake_torch("2.4.0+cu121")})
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assertEqual(sorted(l.stdout().splitlines()),
+                         ["[rank 0]: local rank 0 rest y", "[rank 1]: local rank 1 rest y"])
+        self.assertIn("torch 2.4.0+cu121", l.stderr())
+        self.assertIn("passing --local-rank=N", l.stderr())
+
+    def test_auto_without_a_torch_falls_back_to_the_dash_with_one_line(self):
+        # An interpreter without site-packages finds no torch.
+        wrapper = self.path("python-no-site")
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
+        os.chmod(wrapper, 0o755)
+        l = self.launch(["--legacy-launch", self.legacy_script("--local-rank"), "z"], env={"PYTHON_EXEC": wrapper})
+        self.assertEqual(l.wait(), 0, l.stderr())
+        self.assertEqual(l.stdout(), "local rank 0 rest z\n")
+        lines = [line for line in l.stderr().splitlines() if "--local-rank-style=auto" in line]
+        self.assertEqual(len(lines), 1, l.stderr())
+        self.assertIn("no torch/version.py on " + wrapper + "'s sys.path: passing --local-rank=N", lines[0])
+
+    def test_the_operators_form_takes_the_legacy_launch_from_the_pods_env(self):
+        # `--no-python -- python SCRIPT ARGS` (the trainer's command in a pod): the local rank goes after the script,
+        # in the spelling of the torch that interpreter imports.
+        for env in ({"KUBEDIST_LEGACY_LAUNCH": "1"}, {"PET_LEGACY_LAUNCH": "true"},
+                    {"KUBEDIST_LEGACY_LAUNCH": "1", "KUBEDIST_LOCAL_RANK_STYLE": "underscore"}):
+            l = self.launch(["--no-python", "--", "/usr/bin/python3", "-u", self.legacy_script("--local_rank"), "w"],
+                            env=env)
+            self.assertEqual(l.wait(), 0, l.stderr())
+            self.assertEqual(l.stdout(), "local rank 0 rest w\n")
+            self.assertIn("from the environment: --legacy-launch=", l.stderr())
+
+    def test_explicit_dash_runs_a_torch_2_script_and_explicit_underscore_a_torch_1_script(self):
+        for style, flag in (("dash", "--local-rank"), ("underscore", "--local_rank")):
+            l = self.launch(["--legacy-launch", f"--local-rank-style={style}", "--nproc-per-node=2", "--tee=1",
+                             self.legacy_script(flag), "y"], env={"PYTHONPATH": self.fake_torch("2.4.0")})
             self.assertEqual(l.wait(), 0, l.stderr())
             self.assertEqual(sorted(l.stdout().splitlines()),
                              ["[rank 0]: local rank 0 rest y", "[rank 1]: local rank 1 rest y"])
+            self.assertNotIn("--local-rank-style=auto", l.stderr(), "an explicit style asks no interpreter")
 
     def test_the_style_comes_from_pet_env_too(self):
         l = self.launch([self.legacy_script("--local_rank")],
-                        env={"PET_LEGACY_LAUNCH": "1", "PET_LOCAL_RANK_STYLE": "underscore"})
+                        env={"PET_LEGACY_LAUNCH": "1", "PET_LOCAL_RANK_STYLE": "underscore",
+                             "PYTHONPATH": self.fake_torch("2.4.0")})
         self.assertEqual(l.wait(), 0, l.stderr())
         self.assertEqual(l.stdout(), "local rank 0 rest\n")
 
-    def test_a_torch_1_script_rejects_the_default_dash_spelling(self):
-        # Why the flag exists: argparse knows only the spelling the script declared.
-        l = self.launch(["--legacy-launch", self.legacy_script("--local_rank")])
+    def test_a_torch_1_script_rejects_the_dash_spelling(self):
+        # Why the choice matters: argparse knows only the spelling the script declared.
+        l = self.launch(["--legacy-launch", "--local-rank-style=dash", self.legacy_script("--local_rank")])
         self.assertEqual(l.wait(), 2)
         self.assertIn("old_style.py: error: the following arguments are required: --local_rank", l.stderr())
 
     def test_bad_local_rank_styles_are_one_line_errors(self):
-        cases = [(["--legacy-launch", "--local-rank-style=snake"], {}, "--local-rank-style: expected dash"),
+        cases = [(["--legacy-launch", "--local-rank-style=snake"], {}, "--local-rank-style: expected auto"),
                  (["--legacy-launch", "--local-rank-style"], {}, "--local-rank-style needs a value"),
                  (["--legacy-launch"], {"PET_LOCAL_RANK_STYLE": "--local_rank"}, "PET_LOCAL_RANK_STYLE: expected"),
+                 (["--legacy-launch"], {"KUBEDIST_LOCAL_RANK_STYLE": "Dash"}, "KUBEDIST_LOCAL_RANK_STYLE: expected auto"),
+                 ([], {"KUBEDIST_LEGACY_LAUNCH": "yes please"}, "KUBEDIST_LEGACY_LAUNCH: expected 1/0/true/false"),
+                 ([], {"KUBEDIST_USE_ENV": "2"}, "KUBEDIST_USE_ENV: expected 1/0/true/false"),
+                 ([], {"KUBEDIST_LOCAL_RANK_STYLE": "underscore"}, "KUBEDIST_LOCAL_RANK_STYLE: only applies with --legacy-launch"),
                  (["--local-rank-style=underscore"], {}, "only applies with --legacy-launch")]
         for args, env, fragment in cases:
-            tail = [] if args[-1] == "--local-rank-style" else [self.legacy_script("--local_rank")]
+            tail = [] if args and args[-1] == "--local-rank-style" else [self.legacy_script("--local_rank")]
             l = self.launch(args + tail, env=env)
             self.assertEqual(l.wait(), 2, args)
             self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
             self.assertTrue(l.stderr().startswith("kubedist-launcher: "), l.stderr())
             self.assertIn(fragment, l.stderr())
             self.assertEqual(l.stdout(), "")
-
 
 
 class Interpreter(LauncherTest):

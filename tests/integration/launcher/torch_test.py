@@ -107,6 +107,42 @@ class TorchJobs(LauncherTest):
         self.assertEqual({r["env"]["GROUP_WORLD_SIZE"] for r in results.values()}, {"2"})
         self.assertEqual({r["env"]["MASTER_ADDR"] for r in results.values()}, {"127.0.0.2"})
 
+    def test_two_single_node_c10d_jobs_on_one_host_each_get_a_store_port_of_their_own(self):
+        # torchrun's recipe for several jobs on a shared machine: each its own --rdzv-endpoint. Both would take
+        # 29500 if the round did not name a free port, and the second would fail in init_process_group.
+        jobs = []
+        for name in ("a", "b"):
+            out = self.path(name)
+            os.makedirs(out)
+            args = ["--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
+                    f"--rdzv-endpoint=127.0.0.1:{free_port()}", f"--rdzv-id={name}", "--stop-timeout=5"]
+            jobs.append((out, self.launch(args + [TRAIN, out, "8", "--step-sleep=0.3"], ENV)))
+        for _, job in jobs:
+            self.assertEqual(job.wait(TORCH_DEADLINE), 0, job.stderr())
+        ports = []
+        for out, _ in jobs:
+            results = {}
+            for rank in (0, 1):
+                with open(os.path.join(out, f"rank{rank}.json")) as f:
+                    results[rank] = json.load(f)
+            self.assertEqual(results[0]["weights"], results[1]["weights"])
+            self.assertEqual({r["world"] for r in results.values()}, {2})
+            self.assertEqual({r["env"]["MASTER_ADDR"] for r in results.values()}, {"127.0.0.1"})
+            port = {r["env"]["MASTER_PORT"] for r in results.values()}
+            self.assertEqual(len(port), 1)
+            ports += port
+        self.assertNotIn("29500", ports)
+        self.assertNotEqual(ports[0], ports[1])
+
+    def test_a_torch_1_legacy_launch_script_trains_with_the_spelling_auto_chooses(self):
+        # python -m torch.distributed.launch --nproc_per_node=2 legacy_ddp_train.py, replaced by the launcher with
+        # Debian's torch 1.13 on the interpreter's sys.path: the default (auto) passes --local_rank=N.
+        legacy = os.path.join(os.path.dirname(TRAIN), "legacy_ddp_train.py")
+        l = self.launch(["--legacy-launch", "--standalone", "--nproc-per-node=2", legacy, self.tmp, "4"], ENV)
+        self.assertEqual(l.wait(TORCH_DEADLINE), 0, l.stderr())
+        self.assert_trained_identically(2)
+        self.assertIn("passing --local_rank=N", l.stderr())
+
     def progress(self):
         try:
             return self.read("progress").splitlines()

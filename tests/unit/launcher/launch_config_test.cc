@@ -234,12 +234,36 @@ TEST(LaunchConfig, ModuleAndLegacyLaunchFlags) {
   EXPECT_TRUE(legacy.use_env);
 }
 
-TEST(LaunchConfig, LocalRankStyleDefaultsToTorch2DashAndTakesTorch1Underscore) {
-  EXPECT_EQ(parse_ok({"--legacy-launch", "t.py"}).local_rank_arg, "--local-rank");
+TEST(LaunchConfig, LocalRankStyleDefaultsToAutoAndTakesTorch2DashOrTorch1Underscore) {
+  EXPECT_EQ(parse_ok({"--legacy-launch", "t.py"}).local_rank_style, "auto");
+  EXPECT_EQ(parse_ok({"--legacy-launch", "t.py"}).local_rank_arg, "--local-rank") << "until auto has chosen";
+  EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=auto", "t.py"}).local_rank_style, "auto");
   EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=dash", "t.py"}).local_rank_arg, "--local-rank");
   EXPECT_EQ(parse_ok({"--legacy-launch", "--local-rank-style=underscore", "t.py"}).local_rank_arg, "--local_rank");
   EXPECT_EQ(parse_ok({"t.py"}, {{"PET_LEGACY_LAUNCH", "1"}, {"PET_LOCAL_RANK_STYLE", "underscore"}}).local_rank_arg,
             "--local_rank");
+}
+
+TEST(LaunchConfig, TheLegacyFormComesFromThePodsEnvUnderKubedistOrPetNames) {
+  // How the operator and `kubectl kubedist run` ask for it without a CRD field.
+  const auto k = parse_ok({"--no-python", "--", "python", "t.py"},
+                          {{"KUBEDIST_LEGACY_LAUNCH", "1"}, {"KUBEDIST_LOCAL_RANK_STYLE", "underscore"}});
+  EXPECT_TRUE(k.legacy_launch);
+  EXPECT_EQ(k.local_rank_arg, "--local_rank");
+  EXPECT_EQ(k.from_env, (std::vector<std::string>{"--legacy-launch=1 (KUBEDIST_LEGACY_LAUNCH)",
+                                                  "--local-rank-style=underscore (KUBEDIST_LOCAL_RANK_STYLE)"}));
+  EXPECT_TRUE(parse_ok({"t.py"}, {{"KUBEDIST_LEGACY_LAUNCH", "true"}, {"KUBEDIST_USE_ENV", "true"}}).use_env);
+  const auto pet = parse_ok({"t.py"}, {{"PET_LEGACY_LAUNCH", "1"}, {"KUBEDIST_LEGACY_LAUNCH", "0"}});
+  EXPECT_TRUE(pet.legacy_launch) << "PET_* is above the operator's env";
+  EXPECT_FALSE(parse_ok({"t.py"}, {{"KUBEDIST_LEGACY_LAUNCH", "0"}}).legacy_launch);
+}
+
+TEST(LaunchConfig, AnEndpointIsGivenOnlyWhenNamed) {
+  EXPECT_FALSE(parse_ok({"t.py"}).rdzv_endpoint_given);
+  EXPECT_FALSE(parse_ok({"--nnodes=2", "--master-addr=h", "t.py"}).rdzv_endpoint_given);
+  EXPECT_TRUE(parse_ok({"--rdzv-endpoint=127.0.0.1:5", "t.py"}).rdzv_endpoint_given);
+  EXPECT_TRUE(parse_ok({"t.py"}, {{"PET_RDZV_ENDPOINT", "h"}}).rdzv_endpoint_given);
+  EXPECT_FALSE(parse_ok({"--standalone", "--rdzv-endpoint=h:5", "t.py"}).rdzv_endpoint_given);
 }
 
 TEST(LaunchConfig, RendezvousSecretFileAndIdleTimeoutComeFromFlagPetOrOperatorEnv) {
@@ -284,7 +308,11 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"-m", "--no-python", "mod"}, {}, "cannot be combined"},
       {{"t.py"}, {{"PET_STANDALONE", "maybe"}}, "PET_STANDALONE"},
       {{"t.py"}, {{"KUBEDIST_METRICS_PORT", "x"}}, "KUBEDIST_METRICS_PORT"},
-      {{"--legacy-launch", "--local-rank-style=snake", "t.py"}, {}, "--local-rank-style: expected dash"},
+      {{"--legacy-launch", "--local-rank-style=snake", "t.py"}, {}, "--local-rank-style: expected auto"},
+      {{"--legacy-launch", "t.py"}, {{"KUBEDIST_LOCAL_RANK_STYLE", "Underscore"}}, "KUBEDIST_LOCAL_RANK_STYLE: expected auto"},
+      {{"t.py"}, {{"KUBEDIST_LEGACY_LAUNCH", "maybe"}}, "KUBEDIST_LEGACY_LAUNCH: expected 1/0/true/false"},
+      {{"t.py"}, {{"KUBEDIST_USE_ENV", "2"}}, "KUBEDIST_USE_ENV: expected 1/0/true/false"},
+      {{"t.py"}, {{"KUBEDIST_LOCAL_RANK_STYLE", "dash"}}, "KUBEDIST_LOCAL_RANK_STYLE: only applies with --legacy-launch"},
       {{"--legacy-launch", "t.py"}, {{"PET_LOCAL_RANK_STYLE", "--local_rank"}}, "PET_LOCAL_RANK_STYLE: expected"},
       {{"--local-rank-style=underscore", "t.py"}, {}, "only applies with --legacy-launch"},
       {{"t.py"}, {{"KUBEDIST_RESTART_POLICY", "exitcode"}}, "KUBEDIST_RESTART_POLICY: expected OnFailure, Never or ExitCode"},

@@ -22,8 +22,23 @@ TEST(Hosting, ASingleNodeJobHostsInProcessWithoutAPort) {
     EXPECT_TRUE(plan.host);
     EXPECT_FALSE(plan.listen);
     EXPECT_FALSE(plan.must_bind);
+    EXPECT_EQ(plan.store_address, "") << "torchrun's static default: MASTER_PORT 29500";
     EXPECT_EQ(node_rank_for_round(c, plan, true), 0);
   }
+}
+
+TEST(Hosting, ASingleNodeC10dJobNamesAStoreOnTheRendezvousHostEachRound) {
+  // Two such jobs on one host, each with its own endpoint, must not both take 29500.
+  const auto c = config({"--nnodes=1", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.3:29400", "--rdzv-id=a"});
+  EXPECT_TRUE(hosting_depends_on_endpoint(c));
+  const auto here = plan_hosting(c, true);
+  EXPECT_TRUE(here.host);
+  EXPECT_FALSE(here.listen) << "no other node needs the port";
+  EXPECT_EQ(here.store_address, "127.0.0.3");
+  EXPECT_EQ(plan_hosting(c, false).store_address, "127.0.0.1") << "this node's workers are the whole group";
+  EXPECT_TRUE(plan_hosting(c, false).host);
+  EXPECT_EQ(plan_hosting(config({"--standalone", "--rdzv-endpoint=127.0.0.3:1"}), true).store_address, "")
+      << "--standalone ignores the endpoint and picks its own free port";
 }
 
 TEST(Hosting, GivenNodeRankZeroMustBindAndOthersJoinWhereverTheEndpointIs) {
@@ -41,6 +56,7 @@ TEST(Hosting, GivenNodeRankZeroMustBindAndOthersJoinWhereverTheEndpointIs) {
     const auto plan = plan_hosting(one, local);
     EXPECT_FALSE(plan.host);
     EXPECT_FALSE(plan.listen);
+    EXPECT_EQ(plan.store_address, "");
     EXPECT_EQ(node_rank_for_round(one, plan, false), 1);
   }
 }
@@ -52,6 +68,7 @@ TEST(Hosting, WithoutANodeRankTheEndpointsHostHostsAndTheOthersAreRankOne) {
   EXPECT_TRUE(here.host);
   EXPECT_TRUE(here.listen);
   EXPECT_FALSE(here.must_bind) << "another launcher on this host may hold the port";
+  EXPECT_EQ(here.store_address, "10.0.0.1");
   EXPECT_EQ(node_rank_for_round(c, here, true), 0);
   const auto elsewhere = plan_hosting(c, false);
   EXPECT_FALSE(elsewhere.host);

@@ -94,6 +94,16 @@ TEST(WorkerEnv, CommandShapes) {
       {{"--legacy-launch", "--use-env", "t.py", "a"}, {"python3", "-u", "t.py", "a"}},
       {{"--legacy-launch", "--use-env", "--local-rank-style=underscore", "t.py"}, {"python3", "-u", "t.py"}},
       {{"--use-env", "t.py"}, {"python3", "-u", "t.py"}},
+      // The operator's form: the local rank goes after the script, not after the interpreter.
+      {{"--legacy-launch", "--no-python", "--", "python3", "-u", "t.py", "a"}, {"python3", "-u", "t.py", "--local-rank=1", "a"}},
+      {{"--legacy-launch", "--no-python", "--", "/usr/bin/python3.11", "-W", "ignore", "-X", "dev", "t.py"},
+       {"/usr/bin/python3.11", "-W", "ignore", "-X", "dev", "t.py", "--local-rank=1"}},
+      {{"--legacy-launch", "--no-python", "--", "python", "-m", "pkg", "a"}, {"python", "-m", "pkg", "--local-rank=1", "a"}},
+      {{"--legacy-launch", "--no-python", "--", "python", "-mpkg", "a"}, {"python", "-mpkg", "--local-rank=1", "a"}},
+      {{"--legacy-launch", "--no-python", "--", "python", "-u"}, {"python", "-u", "--local-rank=1"}},
+      // A program that is no interpreter gets it first, as torch.distributed.launch --no-python did.
+      {{"--legacy-launch", "--no-python", "--", "./run.sh", "t.py"}, {"./run.sh", "--local-rank=1", "t.py"}},
+      {{"--legacy-launch", "--no-python", "--", "pythonic", "t.py"}, {"pythonic", "--local-rank=1", "t.py"}},
   };
   for (const auto& c : cases) EXPECT_EQ(render_worker(config_for(c.args), {}, 2, 1, "e", {}).argv, c.argv);
 }
