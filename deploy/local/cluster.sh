@@ -32,6 +32,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${KUBEDIST_CACHE:-$repo/.cache}
 bin="$cache/bin"
+# shellcheck source=template.sh
+. "$here/template.sh"
 
 cmd=${1:-}
 name=${2:-local}
@@ -167,26 +169,9 @@ make_pki() {
 
 write_kubeconfig() {
   local pki="$dir/pki"
-  cat >"$kubeconfig.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kubedist-$name
-  cluster:
-    server: https://127.0.0.1:$apiserver_port
-    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
-users:
-- name: kubedist-$name-admin
-  user:
-    client-certificate-data: $(base64 -w0 "$pki/admin.crt")
-    client-key-data: $(base64 -w0 "$pki/admin.key")
-contexts:
-- name: kubedist-$name
-  context:
-    cluster: kubedist-$name
-    user: kubedist-$name-admin
-current-context: kubedist-$name
-EOF
+  render_template kubeconfig.yaml name="$name" apiserver_port="$apiserver_port" \
+    ca_data="$(base64 -w0 "$pki/ca.crt")" cert_data="$(base64 -w0 "$pki/admin.crt")" \
+    key_data="$(base64 -w0 "$pki/admin.key")" >"$kubeconfig.tmp"
   mv "$kubeconfig.tmp" "$kubeconfig"
 }
 
@@ -201,26 +186,7 @@ write_kwok_config() {
   [ -d "$stages" ] || (cd "$here/tools/kwok" && go mod download sigs.k8s.io/kwok)
   {
     # kwok applies its option defaults only when it has no configuration file, so this one sets them all.
-    cat <<EOF
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  cidr: $pod_cidr
-  nodeIP: 127.0.0.1
-  serverAddress: 127.0.0.1:$kwok_port
-  manageAllNodes: false
-  manageNodesWithAnnotationSelector: kwok.x-k8s.io/node=fake
-  podPlayStageParallelism: 4
-  nodePlayStageParallelism: 4
-  nodeLeaseParallelism: 4
-  podsOnNodeSyncParallelism: 1
-  nodeLeaseDurationSeconds: 40
-  enablePodsOnNodeSyncListPager: true
-  enablePodsOnNodeSyncStreamWatch: false
-  enableDebuggingHandlers: false
-  enableProfilingHandler: false
-  enableContentionProfiling: false
-EOF
+    render_template kwok.yaml pod_cidr="$pod_cidr" kwok_port="$kwok_port"
     for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
       pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
       printf -- '---\n'
@@ -301,15 +267,7 @@ up() {
   echo "$real_nodes" >"$dir/real-nodes"
   rm -f "$dir/audit-policy.yaml" "$dir/logs/audit.log"
   if [ "${KUBEDIST_AUDIT:-0}" = 1 ]; then
-    cat >"$dir/audit-policy.yaml" <<'EOF'
-apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  verbs: [create, update, patch, delete, deletecollection]
-- level: None
-EOF
+    render_template audit-policy.yaml >"$dir/audit-policy.yaml"
   fi
   make_pki
   write_kubeconfig
@@ -358,26 +316,7 @@ EOF
 add_nodes() {
   local n=$1 i
   for i in $(seq 0 $((n - 1))); do
-    cat <<EOF
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-node-$i
-  annotations:
-    kwok.x-k8s.io/node: fake
-    node.alpha.kubernetes.io/ttl: "0"
-  labels:
-    kubernetes.io/hostname: gpu-node-$i
-    kubernetes.io/os: linux
-    kubernetes.io/arch: amd64
-    node-role.kubernetes.io/gpu: ""
-    nvidia.com/gpu.present: "true"
-    type: kwok
-status:
-  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-EOF
+    render_template kwok-node.yaml i="$i"
   done | kctl apply -f - >/dev/null
 }
 
@@ -466,27 +405,8 @@ kueue_up() {
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=kueue-webhook -addext subjectAltName=IP:127.0.0.1 \
       -keyout "$kdir/certs/tls.key" -out "$kdir/certs/tls.crt" 2>/dev/null
   fi
-  cat >"$kdir/config.yaml" <<EOF
-apiVersion: config.kueue.x-k8s.io/v1beta2
-kind: Configuration
-namespace: kueue-system
-health:
-  healthProbeBindAddress: 127.0.0.1:$kueue_health_port
-metrics:
-  bindAddress: 127.0.0.1:$kueue_metrics_port
-webhook:
-  host: 127.0.0.1
-  port: $kueue_webhook_port
-  certDir: $kdir/certs
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-manageJobsWithoutQueueName: false
-integrations:
-  frameworks: []
-  externalFrameworks: ["TrainingJob.v1alpha1.kubedist.io"]
-EOF
+  render_template kueue-config.yaml health_port="$kueue_health_port" metrics_port="$kueue_metrics_port" \
+    webhook_port="$kueue_webhook_port" cert_dir="$kdir/certs" >"$kdir/config.yaml"
   # Without its certificate management Kueue reads a metrics certificate from the fixed path
   # /etc/kueue/metrics/certs (where its chart mounts cert-manager's): it gets ours there through an overlay on /etc
   # in a mount namespace of its own, and the host's /etc stays as it is.

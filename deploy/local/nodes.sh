@@ -89,20 +89,7 @@ sign() {
 # kubeconfig_for FILE SERVER CERT: a kubeconfig for the client certificate CERT ($dir/pki/CERT.{crt,key}).
 kubeconfig_for() {
   local pki="$dir/pki"
-  cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kubedist-$name
-  cluster: {server: "$2", certificate-authority: "$pki/ca.crt"}
-users:
-- name: $3
-  user: {client-certificate: "$pki/$3.crt", client-key: "$pki/$3.key"}
-contexts:
-- name: kubedist-$name
-  context: {cluster: kubedist-$name, user: $3}
-current-context: kubedist-$name
-EOF
+  render_template kubeconfig-files.yaml name="$name" server="$2" pki="$pki" user="$3" >"$1"
 }
 
 real_pki() {
@@ -137,27 +124,8 @@ images_up() {
 
 coredns_up() {
   kubeconfig_for "$dir/coredns.kubeconfig" "https://127.0.0.1:$apiserver_port" admin
-  cat >"$dir/Corefile" <<EOF
-$cluster_domain:53 in-addr.arpa:53 {
-    bind $net_addr
-    errors
-    log
-    health $net_addr:8080
-    ready $net_addr:8181
-    kubernetes $cluster_domain in-addr.arpa {
-        kubeconfig $dir/coredns.kubeconfig kubedist-$name
-        pods insecure
-        fallthrough in-addr.arpa
-    }
-}
-.:53 {
-    bind $net_addr
-    errors
-    template ANY ANY {
-        rcode NXDOMAIN
-    }
-}
-EOF
+  render_template Corefile cluster_domain="$cluster_domain" net_addr="$net_addr" \
+    kubeconfig="$dir/coredns.kubeconfig" name="$name" >"$dir/Corefile"
   start coredns "${net_exec[@]}" "$bin/coredns" -conf "$dir/Corefile"
   wait_for coredns 60 in_net curl -sf "http://$net_addr:8181/ready"
 }
@@ -224,129 +192,24 @@ write_node_config() {
   ip=$(node_ip "$i")
   mkdir -p "$d/cni" "$d/certs.d/$registry_addr" "$d/containerd" "$r"
 
-  cat >"$d/cni/10-kubedist.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "kubedist",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "cni0",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": "$d/cni-ipam",
-        "ranges": [[{"subnet": "$pod_cidr_prefix.$i.0/24"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
+  render_template cni.conflist ipam_dir="$d/cni-ipam" pod_subnet="$pod_cidr_prefix.$i.0/24" \
+    >"$d/cni/10-kubedist.conflist"
 
   # The registry speaks plain HTTP on the cluster's network.
-  cat >"$d/certs.d/$registry_addr/hosts.toml" <<EOF
-server = "http://$registry_addr"
+  render_template registry-hosts.toml registry_addr="$registry_addr" >"$d/certs.d/$registry_addr/hosts.toml"
 
-[host."http://$registry_addr"]
-  capabilities = ["pull", "resolve"]
-EOF
-
-  cat >"$d/containerd.toml" <<EOF
-version = 3
-root = "$d/containerd"
-state = "$r/containerd"
-
-[grpc]
-  address = "$r/containerd.sock"
-[ttrpc]
-  address = "$r/containerd.sock.ttrpc"
-[debug]
-  level = "warn"
-
-[plugins]
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = 'overlayfs'
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = '$registry_addr/$KUBEDIST_PAUSE_IMAGE'
-    [plugins.'io.containerd.cri.v1.images'.registry]
-      config_path = '$d/certs.d'
-  [plugins.'io.containerd.cri.v1.runtime']
-    netns_mounts_under_state_dir = true
-    # This machine's root lacks CAP_SYS_RESOURCE, so no process may lower its OOM score: pods keep ours.
-    restrict_oom_score_adj = true
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = 'io.containerd.runc.v2'
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = '/usr/sbin/runc'
-        Root = '$r/runc'
-        SystemdCgroup = false
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ['/usr/lib/cni']
-      conf_dir = '$d/cni'
-  [plugins.'io.containerd.grpc.v1.cri']
-    stream_server_address = '127.0.0.1'
-    stream_server_port = '0'
-EOF
+  render_template containerd.toml root="$d/containerd" state="$r/containerd" run="$r" \
+    pause_image="$registry_addr/$KUBEDIST_PAUSE_IMAGE" certs_dir="$d/certs.d" cni_dir="$d/cni" >"$d/containerd.toml"
 
   kubeconfig_for "$d/kubelet.kubeconfig" "https://$net_addr:$apiserver_port" "$n"
   kubeconfig_for "$d/kube-proxy.kubeconfig" "https://$net_addr:$apiserver_port" kube-proxy
   printf 'nameserver %s\n' "$net_addr" >"$d/resolv.conf"
 
-  cat >"$d/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# This machine mounts cgroup v1 only. Since Kubernetes 1.35 the kubelet refuses cgroup v1 unless told so.
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: /$(cgroup_root "$i")
-cgroupsPerQOS: true
-enforceNodeAllocatable: [pods]
-address: $ip
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-tlsCertFile: $pki/$n-serving.crt
-tlsPrivateKeyFile: $pki/$n-serving.key
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $pki/ca.crt}
-authorization:
-  mode: Webhook
-clusterDNS: [$net_addr]
-clusterDomain: $cluster_domain
-resolvConf: $d/resolv.conf
-containerRuntimeEndpoint: unix://$r/containerd.sock
-podLogsDir: $d/pod-logs
-failSwapOn: false
-serializeImagePulls: false
-# The machine's disk is shared with everything else: evict only when it is really full.
-evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-imageGCHighThresholdPercent: 99
-imageGCLowThresholdPercent: 98
-nodeStatusReportFrequency: 10s
-maxPods: 50
-EOF
+  render_template kubelet.yaml cgroup_root="$(cgroup_root "$i")" ip="$ip" pki="$pki" node="$n" \
+    cluster_dns="$net_addr" cluster_domain="$cluster_domain" node_dir="$d" run="$r" >"$d/kubelet.yaml"
 
-  cat >"$d/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: $d/kube-proxy.kubeconfig}
-hostnameOverride: $n
-mode: iptables
-clusterCIDR: $pod_cidr_prefix.0.0/16
-bindAddress: $ip
-metricsBindAddress: 127.0.0.1:10249
-healthzBindAddress: 127.0.0.1:10256
-conntrack: {maxPerCore: 0}
-nodePortAddresses: [primary]
-oomScoreAdj: 0
-EOF
+  render_template kube-proxy.yaml kubeconfig="$d/kube-proxy.kubeconfig" node="$n" \
+    cluster_cidr="$pod_cidr_prefix.0.0/16" ip="$ip" >"$d/kube-proxy.yaml"
 }
 
 node_up() {
