@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -187,6 +188,15 @@ void report_environment(const Launch& launch, const Env& env) {
               "your system; tune it for the best performance of your application (set OMP_NUM_THREADS yourself)\n");
 }
 
+// The connection caps (io/admission.h) and the workers' pipes and sockets must fit in the descriptor limit, whatever
+// the pod's soft limit was: raised to the hard one, as the kernel allows without privilege (workers inherit it).
+void raise_fd_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 // The launcher's two processes (see guard.h): the one that was started stays the guard until the supervisor ends.
 struct Supervision {
   std::optional<int> guard_exit_code;  // set in the guard: its exit code, once the supervisor is gone
@@ -358,6 +368,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   report_environment(*launch, env);
+  raise_fd_limit();
   if (launch->config.master_port == 0) {  // --standalone: the workers' store on a free port
     auto port = pick_free_port("127.0.0.1");
     if (!port) return fail(port.error(), 1);

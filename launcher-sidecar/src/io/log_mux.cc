@@ -14,6 +14,9 @@ std::string LinePrefixer::feed(std::string_view chunk) {
     size_t nl = chunk.find('\n', start);
     if (nl == std::string_view::npos) {
       partial_.append(chunk.substr(start));
+      // A worker that never ends a line (a progress bar redrawn with '\r') must not grow the launcher without
+      // bound: a partial line that long goes out as a line of its own.
+      if (partial_.size() >= kMaxPartialLine) out += finish();
       break;
     }
     out += prefix_;

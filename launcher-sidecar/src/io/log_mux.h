@@ -12,6 +12,7 @@ namespace kubedist::launcher {
 // Pure: splits a byte stream into lines and prefixes each one; keeps a partial last line until more arrives.
 class LinePrefixer {
  public:
+  static constexpr size_t kMaxPartialLine = 64 * 1024;  // held at most; longer goes out as a line
   explicit LinePrefixer(std::string prefix) : prefix_(std::move(prefix)) {}
   std::string feed(std::string_view chunk);
   std::string finish();  // the partial last line, newline-terminated, or ""

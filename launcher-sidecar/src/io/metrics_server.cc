@@ -8,6 +8,9 @@
 
 
 namespace kubedist::launcher {
+namespace {
+constexpr size_t kMaxRequest = 16384;  // a request head; anything longer is no scrape
+}  // namespace
 
 std::string http_response_for(const std::string& head, const LauncherMetrics& metrics) {
   auto reply = [](const std::string& status, const std::string& type, const std::string& body) {
@@ -27,12 +30,25 @@ MetricsServer::~MetricsServer() {
 }
 
 Result<bool> MetricsServer::listen(const std::string& addr, int port) {
-  auto ok = listener_.open(addr, port, [this](int c) {
-    clients_[c] = Client{};
-    loop_.watch(c, EPOLLIN, [this, c](std::uint32_t ev) { on_client(c, ev); });
-  });
+  auto ok = listener_.open(addr, port, [this](int c, std::uint32_t source) { accept_client(c, source); });
   if (!ok) return make_error("metrics: " + ok.error());
   return true;
+}
+
+void MetricsServer::accept_client(int fd, std::uint32_t source) {
+  const Admission::Decision d = admission_.arrive(source);
+  if (d.evict) close_client(*d.evict);
+  if (!d.admit) {
+    close(fd);
+    return;
+  }
+  admission_.add(fd, source, Admission::Clock::now());
+  Client& c = clients_[fd];
+  c.timer = loop_.after(kClientTimeout, [this, fd] {
+    clients_[fd].timer = 0;
+    close_client(fd);
+  });
+  loop_.watch(fd, EPOLLIN, [this, fd](std::uint32_t ev) { on_client(fd, ev); });
 }
 
 void MetricsServer::on_client(int fd, std::uint32_t events) {
@@ -41,9 +57,9 @@ void MetricsServer::on_client(int fd, std::uint32_t events) {
   Client& c = it->second;
   if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c.answered) {
     char buf[2048];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) c.in.append(buf, static_cast<size_t>(n));
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || c.in.size() > 16384) return close_client(fd);
+    ssize_t n = -1;
+    while (c.in.size() <= kMaxRequest && (n = read(fd, buf, sizeof buf)) > 0) c.in.append(buf, static_cast<size_t>(n));
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || c.in.size() > kMaxRequest) return close_client(fd);
     if (c.in.find("\r\n\r\n") == std::string::npos && c.in.find("\n\n") == std::string::npos) return;
     c.out = http_response_for(c.in, metrics_);
     c.answered = true;
@@ -57,6 +73,10 @@ void MetricsServer::on_client(int fd, std::uint32_t events) {
 }
 
 void MetricsServer::close_client(int fd) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) return;
+  if (it->second.timer) loop_.cancel(it->second.timer);
+  admission_.remove(fd);
   loop_.unwatch(fd);
   close(fd);
   clients_.erase(fd);

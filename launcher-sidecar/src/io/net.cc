@@ -32,7 +32,7 @@ Result<int> listen_tcp(const std::string& addr, int port) {
   if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 64) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     std::string err = std::strerror(errno);
     close(fd);
     return make_error("cannot listen on " + (addr.empty() ? std::string("0.0.0.0") : addr) + ":" +

@@ -14,6 +14,9 @@
 #include "rendezvous/wire.h"
 
 namespace kubedist::launcher {
+namespace {
+constexpr size_t kMaxLine = 64 * 1024;  // as node 0 bounds ours
+}  // namespace
 
 TcpMember::TcpMember(EventLoop& loop, std::string host, int port, std::chrono::milliseconds join_timeout,
                      ResolverConfig resolver, MemberEvents events, std::string secret)
@@ -124,6 +127,10 @@ void TcpMember::on_ready(std::uint32_t events) {
       ssize_t n = read(fd_, buf, sizeof buf);
       if (n > 0) {
         in_.append(buf, static_cast<size_t>(n));
+        // Node 0's lines are short; whatever sends more without a newline is not node 0 (or is broken).
+        if (in_.size() > kMaxLine && in_.find('\n') == std::string::npos)
+          return lost("node 0 sent a line longer than " + std::to_string(kMaxLine) + " bytes");
+        if (in_.size() > kMaxLine) break;  // handle the lines first, then read on
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;

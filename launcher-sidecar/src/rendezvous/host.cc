@@ -31,7 +31,7 @@ std::string peer_of(int fd) {
 
 HostGuard HostGuard::for_nodes(int max_nodes) {
   HostGuard guard;
-  guard.max_connections = std::max<size_t>(64, 4 * static_cast<size_t>(std::max(max_nodes, 1)));
+  guard.max_members = std::max<size_t>(64, 4 * static_cast<size_t>(std::max(max_nodes, 1)));
   return guard;
 }
 
@@ -64,7 +64,7 @@ RendezvousHost::Run::Run(CoordinatorSettings settings)
     : coordinator(std::move(settings), RendezvousCoordinator::Clock::now()) {}
 
 RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings, HostGuard guard)
-    : loop_(loop), guard_(std::move(guard)), listener_(loop) {
+    : loop_(loop), guard_(std::move(guard)), admission_({guard_.max_strangers, guard_.max_members}), listener_(loop) {
   std::string id = settings.run_id;
   own_ = runs_.emplace(id, std::make_unique<Run>(std::move(settings))).first->second.get();
 }
@@ -82,22 +82,27 @@ RendezvousHost::~RendezvousHost() {
 }
 
 Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
-  auto ok = listener_.open(bind_addr, port, [this](int fd) { accept_connection(fd); });
+  auto ok = listener_.open(bind_addr, port, [this](int fd, std::uint32_t source) { accept_connection(fd, source); });
   if (!ok) return make_error("rendezvous: " + ok.error());
   return true;
 }
 
-void RendezvousHost::accept_connection(int fd) {
+void RendezvousHost::accept_connection(int fd, std::uint32_t source) {
   std::string peer = peer_of(fd);
-  if (connections_.size() >= guard_.max_connections && !evict_oldest_idle()) {
-    note(over_limit_, "refused a connection from " + peer + ": " + std::to_string(guard_.max_connections) +
-                          " connections are open, all of them members");
+  const Admission::Decision d = admission_.arrive(source);
+  if (d.evict) {
+    // A flood of silent connections must not lock out a joiner that has not spoken yet: the flood's own oldest goes.
+    note(over_limit_, "closed the connection from " + connections_[*d.evict].peer + " (not a member) for one from " +
+                          peer + ": " + std::to_string(guard_.max_strangers) + " non-members are connected");
+    drop(*d.evict);
+  }
+  if (!d.admit) {
     close(fd);
     return;
   }
+  admission_.add(fd, source, Admission::Clock::now());
   Connection& c = connections_[fd];
   c.peer = std::move(peer);
-  c.since = EventLoop::Clock::now();
   c.idle_timer = loop_.after(guard_.idle_timeout, [this, fd] {
     connections_[fd].idle_timer = 0;
     note(idle_closed_, "closed the connection from " + connections_[fd].peer + ": not a member after " +
@@ -111,19 +116,6 @@ void RendezvousHost::accept_connection(int fd) {
     c.out = encode_hello(challenge);
     connection_ready(fd, EPOLLOUT);
   }
-}
-
-// Makes room for a newcomer at the bound: a flood of silent connections must not lock the members out until
-// their idle timeout, so the silent one that has waited longest goes first.
-bool RendezvousHost::evict_oldest_idle() {
-  auto oldest = connections_.end();
-  for (auto it = connections_.begin(); it != connections_.end(); ++it)
-    if (!it->second.active && (oldest == connections_.end() || it->second.since < oldest->second.since)) oldest = it;
-  if (oldest == connections_.end()) return false;
-  note(over_limit_, "closed the connection from " + oldest->second.peer + " (not a member) for a new one: " +
-                        std::to_string(guard_.max_connections) + " connections are open");
-  drop(oldest->first);
-  return true;
 }
 
 void RendezvousHost::note(int& count, const std::string& what) {
@@ -257,8 +249,9 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
   }
   // A member stays as long as the job; a STATUS asker is served but stays on the idle clock (and may be pushed
   // out), so that asking for STATUS cannot hold a connection that a member needs.
-  if (request->kind != MemberRequest::Kind::Status) {
-    c.active = true;
+  if (request->kind != MemberRequest::Kind::Status && !admission_.member(fd)) {
+    if (!admission_.promote(fd))
+      return refuse(fd, std::to_string(guard_.max_members) + " members are connected, the most this job takes");
     if (c.idle_timer) loop_.cancel(c.idle_timer);
     c.idle_timer = 0;
   }
@@ -297,6 +290,7 @@ void RendezvousHost::drop(int fd) {
   if (it == connections_.end()) return;
   if (it->second.idle_timer) loop_.cancel(it->second.idle_timer);
   Run* run = it->second.run;
+  admission_.remove(fd);
   loop_.unwatch(fd);
   close(fd);
   connections_.erase(fd);

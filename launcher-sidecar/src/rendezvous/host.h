@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io/admission.h"
 #include "io/event_loop.h"
 #include "io/listener.h"
 #include "rendezvous/auth.h"
@@ -25,9 +26,13 @@ namespace kubedist::launcher {
 struct HostGuard {
   std::string secret;                             // "": no authentication (see rendezvous_auth.h)
   size_t max_line = 64 * 1024;                    // a longer line closes the connection, unbuffered
-  size_t max_connections = 64;                    // beyond: the oldest non-member goes, else the new one
+  // Connections are members (sent a valid JOIN, FAILED, DONE or LEAVE) or strangers (everyone else: joiners that
+  // have not spoken yet, STATUS askers, floods), each with a room of its own (io/admission.h): strangers never
+  // take the members' room, and a stranger at the bound pushes out the oldest of the address that holds the most.
+  size_t max_members = 64;                        // beyond: the connection is refused
+  size_t max_strangers = 64;
   std::chrono::milliseconds idle_timeout{15000};  // to become a member (JOIN...), or be closed
-  static HostGuard for_nodes(int max_nodes);      // max_connections: 4 per node, at least 64
+  static HostGuard for_nodes(int max_nodes);      // max_members: 4 per node, at least 64
 };
 
 class RendezvousHost {
@@ -66,13 +71,10 @@ class RendezvousHost {
     std::string out;
     std::string peer;                    // ip:port, for the log
     std::optional<AuthSession> auth;     // with a secret
-    bool active = false;                 // sent a valid member message (JOIN...): never idle-closed or pushed out
-    EventLoop::TimerId idle_timer = 0;   // until then
-    EventLoop::Clock::time_point since;  // accepted at
+    EventLoop::TimerId idle_timer = 0;   // until it is a member (admission_)
     Run* run = nullptr;                  // set by its first JOIN
   };
-  void accept_connection(int fd);
-  bool evict_oldest_idle();
+  void accept_connection(int fd, std::uint32_t source);
   void send_line(int fd, const std::string& line);  // seals it when there is a secret
   void refuse(int fd, const std::string& why);      // logs why and closes
   void note(int& count, const std::string& what);   // logs a frequent event at counts 1, 2, 4, 8...
@@ -87,6 +89,7 @@ class RendezvousHost {
   std::map<std::string, std::unique_ptr<Run>> runs_;  // by run id
   Run* own_;                                         // this launcher's job
   HostGuard guard_;
+  Admission admission_;
   Listener listener_;
   int idle_closed_ = 0, over_limit_ = 0;
   std::map<int, Connection> connections_;  // member id = fd for TCP members

@@ -15,8 +15,8 @@ SECRET = b"\x00\x01 this job's secret, 32 bytes\n"
 class RdzvConnection:
     """A client of node 0's rendezvous port speaking the wire format of launcher-sidecar/src/rendezvous/auth.h."""
 
-    def __init__(self, port, secret=None):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    def __init__(self, port, secret=None, host="127.0.0.1", timeout=10):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.buf, self.secret, self.sent, self.received = b"", secret, 0, 0
         self.challenge = None
         if secret is not None:

@@ -10,6 +10,19 @@
 namespace kubedist::launcher {
 namespace {
 
+TEST(LinePrefixer, APartialLineIsHeldUpToItsBoundThenGoesOutAsALine) {
+  LinePrefixer p("[rank 0]: ");
+  const std::string bar(1000, '\r');  // a progress bar that never ends its line
+  std::string out;
+  for (size_t i = 0; i < LinePrefixer::kMaxPartialLine / bar.size(); ++i) out += p.feed(bar);
+  EXPECT_EQ(out, "");
+  out = p.feed(bar);
+  EXPECT_EQ(out.size(), std::string("[rank 0]: ").size() + LinePrefixer::kMaxPartialLine + bar.size() -
+                            LinePrefixer::kMaxPartialLine % bar.size() + 1);
+  EXPECT_EQ(out.back(), '\n');
+  EXPECT_EQ(p.feed("done\n"), "[rank 0]: done\n") << "nothing of the bar is held any more";
+}
+
 TEST(LinePrefixer, PrefixesEveryLineAndHoldsPartialLines) {
   LinePrefixer p("[rank 3]: ");
   EXPECT_EQ(p.feed("a\nb"), "[rank 3]: a\n");
