@@ -21,6 +21,9 @@ inline constexpr const char* kMetricsPort = "KUBEDIST_METRICS_PORT";        // -
 inline constexpr const char* kMetricsAddr = "KUBEDIST_METRICS_ADDR";        // --metrics-addr
 inline constexpr const char* kTerminationLog = "KUBEDIST_TERMINATION_LOG";  // --termination-log
 inline constexpr const char* kRdzvSecretFile = "KUBEDIST_RDZV_SECRET_FILE"; // --rdzv-secret-file
+// --stop-timeout: the SIGTERM-to-SIGKILL grace the launcher gives its workers, which the operator derives from the
+// pod's terminationGracePeriodSeconds, so that a checkpoint written on SIGTERM is not cut short.
+inline constexpr const char* kStopTimeout = "KUBEDIST_STOP_TIMEOUT";
 // The legacy torch.distributed.launch form, asked for through the pod's env (the operator passes a template's env
 // on; `kubectl kubedist run -- python -m torch.distributed.launch ...` sets them) rather than a CRD field.
 inline constexpr const char* kLegacyLaunch = "KUBEDIST_LEGACY_LAUNCH";        // --legacy-launch (1/true)

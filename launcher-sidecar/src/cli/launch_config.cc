@@ -298,7 +298,8 @@ const std::vector<FlagSpec>& flag_table() {
               }),
        "with --legacy-launch: the spelling of the torch the workers import (default), --local-rank=N or "
        "--local_rank=N"},
-      {"stop-timeout", "S", nullptr, nullptr, false, seconds(&C::stop_timeout), "SIGTERM to SIGKILL grace (default 10)"},
+      {"stop-timeout", "S", nullptr, contract::kStopTimeout, false, seconds(&C::stop_timeout),
+       "SIGTERM to SIGKILL grace for workers (default 10; in a pod, the pod's grace period less 2 s)"},
       {"metrics-port", "P", nullptr, contract::kMetricsPort, false,
        integer(&C::metrics_port, 0, 65535, "a port number (0: any free port)"), "serve Prometheus /metrics"},
       {"metrics-addr", "A", nullptr, contract::kMetricsAddr, false, text(&C::metrics_addr), "/metrics address"},

@@ -2,6 +2,7 @@
 import os
 import re
 import signal
+import time
 import socket
 import subprocess
 import unittest
@@ -65,6 +66,38 @@ class Supervision(LauncherTest):
         terminate(l.proc.pid, signal.SIGINT)
         self.assertEqual(l.wait(), 128 + signal.SIGINT)
         self.assertFalse(pid_alive(worker))
+
+    def test_a_checkpoint_on_sigterm_longer_than_10_s_finishes_within_the_pods_grace(self):
+        # In a pod the operator sets KUBEDIST_STOP_TIMEOUT from terminationGracePeriodSeconds (here as if 30 s: 28):
+        # a worker that takes 11 s to write its checkpoint on SIGTERM is not killed at the old fixed 10 s.
+        ckpt = self.path("ckpt")
+        script = (f"trap 'sleep 11; echo saved > {ckpt}; exit 0' TERM; echo up > {ckpt}.up; "
+                  "while :; do sleep 0.05; done")
+        l = self.launch(["--no-python", "--", "sh", "-c", script], env={"KUBEDIST_STOP_TIMEOUT": "28"})
+        wait_until(lambda: os.path.exists(ckpt + ".up"), what="worker up")
+        terminate(l.proc.pid)
+        self.assertEqual(l.wait(40), 128 + signal.SIGTERM, l.stderr())
+        self.assertEqual(self.read("ckpt"), "saved\n")
+        self.assertIn("--stop-timeout=28 (KUBEDIST_STOP_TIMEOUT)", l.stderr())
+
+    def test_a_short_pod_grace_kills_a_worker_that_ignores_sigterm_in_time(self):
+        pid_file = self.path("pid")
+        script = f"trap '' TERM; echo $$ > {pid_file}; while :; do sleep 0.05; done"
+        l = self.launch(["--no-python", "--", "sh", "-c", script], env={"KUBEDIST_STOP_TIMEOUT": "0.5"})
+        wait_until(lambda: os.path.exists(pid_file) and self.read("pid").strip(), what="worker pid")
+        worker = int(self.read("pid"))
+        start = time.monotonic()
+        terminate(l.proc.pid)
+        self.assertEqual(l.wait(), 128 + signal.SIGTERM)
+        self.assertLess(time.monotonic() - start, 5, "the worker was not killed after the 0.5 s grace")
+        self.assertFalse(pid_alive(worker))
+
+    def test_a_bad_stop_timeout_from_the_pods_env_is_a_one_line_error(self):
+        for value in ("-1", "soon", "1e999"):
+            l = self.launch(["--no-python", "--", "true"], env={"KUBEDIST_STOP_TIMEOUT": value})
+            self.assertEqual(l.wait(), 2)
+            self.assertEqual(l.stderr(), f"kubedist-launcher: KUBEDIST_STOP_TIMEOUT: expected a number of seconds >= 0, "
+                                         f"got '{value}'\n")
 
     def test_workers_die_with_a_launcher_killed_by_sigkill(self):
         pid_file = self.path("pid")

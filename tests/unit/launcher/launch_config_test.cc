@@ -258,6 +258,13 @@ TEST(LaunchConfig, TheLegacyFormComesFromThePodsEnvUnderKubedistOrPetNames) {
   EXPECT_FALSE(parse_ok({"t.py"}, {{"KUBEDIST_LEGACY_LAUNCH", "0"}}).legacy_launch);
 }
 
+TEST(LaunchConfig, TheStopTimeoutComesFromTheOperatorsEnvBelowFlagAndPet) {
+  EXPECT_EQ(parse_ok({"t.py"}).stop_timeout, 10);
+  EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "28"}}).stop_timeout, 28);
+  EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "1.5"}, {"PET_STOP_TIMEOUT", "3"}}).stop_timeout, 3);
+  EXPECT_EQ(parse_ok({"--stop-timeout=4", "t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "28"}}).stop_timeout, 4);
+}
+
 TEST(LaunchConfig, AnEndpointIsGivenOnlyWhenNamed) {
   EXPECT_FALSE(parse_ok({"t.py"}).rdzv_endpoint_given);
   EXPECT_FALSE(parse_ok({"--nnodes=2", "--master-addr=h", "t.py"}).rdzv_endpoint_given);
@@ -312,6 +319,8 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--legacy-launch", "t.py"}, {{"KUBEDIST_LOCAL_RANK_STYLE", "Underscore"}}, "KUBEDIST_LOCAL_RANK_STYLE: expected auto"},
       {{"t.py"}, {{"KUBEDIST_LEGACY_LAUNCH", "maybe"}}, "KUBEDIST_LEGACY_LAUNCH: expected 1/0/true/false"},
       {{"t.py"}, {{"KUBEDIST_USE_ENV", "2"}}, "KUBEDIST_USE_ENV: expected 1/0/true/false"},
+      {{"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "-1"}}, "KUBEDIST_STOP_TIMEOUT: expected a number of seconds >= 0"},
+      {{"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "30s"}}, "KUBEDIST_STOP_TIMEOUT: expected a number of seconds >= 0"},
       {{"t.py"}, {{"KUBEDIST_LOCAL_RANK_STYLE", "dash"}}, "KUBEDIST_LOCAL_RANK_STYLE: only applies with --legacy-launch"},
       {{"--legacy-launch", "t.py"}, {{"PET_LOCAL_RANK_STYLE", "--local_rank"}}, "PET_LOCAL_RANK_STYLE: expected"},
       {{"--local-rank-style=underscore", "t.py"}, {}, "only applies with --legacy-launch"},

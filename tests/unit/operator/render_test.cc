@@ -237,6 +237,23 @@ TEST(RenderPod, TellsTheLauncherWhereTheTerminationMessageGoes) {
   EXPECT_EQ(count_env(trainer, "KUBEDIST_TERMINATION_LOG"), 1u);
 }
 
+TEST(RenderPod, TheLaunchersStopTimeoutFollowsThePodsGracePeriod) {
+  EXPECT_EQ(env_of(render_pod(testing::example_job(), 0, PodOptions{})["spec"]["containers"][0])["KUBEDIST_STOP_TIMEOUT"],
+            "28")
+      << "Kubernetes' default 30 s, less 2 s for the launcher's own exit";
+  const std::vector<std::pair<json, std::string>> cases = {
+      {120, "118"}, {4, "2"}, {3, "1.5"}, {1, "0.5"}, {0, "0"}, {"60", "28"}, {-5, "28"}, {2.5, "28"}};
+  for (const auto& [grace, want] : cases) {
+    json j = testing::example_job_json();
+    j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = grace;
+    j["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "KUBEDIST_STOP_TIMEOUT"}, {"value", "1"}});
+    const auto pod = render_pod(testing::job_from(j), 0, PodOptions{});
+    const auto& trainer = pod["spec"]["containers"][0];
+    EXPECT_EQ(env_of(trainer)["KUBEDIST_STOP_TIMEOUT"], want) << grace;
+    EXPECT_EQ(count_env(trainer, "KUBEDIST_STOP_TIMEOUT"), 1u) << "ours replaces the template's";
+  }
+}
+
 TEST(RenderPod, LauncherMetricsPortZeroServesNone) {
   const auto pod = render_pod(testing::example_job(), 0, PodOptions{"img", 0});
   const auto& trainer = pod["spec"]["containers"][0];

@@ -37,10 +37,23 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
   };
 }
 
+std::string launcher_stop_timeout(const json& pod_spec) {
+  long grace = 30;  // Kubernetes' default
+  const auto it = pod_spec.find("terminationGracePeriodSeconds");
+  // Anything but a non-negative integer is the API server's to refuse when the pod is created.
+  if (it != pod_spec.end() && it->is_number_integer() && it->get<long>() >= 0) grace = it->get<long>();
+  if (grace >= 4) return std::to_string(grace - 2);
+  return grace % 2 == 0 ? std::to_string(grace / 2) : std::to_string(grace / 2) + ".5";
+}
+
 // Our variables win over user entries of the same name: the launcher's contract depends on them.
 json trainer_env(const json& trainer, const TrainingJob& job, int rank, const PodOptions& options) {
   json ours = json::array();
   for (const auto& [k, v] : node_env(job, rank)) ours.push_back({{"name", k}, {"value", v}});
+  const json& tmpl = job.spec.template_;
+  const json no_spec = json::object();
+  const json& pod_spec = tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : no_spec;
+  ours.push_back({{"name", contract::kStopTimeout}, {"value", launcher_stop_timeout(pod_spec)}});
   if (options.launcher_metrics_port > 0) {
     ours.push_back({{"name", contract::kMetricsPort}, {"value", std::to_string(options.launcher_metrics_port)}});
     // The pod's own address: in a pod it is where Prometheus scrapes, and it is the pod's alone.

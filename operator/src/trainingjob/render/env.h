@@ -20,8 +20,14 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
 
 // The trainer container's env list: the user's entries that none of ours replaces, then node_env(), the launcher's
 // metrics address and port (with a metrics port), KUBEDIST_TERMINATION_LOG (the container's
-// terminationMessagePath) and, with options.rdzv_secret, KUBEDIST_RDZV_SECRET_FILE.
+// terminationMessagePath), KUBEDIST_STOP_TIMEOUT (launcher_stop_timeout) and, with options.rdzv_secret,
+// KUBEDIST_RDZV_SECRET_FILE.
 nlohmann::json trainer_env(const nlohmann::json& trainer, const TrainingJob& job, int rank, const PodOptions& options);
+
+// KUBEDIST_STOP_TIMEOUT, the launcher's SIGTERM-to-SIGKILL grace for its workers: the pod's
+// terminationGracePeriodSeconds (default 30) less 2 s for the launcher's own exit (its summary, the termination
+// message) before the kubelet's SIGKILL, or half of it when it is under 4 s. In seconds ("28", "1.5").
+std::string launcher_stop_timeout(const nlohmann::json& pod_spec);
 
 // "N", or "MIN:MAX" when the job is elastic.
 std::string nnodes_value(const Spec& spec);
