@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "contract/signed_line.h"
 #include "io/log_mux.h"
 #include "io/net.h"
 #include "rendezvous/wire.h"
@@ -141,7 +142,12 @@ void TcpMember::on_ready(std::uint32_t events) {
     for (size_t nl; fd_ >= 0 && (nl = in_.find('\n')) != std::string::npos;) {
       std::string line = in_.substr(0, nl);
       in_.erase(0, nl + 1);
-      if (is_refused(line)) return give_up("node 0 refused this node: " + line.substr(8));
+      if (is_refused(line)) {
+        // With a secret, only a signed refusal counts: anyone on the path (or at node 0's address while it is
+        // away) could send a plain one to make this node give up.
+        if (secret_.empty()) return give_up("node 0 refused this node: " + line.substr(8));
+        return refused_unverified("an unsigned refusal (" + line.substr(8) + "), not node 0's");
+      }
       if (!secret_.empty() && !auth_) {
         auto challenge = parse_hello(line);
         if (!challenge) return lost(challenge.error());
@@ -156,8 +162,16 @@ void TcpMember::on_ready(std::uint32_t events) {
       }
       if (auth_) {
         auto opened = auth_->open(line);
-        if (!opened) return lost("refused a message from node 0: " + opened.error());
+        if (!opened) {
+          const std::string plain(contract::split_signed_line(line).plain);
+          if (is_refused(plain))
+            return refused_unverified("node 0 refused this node (" + plain.substr(8) + "), and the refusal does not "
+                                      "verify with this node's secret: is --rdzv-secret-file the same on every node?");
+          return lost("refused a message from node 0: " + opened.error());
+        }
         line = *opened;
+        refused_since_.reset();
+        if (is_refused(line)) return give_up("node 0 refused this node: " + line.substr(8));
       } else if (line.rfind("HELLO ", 0) == 0) {
         return give_up("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
       }
@@ -208,6 +222,15 @@ void TcpMember::lost(const std::string& why) {
   in_.clear();
   loop_.defer([this] { events_.on_stop(); });  // our workers' round is gone with the connection
   if (want_join_) connect_soon(std::chrono::milliseconds(200));
+}
+
+void TcpMember::refused_unverified(const std::string& why) {
+  // Not a reason to stop at once (node 0 did not sign it), nor to retry forever (a node with another secret is
+  // refused every time): retried until join_timeout, then this node gives up with the reason.
+  const auto now = std::chrono::steady_clock::now();
+  if (!refused_since_) refused_since_ = now;
+  if (now - *refused_since_ >= join_timeout_) return give_up(why);
+  lost(why);
 }
 
 void TcpMember::give_up(const std::string& why) {

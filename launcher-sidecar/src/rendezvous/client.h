@@ -28,7 +28,8 @@ class TcpMember : public RendezvousMember {
   void try_connect();
   void on_ready(std::uint32_t events);
   void lost(const std::string& why);
-  void give_up(const std::string& why);  // retrying cannot help (a secret mismatch): end this node
+  void give_up(const std::string& why);  // retrying cannot help (node 0 refused this node): end this node
+  void refused_unverified(const std::string& why);  // a refusal node 0 did not sign: retried until join_timeout
   void send_line(const std::string& line);
   void close_socket();
 
@@ -43,6 +44,7 @@ class TcpMember : public RendezvousMember {
   bool ended_ = false;
   std::optional<JoinRequest> want_join_;  // a JOIN not yet answered by a ROUND
   std::optional<std::chrono::steady_clock::time_point> unreachable_since_;
+  std::optional<std::chrono::steady_clock::time_point> refused_since_;  // refused without node 0's signature since
   std::string last_error_;
   in_addr connecting_to_{};  // the address host_ resolved to for the connection being made
   std::string in_, out_;

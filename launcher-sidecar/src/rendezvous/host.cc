@@ -126,9 +126,10 @@ void RendezvousHost::note(int& count, const std::string& what) {
 
 void RendezvousHost::refuse(int fd, const std::string& why) {
   write_all(2, "kubedist-launcher: rendezvous: refused " + connections_[fd].peer + ": " + why + "\n");
-  // Best effort, unsigned: a node with the wrong secret learns why and stops instead of retrying forever; a forger
-  // learns nothing it did not know.
-  const std::string line = encode_refused(why);
+  // Best effort. After the HELLO it is signed like every other line, so that a member acts only on a refusal that
+  // node 0 really sent (a forged one cannot make it give up); a forger learns nothing it did not know.
+  auto& c = connections_[fd];
+  const std::string line = c.auth ? c.auth->seal(encode_refused(why)) : encode_refused(why);
   (void)!send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   drop(fd);
 }

@@ -108,7 +108,7 @@ class RdzvAuth(LauncherTest):
         c = RdzvConnection(self.rdzv_port, SECRET)
         try:
             c.send(line, secret=secret, plain=plain)
-            answer = c.line()
+            answer = c.reply()  # signed by node 0, after its HELLO
             self.assertTrue(answer is None or answer.startswith("REFUSED "), f"node 0 answered {line!r}: {answer!r}")
             self.assertIsNone(c.line(), f"node 0 kept the connection open after {line!r}")
         finally:
@@ -156,13 +156,58 @@ class RdzvAuth(LauncherTest):
         self.assertIn("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file", n1.stderr())
         with open(self.path("other"), "wb") as f:
             f.write(b"another job's secret, 32 bytes..")
+        # Node 0 signs its refusal; this node cannot verify it (another secret), so it does not stop at once, as a
+        # forged refusal must not stop it either: it retries until join_timeout, then gives up with the reason.
         n1 = self.launch([f"--nnodes=1:2", "--node-rank=1", "--master-addr=127.0.0.1",
                           f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
-                          "--rdzv-id=job", f"--rdzv-secret-file={self.path('other')}", "--no-python", "--", "true"])
+                          "--rdzv-id=job", f"--rdzv-secret-file={self.path('other')}", "--rdzv-conf=join_timeout=2",
+                          "--no-python", "--", "true"])
         self.assertEqual(n1.wait(), 1, n1.stderr())
-        self.assertIn("node 0 refused this node: wrong MAC", n1.stderr())
+        self.assertIn("node 0 refused this node (wrong MAC (not signed with this job's rendezvous secret)), and the "
+                      "refusal does not verify with this node's secret", n1.stderr())
         self.assertEqual(self.status()["nodes"], "1")
         self.assertIsNone(self.status_or_none(secret=b"not the secret, still 16+ bytes"))
+        n0.kill()
+
+    def test_node_0_signs_its_refusals_and_a_member_ignores_an_unsigned_one(self):
+        n0 = self.node(0, "1:2", "exec sleep 300")
+        wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "1", what="node 0 running alone")
+        c = RdzvConnection(self.rdzv_port, SECRET)
+        try:
+            c.send("JOIN job 1 1", secret=b"a forger's secret, 16+ bytes")
+            self.assertEqual(c.reply(), "REFUSED wrong MAC (not signed with this job's rendezvous secret)")
+        finally:
+            c.close()
+        # A listener that says HELLO, then REFUSED unsigned (a forger at node 0's address): the node keeps trying.
+        fake = socket.socket()
+        fake.bind(("127.0.0.1", 0))
+        fake.listen(16)
+        fake_port = fake.getsockname()[1]
+        stop = threading.Event()
+
+        def forge():
+            fake.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    s, _ = fake.accept()
+                except OSError:
+                    continue
+                s.sendall(b"HELLO " + b"0" * 32 + b"\nREFUSED go away\n")
+                s.close()
+        t = threading.Thread(target=forge, daemon=True)
+        t.start()
+        try:
+            n1 = self.launch(["--nnodes=1:2", "--node-rank=1", "--master-addr=127.0.0.1",
+                              f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{fake_port}",
+                              "--rdzv-id=job", f"--rdzv-secret-file={self.secret_file}",
+                              "--rdzv-conf=join_timeout=2", "--no-python", "--", "true"])
+            self.assertEqual(n1.wait(), 1, n1.stderr())
+            self.assertIn("an unsigned refusal (go away), not node 0's; reconnecting", n1.stderr())
+            self.assertGreater(n1.stderr().count("an unsigned refusal"), 1, "it stopped at the first forged refusal")
+        finally:
+            stop.set()
+            t.join()
+            fake.close()
         n0.kill()
 
     def test_a_node_with_a_secret_gives_up_on_a_node_0_without_one_after_join_timeout(self):
