@@ -12,6 +12,8 @@
 #   cluster.sh status [NAME]             say whether it is up
 #   cluster.sh restart-apiserver [NAME]  stop kube-apiserver and start it again on the same port and data
 #   cluster.sh kubeconfig [NAME]         print the kubeconfig path
+#   cluster.sh registry [NAME]           print the host's address of the registry of a cluster with real nodes
+#                                        (127.0.0.1:PORT; the nodes see it as 10.250.0.1:5000)
 #   cluster.sh run-operator NAME BINARY [ARGS...]
 #                                        (re)start a kubedist-operator binary against cluster NAME, stopped
 #                                        by down like the rest; its log is logs/kubedist-operator.log
@@ -19,6 +21,8 @@
 #                                        process (no webhooks: nothing the API server calls); stopped by kueue-down
 #                                        or down; its log is logs/kueue.log
 #   cluster.sh kueue-down [NAME]         stop Kueue's manager (its CRDs and objects stay)
+#   cluster.sh kueue-crds [NAME]         install Kueue's CRDs only (no manager): its objects are validated, nothing
+#                                        admits
 #
 # Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_NODES (fake nodes, default 4, or 0 with real
 # nodes), KUBEDIST_REAL_NODES (real nodes, default 0), KUBEDIST_NODE_GPUS (nvidia.com/gpu each real node
@@ -389,15 +393,22 @@ run_operator() {
 # skipped: the tests write complete objects), and its certificate management is off (it would want those webhook
 # configurations): the webhook server it always starts and its metrics get a self-signed certificate. Its
 # on-demand visibility API (an aggregated API server with certificates of its own) is off.
-kueue_up() {
+# Kueue's CRDs, from the pinned module: enough for its objects to be accepted (and validated) by the API server.
+kueue_crds() {
   [ -f "$kubeconfig" ] && alive kube-apiserver || die "cluster $name is not up"
-  [ "$real_nodes" -eq 0 ] || die "kueue-up runs against clusters with fake nodes only"
-  local moddir crds kdir="$dir/kueue"
-  moddir=$(cd "$here/tools/kueue" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue) ||
-    die "Kueue's module is not in the Go module cache: run deploy/local/setup.sh"
+  local moddir crds
+  moddir=$(cd "$here/tools/kueue" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue) || moddir=""
+  [ -n "$moddir" ] || die "Kueue's module is not in the Go module cache: run deploy/local/setup.sh"
   crds="$moddir/config/components/crd/bases"
   kctl apply --server-side --force-conflicts -f "$crds" >/dev/null
   kctl wait --for=condition=Established --timeout=60s -f "$crds" >/dev/null
+}
+
+kueue_up() {
+  [ -f "$kubeconfig" ] && alive kube-apiserver || die "cluster $name is not up"
+  [ "$real_nodes" -eq 0 ] || die "kueue-up runs against clusters with fake nodes only"
+  local kdir="$dir/kueue"
+  kueue_crds
   kctl get namespace kueue-system >/dev/null 2>&1 || kctl create namespace kueue-system >/dev/null
   alive kueue && return 0
   mkdir -p "$kdir/certs"
@@ -424,6 +435,7 @@ kueue_up() {
 case "$cmd" in
   up) up ;;
   kueue-up) kueue_up ;;
+  kueue-crds) kueue_crds ;;
   kueue-down) stop kueue ;;
   run-operator)
     shift 2
@@ -434,8 +446,9 @@ case "$cmd" in
   status) status ;;
   restart-apiserver) restart_apiserver ;;
   kubeconfig) echo "$kubeconfig" ;;
+  registry) echo "127.0.0.1:$((base + 6))" ;;  # nodes.sh's registry_port_host
   *)
-    echo "usage: cluster.sh up|down|status|restart-apiserver|kubeconfig|kueue-up|kueue-down [NAME]" >&2
+    echo "usage: cluster.sh up|down|status|restart-apiserver|kubeconfig|registry|kueue-up|kueue-down|kueue-crds [NAME]" >&2
     exit 2
     ;;
 esac

@@ -8,7 +8,8 @@ usage: real_test.py SCENARIO     (KUBECONFIG, KUBEDIST_SOURCE_DIR, KUBEDIST_CACH
 scenarios:
   nodes    the nodes are real kubelets with containerd, advertise nvidia.com/gpu as an extended resource, and a pod
            asking for a GPU is scheduled and runs; one that asks for more than a node has stays Pending
-  chart    helm install of the chart with the images built here: the operator runs as a non-root pod with a
+  chart    helm package of the chart, pushed to the cluster's registry (OCI) and installed from there with
+           helm install oci://..., with the images built here: the operator runs as a non-root pod with a
            read-only root filesystem, passes its probes, holds the leader lease, and its ServiceAccount may do
            what the operator needs and no more
   train    the CPU example (crd/examples/cpu) applied as a user would runs to Succeeded; kubectl logs of node 0
@@ -28,6 +29,8 @@ import random
 import re
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 
 import yaml
@@ -168,13 +171,42 @@ def scenario_nodes():
               f"a pod asking for 5 GPUs stays Pending: {unschedulable[0].get('message')}")
 
 
+def push_chart():
+    """helm package of helm/kubedist, pushed to the cluster's registry as an OCI artifact: its oci:// reference and
+    version. The package must carry the CRD and the dashboard themselves, not the links the chart holds them by."""
+    chart = os.path.join(SOURCE, "helm/kubedist")
+    with open(os.path.join(chart, "Chart.yaml")) as f:
+        version = yaml.safe_load(f)["version"]
+    registry = run(os.path.join(SOURCE, "deploy/local/cluster.sh"), "registry",
+                   os.path.basename(CLUSTER_DIR)).stdout.strip()
+    with tempfile.TemporaryDirectory() as out:
+        run("helm", "package", chart, "--destination", out)
+        package = os.path.join(out, f"kubedist-{version}.tgz")
+        with tarfile.open(package) as tar:
+            for inside, source in (("kubedist/crds/kubedist.io_trainingjobs.yaml", "crd/kubedist.io_trainingjobs.yaml"),
+                                   ("kubedist/dashboards/kubedist.json", "deploy/dashboards/kubedist.json")):
+                member = tar.getmember(inside)
+                with open(os.path.join(SOURCE, source), "rb") as f:
+                    check(member.isfile() and tar.extractfile(member).read() == f.read(),
+                          f"helm package holds {source} itself as {inside}")
+        pushed = run("helm", "push", package, f"oci://{registry}/charts", "--plain-http")
+    check(f"{registry}/charts/kubedist:{version}" in pushed.stdout + pushed.stderr,
+          f"helm push put the chart into the cluster's registry as oci://{registry}/charts/kubedist:{version}")
+    return f"oci://{registry}/charts/kubedist", version
+
+
 def scenario_chart():
     refs = images()
     op_repo, op_tag = refs["KUBEDIST_OPERATOR_IMAGE"].rsplit(":", 1)
-    run("helm", "upgrade", "--install", RELEASE, os.path.join(SOURCE, "helm/kubedist"),
+    chart, version = push_chart()
+    run("helm", "upgrade", "--install", RELEASE, chart, "--version", version, "--plain-http",
         "--namespace", OPERATOR_NS, "--create-namespace", "--wait", "--timeout", "240s",
         "--set", f"image.repository={op_repo}", "--set", f"image.tag={op_tag}",
         "--set", f"launcherImage={refs['KUBEDIST_LAUNCHER_IMAGE']}", "--set", "launcherPollInterval=2s")
+    release = json.loads(run("helm", "list", "--namespace", OPERATOR_NS, "--filter", f"^{RELEASE}$",
+                             "--output", "json").stdout)
+    check([r.get("chart") for r in release] == [f"kubedist-{version}"],
+          f"helm installed release {RELEASE} from {chart} ({[r.get('chart') for r in release]})")
     dep = kget("-n", OPERATOR_NS, "deployment", RELEASE)
     check(dep["status"].get("availableReplicas") == 1, "helm install --wait: the operator Deployment is available")
     pod = kget("-n", OPERATOR_NS, "pods", "-l", "app.kubernetes.io/component=operator")["items"][0]
