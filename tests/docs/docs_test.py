@@ -136,11 +136,15 @@ def first_column_names(text):
 
 
 def env_set_by_code():
-    """The variables the operator puts on a trainer and the launcher on each worker, read from their sources."""
+    """The variables the operator puts on a trainer, the launcher on each worker, and the ones in the contract the
+    launcher reads that the operator leaves to the user (the pod's env), read from their sources."""
     pod_env = read("launcher-sidecar/contract/contract/pod_env.h")
-    names = set(re.findall(r'constexpr const char\* k\w+ = "([A-Z][A-Z0-9_]*)";', pod_env))
-    flags = re.findall(r'constexpr const char\* kFlag\w+ = "([a-z-]+)";', pod_env)
     env_cc = read("operator/src/trainingjob/render/env.cc")
+    used = set(re.findall(r"contract::(k\w+)", env_cc))
+    names, user_names = set(), set()
+    for const, name in re.findall(r'constexpr const char\* (k\w+) = "([A-Z][A-Z0-9_]*)";', pod_env):
+        (names if const in used else user_names).add(name)
+    flags = re.findall(r'constexpr const char\* kFlag\w+ = "([a-z-]+)";', pod_env)
     for const in re.findall(r"pet_name\(contract::(kFlag\w+)\)", env_cc):
         flag = re.search(r"constexpr const char\* " + const + r' = "([a-z-]+)";', pod_env)
         if flag:
@@ -151,7 +155,7 @@ def env_set_by_code():
     for path in glob.glob(os.path.join(ROOT, "launcher-sidecar", "src", "**", "*.cc"), recursive=True):
         with open(path) as f:
             launcher_names.update(re.findall(r'\bset\("([A-Z][A-Z0-9_]*)"', f.read()))
-    return operator_names, launcher_names
+    return operator_names, launcher_names, user_names
 
 
 def metric_names_in_code():
@@ -203,7 +207,7 @@ def same_names(in_code, documented, missing, gone):
 def reference():
     ref = read("docs/reference/trainingjob.md")
     env = section(ref, "The trainer's environment")
-    operator_names, launcher_names = env_set_by_code()
+    operator_names, launcher_names, user_names = env_set_by_code()
     for who, heading, in_code, whom in (
             ("the operator", "Set on the trainer container by the operator", operator_names, "the trainer"),
             ("the launcher", "Set for each worker process by the launcher", launcher_names, "its workers")):
@@ -211,6 +215,11 @@ def reference():
         check(in_code and listed, f"{who} sets {len(in_code)} variables on {whom}")
         same_names(in_code, listed, f"{who} sets {{}} on {whom}, and docs/reference/trainingjob.md does not list it",
                    f"docs/reference/trainingjob.md lists {{}} as set by {who}, and it no longer is")
+    # The contract's variables the operator does not set are the user's to set; the launcher reads them.
+    listed = first_column_names(section(env, "Read by the launcher when you set them"))
+    for name in sorted(user_names - listed):
+        check(False, f"the launcher reads {name} from the pod's env, and docs/reference/trainingjob.md's "
+                     "'Read by the launcher when you set them' does not list it")
 
     in_code = metric_names_in_code()
     check(len(in_code) > 10, f"{len(in_code)} metric names in the code")
