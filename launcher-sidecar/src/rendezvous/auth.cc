@@ -54,6 +54,20 @@ Result<std::string> AuthSession::open(std::string_view line) {
   return std::string(parts.plain);
 }
 
+void AuthSession::adopt_member_nonce(std::string_view nonce) {
+  challenge_.append(":").append(nonce);
+  has_nonce_ = true;
+}
+
+std::string encode_nonce(const std::string& nonce) { return "NONCE " + nonce + "\n"; }
+
+std::optional<std::string> parse_nonce(std::string_view line) {
+  if (line.size() == 6 + contract::kChallengeHexDigits && line.substr(0, 6) == "NONCE " &&
+      contract::is_lower_hex(line.substr(6)))
+    return std::string(line.substr(6));
+  return std::nullopt;
+}
+
 std::string encode_hello(const std::string& challenge) { return contract::hello_line(challenge); }
 
 std::string encode_refused(const std::string& why) {

@@ -124,6 +124,7 @@ void TcpMember::on_ready(std::uint32_t events) {
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
     char buf[4096];
+    bool closed = false;
     while (true) {
       ssize_t n = read(fd_, buf, sizeof buf);
       if (n > 0) {
@@ -135,9 +136,8 @@ void TcpMember::on_ready(std::uint32_t events) {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      return lost(secret_.empty() || auth_ ? "node 0 closed the rendezvous connection"
-                                           : "node 0 closed the rendezvous connection before its HELLO (does it have "
-                                             "the same --rdzv-secret-file?)");
+      closed = true;  // after the lines that came before it (node 0's REFUSED or FAIL, then its close)
+      break;
     }
     for (size_t nl; fd_ >= 0 && (nl = in_.find('\n')) != std::string::npos;) {
       std::string line = in_.substr(0, nl);
@@ -155,6 +155,13 @@ void TcpMember::on_ready(std::uint32_t events) {
         unreachable_since_.reset();
         if (hello_timer_) loop_.cancel(hello_timer_);
         hello_timer_ = 0;
+        if (!earlier_host_) {
+          // Sealed with the challenge alone; everything after it covers this nonce too (auth.h).
+          const std::string nonce = new_challenge();
+          out_ += auth_->seal(encode_nonce(nonce));
+          auth_->adopt_member_nonce(nonce);
+          nonce_unanswered_ = true;
+        }
         std::string waiting;
         waiting.swap(unsent_);
         send_line(waiting);
@@ -172,6 +179,12 @@ void TcpMember::on_ready(std::uint32_t events) {
         line = *opened;
         refused_since_.reset();
         if (is_refused(line)) return give_up("node 0 refused this node: " + line.substr(8));
+        if (line + "\n" == kNonceTaken) {
+          if (!nonce_unanswered_) return lost("node 0 took a nonce this node did not send");
+          nonce_unanswered_ = false;
+          nonce_proven_ = true;
+          continue;
+        }
       } else if (line.rfind("HELLO ", 0) == 0) {
         return give_up("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
       }
@@ -191,6 +204,21 @@ void TcpMember::on_ready(std::uint32_t events) {
           loop_.defer([this, code = m->exit_code, reason = m->reason] { events_.on_end(code, reason); });
           return;
       }
+    }
+    if (closed && fd_ >= 0) {
+      if (nonce_unanswered_ && !nonce_proven_ && !earlier_host_) {
+        // Closed after our NONCE without a word: an earlier node 0, which does not know it. Joining without one
+        // is what that node 0 speaks (its lines are still signed; only their freshness to this member is not
+        // proven). Only until node 0 has once taken our nonce: from then on a close like this is not a reason to
+        // trust less (whoever holds node 0's address could close to replay what it recorded), so there is no way
+        // back; nor is a line that fails its MAC.
+        earlier_host_ = true;
+        write_all(2, "kubedist-launcher: rendezvous: node 0 took no member nonce (an earlier launcher?): joining "
+                     "without one\n");
+      }
+      return lost(secret_.empty() || auth_ ? "node 0 closed the rendezvous connection"
+                                           : "node 0 closed the rendezvous connection before its HELLO (does it have "
+                                             "the same --rdzv-secret-file?)");
     }
   }
   if (fd_ >= 0 && (events & EPOLLOUT) && !out_.empty()) send_line("");
@@ -216,6 +244,7 @@ void TcpMember::send_line(const std::string& lines) {
 
 void TcpMember::lost(const std::string& why) {
   write_all(2, "kubedist-launcher: rendezvous: " + why + "; reconnecting to " + host_ + ":" + std::to_string(port_) + "\n");
+  nonce_unanswered_ = false;
   last_error_ = why;
   close_socket();
   out_.clear();

@@ -50,6 +50,9 @@ class TcpMember : public RendezvousMember {
   std::string in_, out_;
   std::string secret_;                // "": no authentication
   std::optional<AuthSession> auth_;   // once node 0's HELLO arrived on this connection
+  bool nonce_unanswered_ = false;     // sent our NONCE; no line of node 0 verified since
+  bool earlier_host_ = false;         // node 0 closed on our NONCE: join without one (auth.h)
+  bool nonce_proven_ = false;         // node 0 once answered after our NONCE: never join without one again
   std::string unsent_;                // plain lines waiting for that HELLO
   EventLoop::TimerId retry_timer_ = 0;
   EventLoop::TimerId hello_timer_ = 0;  // with a secret: node 0's HELLO is due

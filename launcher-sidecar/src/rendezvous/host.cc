@@ -242,6 +242,13 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     auto opened = c.auth->open(line);
     if (!opened) return refuse(fd, opened.error());
     plain = *opened;
+    if (auto nonce = parse_nonce(plain)) {
+      // Only as the member's first line: later, it would change the MACs of lines already agreed on.
+      if (c.auth->received() != 1 || c.auth->has_member_nonce()) return refuse(fd, "NONCE out of place");
+      c.auth->adopt_member_nonce(*nonce);
+      // Sealed with it already: the member knows from this line on that node 0 is fresh to it (client.cc).
+      return send_line(fd, std::string(kNonceTaken));
+    }
   }
   auto request = parse_request(plain);
   if (!request) {

@@ -210,6 +210,83 @@ class RdzvAuth(LauncherTest):
             fake.close()
         n0.kill()
 
+    def replayer(self, recorded, close_on_nonce=False):
+        """A listener at a stand-in for node 0's address that replays node 0's recorded lines to whoever connects
+        (or closes on a member's NONCE, as a launcher that does not know it would); the first line of each
+        connection is kept. Returns (port, first lines, stop)."""
+        fake = socket.socket()
+        fake.bind(("127.0.0.1", 0))
+        fake.listen(16)
+        fake.settimeout(0.2)
+        firsts, stop = [], threading.Event()
+
+        def serve():
+            while not stop.is_set():
+                try:
+                    s, _ = fake.accept()
+                except OSError:
+                    continue
+                s.settimeout(2)
+                try:
+                    s.sendall(recorded[0])
+                    first = s.makefile("rb").readline().decode()
+                    firsts.append(first)
+                    if not (close_on_nonce and " NONCE " in first):
+                        s.sendall(b"".join(recorded[1:]))
+                        s.recv(4096)
+                except OSError:
+                    pass
+                s.close()
+            fake.close()
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+
+        def stopped():
+            stop.set()
+            t.join()
+        return fake.getsockname()[1], firsts, stopped
+
+    def test_node_0s_lines_recorded_from_another_connection_do_not_pass_for_a_members(self):
+        n0 = self.node(0, "1:2", "exec sleep 300")
+        wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "1", what="node 0 running alone")
+        # A recording of node 0 giving a joiner (without a nonce of its own) its place in a round.
+        c = RdzvConnection(self.rdzv_port, SECRET)
+        hello = f"HELLO {c.challenge}\n".encode()
+        c.send("JOIN job 1 1")
+        round_line = c.line()
+        c.close()
+        self.assertTrue(round_line.split(" ", 3)[3].startswith("ROUND "), round_line)
+        port, firsts, stop = self.replayer([hello, round_line.encode() + b"\n"])
+        started = self.path("started")
+        try:
+            n1 = self.launch(["--nnodes=1:2", "--node-rank=1", "--master-addr=127.0.0.1",
+                              f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{port}",
+                              "--rdzv-id=job", f"--rdzv-secret-file={self.secret_file}", "--no-python", "--",
+                              "touch", started])
+            wait_until(lambda: n1.stderr().count("refused a message from node 0: wrong MAC") >= 2,
+                       what="the replayed ROUND refused twice")
+            self.assertFalse(os.path.exists(started), "a replayed ROUND started this node's workers")
+            self.assertTrue(firsts and all(" NONCE " in f for f in firsts), firsts)
+            n1.kill()
+        finally:
+            stop()
+        n0.kill()
+
+    def test_a_member_joins_a_node_0_that_closes_on_its_nonce_without_one(self):
+        # An earlier launcher as node 0 closes on a NONCE it does not know; the member joins without one after.
+        port, firsts, stop = self.replayer([f"HELLO {'0' * 32}\n".encode()], close_on_nonce=True)
+        try:
+            n1 = self.launch(["--nnodes=1:2", "--node-rank=1", "--master-addr=127.0.0.1",
+                              f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{port}",
+                              "--rdzv-id=job", f"--rdzv-secret-file={self.secret_file}", "--no-python", "--", "true"])
+            wait_until(lambda: len(firsts) >= 2, what="a second connection")
+            n1.kill()
+            self.assertIn("node 0 took no member nonce (an earlier launcher?): joining without one", n1.stderr())
+            self.assertIn(" NONCE ", firsts[0])
+            self.assertTrue(all(" JOIN " in f for f in firsts[1:]), firsts)
+        finally:
+            stop()
+
     def test_a_node_with_a_secret_gives_up_on_a_node_0_without_one_after_join_timeout(self):
         n0 = self.node(0, "1:2", "exec sleep 300", secret=False)
         wait_until(lambda: (self.status_or_none(None) or {}).get("nodes") == "1", what="node 0 running alone")

@@ -127,6 +127,50 @@ TEST(AuthSession, AHostsReplyCannotPassForARequest) {
   EXPECT_FALSE(p.host.open(chomp(p.host.seal("LEAVE"))).ok());
 }
 
+// The member's NONCE (auth.h): node 0's lines recorded from a session with the same challenge but without this
+// member's nonce, or with another one, fail; the NONCE line itself is sealed with the challenge alone.
+TEST(AuthSession, AMembersNonceMakesNodeZerosLinesFreshToThatMember) {
+  Pair p;
+  AuthSession recorded_host(kSecret, p.challenge, AuthSession::Side::Host);  // another session, same challenge
+  const std::string replayed = chomp(recorded_host.seal("ROUND 0 0 1 2 4 8"));
+
+  const std::string nonce = new_challenge();
+  auto first = p.host.open(chomp(p.member.seal(encode_nonce(nonce))));
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_EQ(parse_nonce(*first), nonce);
+  p.member.adopt_member_nonce(nonce);
+  p.host.adopt_member_nonce(nonce);
+  EXPECT_TRUE(p.member.has_member_nonce());
+
+  auto taken = p.member.open(chomp(p.host.seal(kNonceTaken)));
+  ASSERT_TRUE(taken.ok()) << taken.error();
+  EXPECT_EQ(*taken + "\n", kNonceTaken);
+  auto join = p.host.open(chomp(p.member.seal("JOIN job 1 4")));
+  ASSERT_TRUE(join.ok()) << join.error();
+
+  AuthSession member(kSecret, p.challenge, AuthSession::Side::Member);
+  ASSERT_TRUE(member.open(replayed).ok());  // without a nonce, the recorded line would pass
+  AuthSession fresh(kSecret, p.challenge, AuthSession::Side::Member);
+  fresh.adopt_member_nonce(new_challenge());
+  auto refused = fresh.open(replayed);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("wrong MAC"), std::string::npos) << refused.error();
+  AuthSession other_nonce(kSecret, p.challenge, AuthSession::Side::Member);
+  other_nonce.adopt_member_nonce(new_challenge());
+  EXPECT_FALSE(other_nonce.open(chomp(p.host.seal("ROUND 0 0 1 2 4 8"))).ok());
+}
+
+TEST(Nonce, IsOneLineOf32LowerHexDigitsAndNothingElse) {
+  const std::string nonce(32, 'a');
+  EXPECT_EQ(encode_nonce(nonce), "NONCE " + nonce + "\n");
+  EXPECT_EQ(parse_nonce("NONCE " + nonce), nonce);
+  const std::vector<std::string> not_nonces = {"NONCE", "NONCE " + std::string(31, 'a'), "NONCE " + std::string(33, 'a'),
+                                                "NONCE " + std::string(32, 'A'), "NONCE " + std::string(32, 'g'),
+                                                "NONCE  " + std::string(31, 'a'), "JOIN job 1 4"};
+  for (const std::string& line : not_nonces)
+    EXPECT_FALSE(parse_nonce(line)) << line;
+}
+
 TEST(Hello, CarriesAFreshChallenge) {
   const std::string a = new_challenge(), b = new_challenge();
   EXPECT_EQ(a.size(), 32u);
