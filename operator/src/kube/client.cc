@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include <pplx/threadpool.h>
 
 #include "common/backoff.h"
+#include "kube/trusted_ca.h"
 
 namespace kubedist::kube {
 namespace {
@@ -24,9 +27,10 @@ std::string trim(std::string s) {
   return s;
 }
 
-// Loads the CA and client certificate into a TLS context; throws boost::system::system_error on bad PEM.
-void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg) {
-  if (!cfg.ca_pem.empty()) ctx.add_certificate_authority(boost::asio::buffer(cfg.ca_pem.data(), cfg.ca_pem.size()));
+// Makes a TLS context trust the cluster's CA alone and present the client certificate; throws
+// boost::system::system_error on bad PEM. Called for every new connection, so a rotated CA file is taken at once.
+void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg, TrustedCa& ca) {
+  ca.apply(ctx);
   if (!cfg.client_cert_pem.empty()) {
     ctx.use_certificate_chain(boost::asio::buffer(cfg.client_cert_pem.data(), cfg.client_cert_pem.size()));
     ctx.use_private_key(boost::asio::buffer(cfg.client_key_pem.data(), cfg.client_key_pem.size()),
@@ -34,7 +38,29 @@ void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg) {
   }
 }
 
+// Jitter for retry_delay: uniform in [0, 1), from a generator of the calling thread's own.
+double jitter() {
+  thread_local std::minstd_rand gen(std::random_device{}());
+  return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
+}
+
 }  // namespace
+
+std::chrono::milliseconds retry_delay(int attempt, std::optional<std::chrono::milliseconds> retry_after,
+                                      const RetryPolicy& retry, double jitter) {
+  const BackoffPolicy backoff{retry.initial, retry.max};
+  const std::chrono::milliseconds base =
+      retry_after ? std::min(*retry_after, retry.max_retry_after) : backoff.delay(attempt - 1);
+  const double j = std::clamp(jitter, 0.0, 1.0);
+  return base + std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(base.count()) * j / 2));
+}
+
+std::optional<std::chrono::milliseconds> parse_retry_after(const std::string& value) {
+  if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(std::stol(value));
+}
 
 Error error_from_response(int code, const json& body) {
   std::string message = body.is_object() ? body.value("message", "") : "";
@@ -84,6 +110,7 @@ std::string request_verb(const std::string& method, const std::string& path) {
 
 struct Client::Impl {
   Config cfg;
+  std::shared_ptr<TrustedCa> ca;  // shared with the TLS callbacks of the clients made from it
   RetryPolicy retry;
   RequestCounts counts;
   RequestObserver observer;
@@ -105,7 +132,8 @@ struct Client::Impl {
     cc.set_timeout(timeout);
     cc.set_validate_certificates(!cfg.insecure_skip_verify);
     Config tls = cfg;
-    cc.set_ssl_context_callback([tls](boost::asio::ssl::context& ctx) { configure_tls(ctx, tls); });
+    std::shared_ptr<TrustedCa> trusted = ca;
+    cc.set_ssl_context_callback([tls, trusted](boost::asio::ssl::context& ctx) { configure_tls(ctx, tls, *trusted); });
     return cc;
   }
 
@@ -135,7 +163,7 @@ struct Client::Impl {
   }
 
   Result<json> send_once(const http::method& method, const std::string& path, const json* body,
-                         const std::string& content_type, std::chrono::milliseconds* retry_after) {
+                         const std::string& content_type, std::optional<std::chrono::milliseconds>* retry_after) {
     try {
       auto req = make_request(method, path);
       if (body != nullptr) req.set_body(body->dump(), content_type);
@@ -149,10 +177,7 @@ struct Client::Impl {
         return parsed;
       }
       if (auto it = resp.headers().find("Retry-After"); it != resp.headers().end()) {
-        try {
-          *retry_after = std::chrono::seconds(std::stoi(it->second));
-        } catch (...) {
-        }
+        *retry_after = parse_retry_after(it->second);
       }
       return error_from_response(code, parsed.is_discarded() ? json(nullptr) : parsed);
     } catch (const std::exception& e) {
@@ -164,12 +189,11 @@ struct Client::Impl {
   Result<json> send(const http::method& method, const std::string& path, const json* body = nullptr,
                     const std::string& content_type = "application/json") {
     (method == http::methods::GET ? counts.reads : counts.writes)++;
-    const BackoffPolicy backoff{retry.initial, retry.max};
     for (int attempt = 1;; ++attempt) {
-      std::chrono::milliseconds retry_after{0};
+      std::optional<std::chrono::milliseconds> retry_after;
       auto r = send_once(method, path, body, content_type, &retry_after);
       if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
-      std::this_thread::sleep_for(std::min(std::max(backoff.delay(attempt - 1), retry_after), retry.max));
+      std::this_thread::sleep_for(retry_delay(attempt, retry_after, retry, jitter()));
     }
   }
 };
@@ -188,14 +212,16 @@ Result<std::unique_ptr<Client>> Client::create(const Config& config, RetryPolicy
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return Error::invalid("API server address \"" + config.server + "\" must start with https:// or http://");
   }
+  auto ca = std::make_shared<TrustedCa>(config.ca_pem, config.ca_file);
   try {  // refuse bad certificates now, with a clear message, rather than on every request
     boost::asio::ssl::context probe(boost::asio::ssl::context::tls_client);
-    configure_tls(probe, config);
+    configure_tls(probe, config, *ca);
   } catch (const std::exception& e) {
     return Error::invalid(std::string("TLS credentials in the kube config are unusable: ") + e.what());
   }
   auto impl = std::make_unique<Impl>();
   impl->cfg = config;
+  impl->ca = std::move(ca);
   impl->retry = retry;
   impl->token = trim(config.token);
   try {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,18 @@ struct RetryPolicy {
   int attempts = 5;                                  // total tries for Retryable errors
   std::chrono::milliseconds initial{100};            // doubles each try
   std::chrono::milliseconds max{3000};
+  std::chrono::milliseconds max_retry_after{60000};  // the most of a server's Retry-After that is waited
 };
+
+// How long to wait before retry `attempt` (1: the first retry) of a retryable request: the server's Retry-After when
+// it sent one (at most retry.max_retry_after), else the policy's backoff (initial doubling up to max); then up to
+// half of that again, by jitter in [0, 1), so that clients the server turned away together do not return together.
+std::chrono::milliseconds retry_delay(int attempt, std::optional<std::chrono::milliseconds> retry_after,
+                                      const RetryPolicy& retry, double jitter);
+
+// The delay a Retry-After header asks for: whole seconds (what the API server sends); nullopt for anything else
+// (an HTTP date, garbage, a negative number).
+std::optional<std::chrono::milliseconds> parse_retry_after(const std::string& value);
 
 // The Kubernetes verb of a request (get, list, watch, create, update, patch, delete) from its HTTP method and
 // API path, for the kubedist_api_requests_total metric.

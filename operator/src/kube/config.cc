@@ -112,6 +112,9 @@ Result<Config> parse_kubeconfig(const std::string& yaml, const std::string& base
                          "kubeconfig cluster \"" + cluster_name + "\"");
   if (!ca) return ca.error();
   cfg.ca_pem = *ca;
+  if (str(cl, "certificate-authority-data").empty() && !str(cl, "certificate-authority").empty()) {
+    cfg.ca_file = resolve(base_dir, str(cl, "certificate-authority"));
+  }
 
   const std::string user_name = str(c, "user");
   if (!user_name.empty()) {
@@ -160,7 +163,8 @@ Result<Config> in_cluster_config(const std::map<std::string, std::string>& env, 
   cfg.token_file = sa_dir + "/token";
   auto token = read_file(cfg.token_file);
   if (!token) return Error::invalid("in-cluster config: " + token.error().message);
-  auto ca = read_file(sa_dir + "/ca.crt");
+  cfg.ca_file = sa_dir + "/ca.crt";  // the kubelet rewrites it when the cluster's CA rotates
+  auto ca = read_file(cfg.ca_file);
   if (!ca) return Error::invalid("in-cluster config: " + ca.error().message);
   cfg.ca_pem = *ca;
   auto ns = read_file(sa_dir + "/namespace");

@@ -10,7 +10,8 @@ namespace kubedist::kube {
 
 struct Config {
   std::string server;           // https://host:port
-  std::string ca_pem;           // CA bundle to verify the server; empty = system roots
+  std::string ca_pem;           // CA bundle to verify the server (it alone is trusted); empty = system roots
+  std::string ca_file;          // the file ca_pem was read from, "" for inline data: re-read when it changes
   bool insecure_skip_verify = false;
   std::string client_cert_pem;  // client certificate authentication
   std::string client_key_pem;

@@ -75,6 +75,7 @@ TEST(Kubeconfig, UsesTheCurrentContextWithInlineCertificates) {
   ASSERT_TRUE(cfg.ok()) << cfg.error().message;
   EXPECT_EQ(cfg->server, "https://127.0.0.1:6443");
   EXPECT_EQ(cfg->ca_pem, "CA-PEM");
+  EXPECT_EQ(cfg->ca_file, "");  // inline data never changes
   EXPECT_EQ(cfg->client_cert_pem, "CERT");
   EXPECT_EQ(cfg->client_key_pem, "KEY");
   EXPECT_TRUE(cfg->token.empty());
@@ -90,6 +91,7 @@ TEST(Kubeconfig, SelectsAnExplicitContextWithATokenAndNamespace) {
   ASSERT_TRUE(cfg.ok()) << cfg.error().message;
   EXPECT_EQ(cfg->server, "https://10.0.0.1:443");
   EXPECT_EQ(cfg->ca_pem, "FILE-CA\n");
+  EXPECT_EQ(cfg->ca_file, dir.path() + "/certs/ca.crt");  // re-read when it changes (kube/trusted_ca.h)
   EXPECT_TRUE(cfg->insecure_skip_verify);
   EXPECT_EQ(cfg->token, "abc.def");
   EXPECT_EQ(cfg->namespace_, "team-a");
@@ -153,6 +155,7 @@ TEST(InClusterConfig, ReadsTheServiceAccountAndServiceHost) {
   ASSERT_TRUE(cfg.ok()) << cfg.error().message;
   EXPECT_EQ(cfg->server, "https://10.96.0.1:443");
   EXPECT_EQ(cfg->ca_pem, "CA");
+  EXPECT_EQ(cfg->ca_file, dir.path() + "/ca.crt");
   EXPECT_EQ(cfg->token_file, dir.path() + "/token");
   EXPECT_EQ(cfg->namespace_, "kubedist-system");
   auto v6 = in_cluster_config({{"KUBERNETES_SERVICE_HOST", "fd00::1"}, {"KUBERNETES_SERVICE_PORT", "443"}},
