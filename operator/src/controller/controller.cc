@@ -24,9 +24,25 @@ std::pair<double, double> Controller::latency_ms() const {
   return {d[d.size() / 2], d[std::min(d.size() - 1, d.size() * 99 / 100)]};
 }
 
+std::optional<std::pair<std::string, std::chrono::milliseconds>> Controller::longest_in_flight(
+    std::chrono::steady_clock::time_point now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<std::pair<std::string, std::chrono::milliseconds>> longest;
+  for (const auto& [thread, flight] : in_flight_) {
+    const auto& [key, since] = flight;
+    const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
+    if (!longest || ran > longest->second) longest = {key, ran};
+  }
+  return longest;
+}
+
 void Controller::work() {
   while (auto key = queue_.get()) {
     const auto start = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_[std::this_thread::get_id()] = {*key, start};
+    }
     ReconcileResult result;
     try {
       result = reconcile_(*key);
@@ -36,6 +52,7 @@ void Controller::work() {
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
     {
       std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.erase(std::this_thread::get_id());
       if (durations_ms_.size() < 1'000'000) durations_ms_.push_back(ms);
     }
     ++reconciles_;

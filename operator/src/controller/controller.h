@@ -2,8 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +32,10 @@ class Controller {
   uint64_t errors() const { return errors_; }
   // Median and 99th percentile reconcile duration in milliseconds over the run.
   std::pair<double, double> latency_ms() const;
+  // The reconcile in flight the longest at now (its key and how long it has run), if any: a worker stuck in one (a
+  // deadlock, a request that never ends) shows here.
+  std::optional<std::pair<std::string, std::chrono::milliseconds>> longest_in_flight(
+      std::chrono::steady_clock::time_point now) const;
 
  private:
   void work();
@@ -41,6 +48,7 @@ class Controller {
   std::atomic<uint64_t> errors_{0};
   mutable std::mutex mu_;
   std::vector<float> durations_ms_;
+  std::map<std::thread::id, std::pair<std::string, std::chrono::steady_clock::time_point>> in_flight_;
 };
 
 }  // namespace kubedist::controller

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "controller/health.h"
 #include "controller/probe_server.h"
 
 namespace kubedist::controller {
@@ -42,7 +43,15 @@ Result<void> Manager::run(std::stop_token outer_stop, Controller::ReconcileFn re
   // A standby replica is healthy and ready: it is doing its job, which is to wait.
   std::atomic<bool> standby{false};
   ProbeServer probes;
-  probes.handle("/healthz", [] { return std::pair<int, std::string>{200, "ok\n"}; });
+  // Healthy unless a watch loop or a worker is stuck (health.h): then the liveness probe restarts the process.
+  std::atomic<const Controller*> live_workers{nullptr};
+  probes.handle("/healthz", [&] {
+    std::vector<const kube::InformerBase*> informers;
+    for (const auto& informer : informers_) informers.push_back(informer.get());
+    const std::string why =
+        stuck_reason(informers, live_workers.load(), std::chrono::steady_clock::now(), options_.reconcile_stall_limit);
+    return why.empty() ? std::pair<int, std::string>{200, "ok\n"} : std::pair<int, std::string>{500, why + "\n"};
+  });
   probes.handle("/readyz", [&] {
     if (standby) return std::pair<int, std::string>{200, "standby: waiting for the leader lease\n"};
     return ready ? std::pair<int, std::string>{200, "ok\n"} : std::pair<int, std::string>{503, "caches syncing\n"};
@@ -69,6 +78,7 @@ Result<void> Manager::run(std::stop_token outer_stop, Controller::ReconcileFn re
   }
 
   Controller workers(queue_, std::move(reconcile), options_.workers);
+  live_workers = &workers;
   auto notify = [this] {
     std::lock_guard<std::mutex> lock(mu_);
     changed_.notify_all();
@@ -95,6 +105,7 @@ Result<void> Manager::run(std::stop_token outer_stop, Controller::ReconcileFn re
 
   log_info("manager", "shutting down: finishing in-flight reconciles");
   ready = false;
+  live_workers = nullptr;
   for (auto it = runnables_.rbegin(); it != runnables_.rend(); ++it) it->stop();
   workers.stop();
   client_.cancel_watches();

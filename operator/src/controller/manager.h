@@ -28,6 +28,8 @@ struct ManagerOptions {
   std::chrono::seconds resync{300};             // re-queue every primary object this often, in case an event was missed
   std::optional<LeaderElectionOptions> leader;  // unset: no leader election
   std::string kind_plural = "objects";          // names the primary kind in logs ("TrainingJobs")
+  // /healthz fails once a reconcile has run this long (a stuck worker), as it does for a stuck watch loop.
+  std::chrono::milliseconds reconcile_stall_limit{std::chrono::minutes(10)};
 };
 
 // Something started once the caches are synced (and the lease held) and stopped before the workers.

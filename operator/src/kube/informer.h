@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,6 +31,9 @@ class InformerBase {
   // Stops the thread; a watch in progress ends only when the server ends it or Client::cancel_watches() is called.
   virtual void stop() = 0;
   virtual bool synced() const = 0;
+  // How late its watch loop is at now, if it is stuck (WatchStream::overdue); what it lists (for messages).
+  virtual std::optional<std::chrono::milliseconds> overdue(Clock::TimePoint now) const = 0;
+  virtual const std::string& path() const = 0;
 };
 
 // `on_change` gets the key and index value of every object that was added, changed or deleted (see Store).
@@ -54,6 +58,8 @@ class Informer : public InformerBase {
     if (thread_.joinable()) thread_.join();
   }
   bool synced() const override { return synced_; }
+  std::optional<std::chrono::milliseconds> overdue(Clock::TimePoint now) const override { return stream_.overdue(now); }
+  const std::string& path() const override { return stream_.path(); }
   uint64_t relists() const { return relists_; }
 
   std::optional<T> get(const std::string& key) const { return store_.get(key); }

@@ -7,6 +7,7 @@ namespace kubedist::kube {
 std::string WatchStream::with_query(bool watch) const {
   std::string p = options_.list_path + "?";
   if (!options_.label_selector.empty()) p += "labelSelector=" + query_escape(options_.label_selector) + "&";
+  if (!options_.field_selector.empty()) p += "fieldSelector=" + query_escape(options_.field_selector) + "&";
   if (watch) {
     p += "watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(options_.watch_timeout_s) +
          "&resourceVersion=" + resource_version_;
@@ -20,6 +21,7 @@ bool WatchStream::relist(std::stop_token stop, const Sink& sink) {
   std::string cont;
   std::string rv;
   do {
+    watchdog_.expect_within(kListPageBound, clock_.now());
     std::string path = with_query(false);
     if (!cont.empty()) path += "&continue=" + query_escape(cont);
     auto r = client_.get(path);
@@ -50,9 +52,17 @@ void WatchStream::run(std::stop_token stop, const Sink& sink) {
       run_once(stop, sink);
     } catch (const std::exception& e) {  // no exception may end the stream: relist after a pause
       log_error("informer", options_.list_path + ": " + e.what());
+      watchdog_.expect_within(std::chrono::seconds(1), clock_.now());
       clock_.sleep_for(std::chrono::seconds(1), stop);
     }
   }
+  watchdog_.idle();
+}
+
+bool WatchStream::wait(Backoff& backoff, std::stop_token stop) {
+  const std::chrono::milliseconds d = backoff.next();
+  watchdog_.expect_within(d, clock_.now());
+  return clock_.sleep_for(d, stop);
 }
 
 void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
@@ -61,7 +71,7 @@ void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
   while (!stop.stop_requested()) {
     if (need_relist) {
       if (!relist(stop, sink)) {
-        backoff.wait(stop);
+        wait(backoff, stop);
         continue;
       }
       need_relist = false;
@@ -69,8 +79,11 @@ void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
     AfterEvent after = AfterEvent::kContinue;
     bool saw_event = false;
     const auto started = clock_.now();
+    const auto watch_bound = std::chrono::seconds(options_.watch_timeout_s) + kWatchSilenceBound;
+    watchdog_.expect_within(watch_bound, started);
     auto r = client_.watch(with_query(true), [&](const nlohmann::json& raw) {
       saw_event = true;
+      watchdog_.expect_within(watch_bound, clock_.now());
       if (stop.stop_requested()) return false;
       const WatchEvent event = WatchEvent::parse(raw);
       if (event.type == WatchEvent::Type::kError) {
@@ -97,13 +110,13 @@ void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
       const bool early = clock_.now() - started < std::chrono::seconds(options_.watch_timeout_s / 2);
       log(early ? LogLevel::kWarn : LogLevel::kDebug, "informer",
           "watch " + options_.list_path + " dropped: " + r.error().message);
-      backoff.wait(stop);
+      wait(backoff, stop);
       continue;
     }
     if (saw_event) {
       backoff.reset();
     } else if (clock_.now() - started < std::chrono::seconds(1)) {
-      backoff.wait(stop);  // a server that closes watches at once must not spin us
+      wait(backoff, stop);  // a server that closes watches at once must not spin us
     }
   }
 }

@@ -11,6 +11,7 @@
 
 #include "common/backoff.h"
 #include "common/clock.h"
+#include "common/watchdog.h"
 #include "kube/client.h"
 #include "kube/watch_event.h"
 
@@ -19,6 +20,7 @@ namespace kubedist::kube {
 struct WatchOptions {
   std::string list_path;        // e.g. /api/v1/pods or /apis/kubedist.io/v1alpha1/namespaces/ns/trainingjobs
   std::string label_selector;   // "" = all
+  std::string field_selector = "";  // "" = all; "metadata.name=N" lets RBAC grant list/watch of that name only
   int watch_timeout_s = 300;    // the server closes each watch after this; we resume from the last version
   int page_size = 500;
 };
@@ -33,6 +35,10 @@ class WatchStream {
 
   // Reconnect delays: 200 ms doubling to 5 s, reset by a stream that brought events.
   static constexpr BackoffPolicy kBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000)};
+  // The longest one list page may take: the client's tries (30 s each), its waits between them (Retry-After).
+  static constexpr std::chrono::minutes kListPageBound{10};
+  // How long a watch may stay silent beyond its timeoutSeconds: the client's timeout for a dead connection.
+  static constexpr std::chrono::seconds kWatchSilenceBound{120};
 
   WatchStream(Client& client, WatchOptions options, const Clock& clock = steady_clock())
       : client_(client), options_(std::move(options)), clock_(clock) {}
@@ -41,16 +47,22 @@ class WatchStream {
   // Client::cancel_watches(). No exception ends it.
   void run(std::stop_token stop, const Sink& sink);
   const std::string& path() const { return options_.list_path; }
+  // How late the stream's loop is at now, if it is stuck in one step (a list page, a watch, a wait) longer than
+  // that step may take; nullopt while it keeps going, and once run() has returned.
+  std::optional<std::chrono::milliseconds> overdue(Clock::TimePoint now) const { return watchdog_.overdue(now); }
 
  private:
   void run_once(std::stop_token stop, const Sink& sink);
   bool relist(std::stop_token stop, const Sink& sink);
+  // Waits the backoff's next delay, telling the watchdog; false when stop was requested.
+  bool wait(Backoff& backoff, std::stop_token stop);
   std::string with_query(bool watch) const;
 
   Client& client_;
   const WatchOptions options_;
   const Clock& clock_;
   std::string resource_version_;
+  Watchdog watchdog_;
 };
 
 }  // namespace kubedist::kube
