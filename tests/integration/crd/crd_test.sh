@@ -77,6 +77,43 @@ $tmpl"
 reject bad-port 'spec.masterPort in body should be less than or equal to 65534' "  masterPort: 70000
 $tmpl"
 
+# Hostile templates: the types of what the operator reads, and the namespace's rendezvous key and the operator's
+# volumes kept from job authors (the operator checks the same itself: trainingjob/api/template_check.cc).
+# tmpl_with CONTAINER-EXTRA [POD-EXTRA]: a template whose trainer has CONTAINER-EXTRA fields, its pod POD-EXTRA.
+tmpl_with() {
+  printf '  template: {spec: {containers: [{name: trainer, image: busybox, command: [python, train.py]%s}]%s}}' "$1" "${2:-}"
+}
+reject env-name-number 'env[0].name in body must be of type string' "$(tmpl_with ', env: [{name: 5, value: x}]')"
+reject env-without-name 'env[0].name: Required value' "$(tmpl_with ', env: [{value: x}]')"
+reject port-string 'ports[0].containerPort in body must be of type integer' "$(tmpl_with ', ports: [{containerPort: "80"}]')"
+reject volume-name-number 'volumes[0].name in body must be of type string' "$(tmpl_with '' ', volumes: [{name: 7, emptyDir: {}}]')"
+reject mount-path-number 'volumeMounts[0].mountPath in body must be of type string' \
+  "$(tmpl_with ', volumeMounts: [{name: data, mountPath: 1}]' ', volumes: [{name: data, emptyDir: {}}]')"
+reject rdzv-secret-volume 'the template may not use Secret kubedist-rendezvous' \
+  "$(tmpl_with '' ', volumes: [{name: key, secret: {secretName: kubedist-rendezvous}}]')"
+reject rdzv-secret-projected 'the template may not use Secret kubedist-rendezvous' \
+  "$(tmpl_with '' ', volumes: [{name: key, projected: {sources: [{secret: {name: kubedist-rendezvous}}]}}]')"
+reject rdzv-secret-env 'the template may not use Secret kubedist-rendezvous' \
+  "$(tmpl_with ', env: [{name: K, valueFrom: {secretKeyRef: {name: kubedist-rendezvous, key: secret}}}]')"
+reject rdzv-secret-envfrom 'the template may not use Secret kubedist-rendezvous' \
+  "$(tmpl_with ', envFrom: [{secretRef: {name: kubedist-rendezvous}}]')"
+reject rdzv-secret-init-env 'the template may not use Secret kubedist-rendezvous' \
+  "$(tmpl_with '' ', initContainers: [{name: peek, image: x, env: [{name: K, valueFrom: {secretKeyRef: {name: kubedist-rendezvous, key: secret}}}]}]')"
+reject mounts-operator-volume 'a container of the template may not mount them' \
+  "$(tmpl_with ', volumeMounts: [{name: kubedist-rendezvous, mountPath: /key}]')"
+reject init-mounts-operator-volume 'a container of the template may not mount them' \
+  "$(tmpl_with '' ', initContainers: [{name: peek, image: x, volumeMounts: [{name: kubedist-bin, mountPath: /b}]}]')"
+reject mount-under-kubedist 'mount paths under /kubedist are reserved' \
+  "$(tmpl_with ', volumeMounts: [{name: data, mountPath: /kubedist/bin}]' ', volumes: [{name: data, emptyDir: {}}]')"
+reject reserved-volume-name 'volume names kubedist-bin, kubedist-rendezvous and kubedist-rdzv are reserved' \
+  "$(tmpl_with '' ', volumes: [{name: kubedist-rdzv, emptyDir: {}}]')"
+reject reserved-init-name 'the init container name kubedist-launcher is the operator' \
+  "$(tmpl_with '' ', initContainers: [{name: kubedist-launcher, image: x}]')"
+printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: other-secret}\nspec:\n%s\n' \
+  "$(tmpl_with ', env: [{name: K, valueFrom: {secretKeyRef: {name: wandb, key: token}}}], volumeMounts: [{name: s, mountPath: /kubedistx}]' ', volumes: [{name: s, secret: {secretName: wandb}}]')" |
+  kubectl -n "$NS" create --dry-run=server -f - >/dev/null || fail "a template using a Secret of its own was refused"
+pass "a template may use Secrets of its own and mount paths beside /kubedist"
+
 # The scale subresource: inside [min, max] it works, outside the CEL rule refuses it.
 kubectl -n "$NS" scale tj/resnet --replicas=3 >/dev/null || fail "kubectl scale to 3 (within 1..4) refused"
 [ "$(kubectl -n "$NS" get tj resnet -o jsonpath='{.spec.replicas}')" = 3 ] || fail "scale did not set spec.replicas"

@@ -127,7 +127,7 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
        "spec.template.spec.containers: at least one container is required"},
       {"container without name",
        {{"template", {{"spec", {{"containers", json::array({{{"image", "x"}, {"command", {"a"}}}})}}}}}},
-       "containers[0]: a name is required"},
+       "containers[0].name: required"},
       {"no command",
        {{"template", {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "x"}}})}}}}}},
        "containers[0] (trainer): command is required"},
@@ -156,7 +156,7 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
          {{"spec",
            {{"containers", json::array({{{"name", "t"}, {"command", {"a"}}}})},
             {"initContainers", json::array({{{"name", "kubedist-launcher"}, {"image", "x"}}})}}}}}},
-       "\"kubedist-launcher\" is reserved"},
+       "\"kubedist-launcher\" is the name of the operator's init container"},
   };
   for (const auto& c : cases) {
     json j = example_job_json();

@@ -7,6 +7,7 @@
 #include "trainingjob/kueue/kueue.h"
 #include "trainingjob/api/names.h"
 #include "trainingjob/api/status_json.h"
+#include "trainingjob/api/template_check.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -74,6 +75,7 @@ Result<int> find_trainer(const json& tmpl) {
   if (containers == spec->end() || !containers->is_array() || containers->empty()) {
     return Error::invalid("spec.template.spec.containers: at least one container is required");
   }
+  if (auto checked = check_template(tmpl); !checked) return checked.error();
   int trainer = -1;
   for (size_t i = 0; i < containers->size(); ++i) {
     const json& c = (*containers)[i];
@@ -106,23 +108,6 @@ Result<int> find_trainer(const json& tmpl) {
     if (!c["args"].is_array()) return Error::invalid(where + ".args: must be a list of strings");
     for (const auto& part : c["args"]) {
       if (!part.is_string()) return Error::invalid(where + ".args: every element must be a string");
-    }
-  }
-  if (c.contains("env") && !c["env"].is_null() && !c["env"].is_array()) {
-    return Error::invalid(where + ".env: must be a list");
-  }
-  if (c.contains("ports") && !c["ports"].is_null() && !c["ports"].is_array()) {
-    return Error::invalid(where + ".ports: must be a list");
-  }
-  for (const char* list : {"volumes", "initContainers"}) {
-    auto it = spec->find(list);
-    if (it == spec->end() || it->is_null()) continue;
-    if (!it->is_array()) return Error::invalid(std::string("spec.template.spec.") + list + ": must be a list");
-    for (const auto& v : *it) {
-      if (v.is_object() && v.value("name", "") == (std::string(list) == "volumes" ? "kubedist-bin" : "kubedist-launcher")) {
-        return Error::invalid(std::string("spec.template.spec.") + list + ": the name \"" + v.value("name", "") +
-                              "\" is reserved for the operator");
-      }
     }
   }
   return trainer;
@@ -244,11 +229,18 @@ Result<TrainingJob> parse_training_job(const json& obj) {
     job.priority_class = string_at(*labels, kPriorityClassLabel);
   }
   job.status = parse_status(obj.value("status", json::object()));
-  auto spec = parse_spec(obj.value("spec", json()), job.name);
-  if (spec) {
-    job.spec = std::move(*spec);
-  } else {
-    job.spec_error = spec.error().message;
+  // Whatever the spec holds, the job stays in the cache with a reason, so that its status can say why it cannot
+  // run: a reader that throws on a type it did not expect is a spec error too, never a dropped job.
+  try {
+    auto spec = parse_spec(obj.value("spec", json()), job.name);
+    if (spec) {
+      job.spec = std::move(*spec);
+    } else {
+      job.spec_error = spec.error().message;
+    }
+  } catch (const std::exception& e) {
+    job.spec = Spec{};
+    job.spec_error = std::string("spec: cannot be read: ") + e.what();
   }
   return job;
 }

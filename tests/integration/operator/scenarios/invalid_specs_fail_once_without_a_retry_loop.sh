@@ -39,7 +39,7 @@ after=$(grep -c 'nocmd\|badpod' "$OP_LOG" || true)
 kill -0 "$OP_PID" || fail "operator crashed"
 pass "no hot loop: invalid jobs are reported once and left alone"
 
-# Templates only the API server refuses as pods (two containers named trainer, an env entry without a name):
+# Templates only the API server refuses as pods (two containers named trainer, an env name with '='):
 # Failed once with the server's own message, and nothing retried until the spec changes.
 kubectl -n "$NS" apply -f - >/dev/null <<'YAML'
 apiVersion: kubedist.io/v1alpha1
@@ -61,7 +61,7 @@ spec:
   template:
     spec:
       containers:
-      - {name: trainer, image: busybox, command: [python, a.py], env: [{value: x}]}
+      - {name: trainer, image: busybox, command: [python, a.py], env: [{name: "A=B", value: x}]}
 YAML
 eventually 30 "dup Failed" phase_is dup Failed
 eventually 30 "noname Failed" phase_is noname Failed
@@ -69,7 +69,7 @@ got=$(jp tj/dup '{.status.conditions[?(@.type=="Failed")].message}')
 [[ $got == *'the API server rejected pod dup-node-0: '*'spec.containers[1].name: Duplicate value: "trainer"'* ]] ||
   fail "dup condition: $got"
 got=$(jp tj/noname '{.status.conditions[?(@.type=="Failed")].message}')
-[[ $got == *'spec.containers[0].env[0].name: Required value'* ]] || fail "noname condition: $got"
+[[ $got == *'spec.containers[0].env[0].name: Invalid value: "A=B"'* ]] || fail "noname condition: $got"
 pass "templates the API server refuses as pods: Failed with its message ($got)"
 reconciles() { curl -sf "http://127.0.0.1:$OP_PORT/metrics" | awk '/^kubedist_reconcile_duration_seconds_count/ {n += $2} END {print n + 0}'; }
 event_rows() { kubectl -n "$NS" get events --field-selector "involvedObject.name=$1" --no-headers 2>/dev/null | wc -l; }
@@ -86,7 +86,7 @@ eventually 30 "the operator reconciles the poked jobs again" grew
 [ "$(pod_count dup)" -eq 0 ] || fail "pods of a rejected template exist"
 pass "reconciled again without a spec change: no retry, no new Event, the status unchanged"
 kubectl -n "$NS" patch tj noname --type=json \
-  -p '[{"op":"add","path":"/spec/template/spec/containers/0/env/0/name","value":"X"}]' >/dev/null
+  -p '[{"op":"replace","path":"/spec/template/spec/containers/0/env/0/name","value":"X"}]' >/dev/null
 eventually 30 "noname runs once its spec is fixed" all_running noname 2
 has_event noname SpecFixed || fail "no SpecFixed Event"
 pass "fixing the spec (a new generation) starts the job"
