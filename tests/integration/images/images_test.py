@@ -179,6 +179,10 @@ class Images(unittest.TestCase):
         self.assertEqual(self.digest(name, "latest"), self.digest(name, tag))
         config = self.config(f"{name}:{tag}")["config"]
         self.assertEqual(config["WorkingDir"], "/workspace")
+        # Not root, so that it runs under Pod Security "restricted" (runAsNonRoot).
+        self.assertEqual(config["User"], NOBODY)
+        ctr = self.container("KUBEDIST_EXAMPLE_CPU_IMAGE")
+        self.assertEqual(buildah("run", "--isolation", ISOLATION, ctr, "--", "id", "-u").stdout.strip(), "65532")
 
     def test_a_second_build_and_push_with_nothing_changed_skip_everything(self):
         again = images_sh("build", timeout=600)

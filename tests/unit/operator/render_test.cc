@@ -170,6 +170,25 @@ TEST(RenderPod, AddsTheLauncherInitContainerAndSharedVolume) {
   EXPECT_EQ(pod["spec"]["volumes"].back(), json::parse(R"({"name": "kubedist-bin", "emptyDir": {}})"));
 }
 
+// Pod Security "restricted" (https://kubernetes.io/docs/concepts/security/pod-security-standards/): every field it
+// checks on a container, as the container the operator adds sets it.
+TEST(RenderPod, TheLauncherInitContainerMeetsPodSecurityRestricted) {
+  PodOptions options;
+  options.rdzv_secret = true;
+  const auto pod = render_pod(testing::example_job(), 1, options);
+  const auto& sc = pod["spec"]["initContainers"][0]["securityContext"];
+  EXPECT_EQ(sc["runAsNonRoot"], true);
+  EXPECT_EQ(sc["runAsUser"], 65532);
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["capabilities"]["drop"], json::array({"ALL"}));
+  EXPECT_FALSE(sc["capabilities"].contains("add"));
+  EXPECT_EQ(sc["seccompProfile"]["type"], "RuntimeDefault");
+  EXPECT_EQ(sc["readOnlyRootFilesystem"], true);  // it writes only to the emptyDir
+  EXPECT_FALSE(sc.contains("privileged"));
+  // The user's trainer keeps the securityContext its template gives it: the operator adds nothing there.
+  EXPECT_FALSE(pod["spec"]["containers"][0].contains("securityContext"));
+}
+
 TEST(RenderPod, KeepsUserInitContainersAfterTheLauncher) {
   json j = testing::example_job_json();
   j["spec"]["template"]["spec"]["initContainers"] = json::array({{{"name", "fetch"}, {"image", "x"}}});

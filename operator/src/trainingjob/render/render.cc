@@ -20,6 +20,20 @@ void add_bin_mount(json& container) {
   container["volumeMounts"].push_back({{"name", kBinVolume}, {"mountPath", kBinDir}});
 }
 
+// Pod Security "restricted" for the container the operator adds: the launcher image's non-root user (65532, as
+// deploy/docker/Dockerfile sets it, named here so that an image without a USER still runs as non-root), no
+// privilege escalation, no capability, the runtime's default seccomp profile, and a read-only root filesystem (it
+// writes only to the emptyDir kubedist-bin).
+json restricted_security_context() {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", kLauncherUser},
+          {"runAsGroup", kLauncherUser},
+          {"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", {{"drop", json::array({"ALL"})}}},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
 void declare_port(json& container, const char* name, int port) {
   if (!container.contains("ports") || !container["ports"].is_array()) container["ports"] = json::array();
   for (const auto& p : container["ports"]) {
@@ -131,7 +145,8 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   // The launcher image holds nothing but the static launcher (no shell, no cp): it copies itself.
   json init = {{"name", "kubedist-launcher"},
                {"image", options.launcher_image},
-               {"command", json::array({"/kubedist-launcher", "--install", kBinDir})}};
+               {"command", json::array({"/kubedist-launcher", "--install", kBinDir})},
+               {"securityContext", restricted_security_context()}};
   add_bin_mount(init);
   const bool namespace_secret = options.rdzv_secret && !options.job_rdzv_secret;
   if (namespace_secret) {

@@ -15,6 +15,7 @@ namespace kubedist::trainingjob {
 inline constexpr const char* kDefaultLauncherImage = "ghcr.io/kubedist/launcher:0.1.0";
 inline constexpr const char* kLauncherPath = "/kubedist/bin/kubedist-launcher";
 inline constexpr int kDefaultLauncherMetricsPort = 9402;
+inline constexpr int kLauncherUser = 65532;  // the uid and gid the launcher init container runs as
 
 // What every pod gets from the operator's configuration rather than from the job.
 struct PodOptions {
