@@ -166,25 +166,42 @@ try:
 
     def can(verb, resource, namespace="default"):
         resource, _, sub = resource.partition("/")
+        name = ""
+        if "=" in resource:  # "secrets=NAME": that object only
+            resource, name = resource.split("=")
+            resource += "/" + name
         p = run("kubectl", "auth", "can-i", verb, resource, "--as", sa, "-n", namespace,
                 *(["--subresource", sub] if sub else []), ok=False)
         return p.stdout.strip() == "yes"
 
     needed = [("list", "trainingjobs.kubedist.io"), ("watch", "trainingjobs.kubedist.io"),
-              ("update", "trainingjobs.kubedist.io/status"), ("create", "pods"), ("delete", "pods"),
-              ("watch", "pods"), ("create", "services"), ("delete", "services"), ("create", "events"),
-              ("create", "events.events.k8s.io"), ("create", "workloads.scheduling.k8s.io"),
+              ("delete", "trainingjobs.kubedist.io"), ("patch", "trainingjobs.kubedist.io/status"),
+              ("create", "pods"), ("delete", "pods"), ("watch", "pods"), ("create", "services"),
+              ("create", "events"), ("create", "workloads.scheduling.k8s.io"),
               ("delete", "workloads.scheduling.k8s.io"), ("create", "podgroups.scheduling.k8s.io"),
               ("watch", "podgroups.scheduling.k8s.io"), ("delete", "podgroups.scheduling.k8s.io"),
-              ("create", "secrets"), ("watch", "secrets")]
+              ("create", "secrets"), ("get", "secrets=kubedist-rendezvous"), ("watch", "secrets=kubedist-rendezvous"),
+              ("list", "nodes")]
     missing = [f"{v} {r}" for v, r in needed if not can(v, r)]
     check(not missing, "the chart's ServiceAccount may do all the operator needs" + (f" (missing: {missing})" if missing else ""))
-    check(can("update", "leases.coordination.k8s.io", ns), "it may hold its leader-election Lease in its namespace")
+    check(can("create", "leases.coordination.k8s.io", ns) and can("patch", f"leases.coordination.k8s.io={release}-kubedist", ns)
+          and not can("patch", "leases.coordination.k8s.io=another", ns),
+          "it may create its leader-election Lease in its namespace and renew that Lease only")
     excess = [f"{v} {r}" for v, r in [("update", "secrets"), ("create", "deployments.apps"), ("update", "pods"),
+                                       ("get", "pods"), ("delete", "services"), ("delete", "secrets"),
                                        ("delete", "nodes"), ("create", "trainingjobs.kubedist.io"),
-                                       ("update", "leases.coordination.k8s.io"),
+                                       ("update", "trainingjobs.kubedist.io/status"),
+                                       ("update", "leases.coordination.k8s.io"), ("patch", "events"),
+                                       ("create", "events.events.k8s.io"),
                                        ("update", "podgroups.scheduling.k8s.io")] if can(v, r)]
-    check(not excess, "and nothing more (secrets only created and read, no other workloads, no leases elsewhere)" + (f" (excess: {excess})" if excess else ""))
+    check(not excess, "and nothing more (no other workloads, no updates, no leases elsewhere)" + (f" (excess: {excess})" if excess else ""))
+    # The operator cannot read Secrets it did not create: only kubedist-rendezvous, by name.
+    readable = [f"{v} {r}" for v, r in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"),
+                                         ("get", "secrets=db-password"), ("get", "secrets=kubedist-rdzv"),
+                                         ("get", "secrets=team-token")] if can(v, r)]
+    check(not readable and can("get", "secrets=kubedist-rendezvous") and can("list", "secrets=kubedist-rendezvous"),
+          "kubectl auth can-i: the operator may read Secret kubedist-rendezvous and no other Secret" +
+          (f" (it may: {readable})" if readable else ""))
     dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", ok=False)
     check(dep.returncode == 0, "the operator Deployment exists in the cluster")
 finally:

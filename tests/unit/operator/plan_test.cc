@@ -84,17 +84,20 @@ TEST(Decide, AMissingNamespaceRdzvSecretIsCreatedForAnActiveJobOnly) {
   EXPECT_FALSE(decide(deleting, observed, kNow).create_namespace_secret);
 }
 
-TEST(Decide, AJobWithItsOwnSecretFromAnEarlierOperatorKeepsItAndNeedsNoNamespaceSecret) {
+TEST(Decide, AJobWhosePodsMountItsOwnSecretFromAnEarlierOperatorKeepsItAndNeedsNoNamespaceSecret) {
   Observed observed;
   observed.service_exists = true;
   observed.namespace_secret_exists = false;
-  observed.job_secret_exists = true;
-  const Plan p = decide(testing::example_job(), observed, kNow);
+  const auto job = testing::example_job();
+  PodFacts node0 = pod(0, "Running");
+  node0.rdzv_secret = node0.job_rdzv_secret = true;
+  observed.pods = {node0};
+  const Plan p = decide(job, observed, kNow);
   EXPECT_TRUE(p.job_rdzv_secret);
   EXPECT_FALSE(p.create_namespace_secret);
   EXPECT_FALSE(p.create_ranks.empty());
-  observed.job_secret_exists = false;
-  EXPECT_FALSE(decide(testing::example_job(), observed, kNow).job_rdzv_secret);
+  observed.pods = {};
+  EXPECT_FALSE(decide(job, observed, kNow).job_rdzv_secret);
 }
 
 TEST(Decide, CreatesOnlyWhatIsMissingAndNeverDuplicates) {

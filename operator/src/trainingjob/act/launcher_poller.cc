@@ -30,7 +30,8 @@ std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std:
     if (pod.owner_uid != job.uid || pod.deleting || pod.rank != 0 || pod.name != pod_name(job.name, 0)) continue;
     if (pod.phase != "Running" || pod.pod_ip.empty()) return std::nullopt;
     return LauncherTarget{job.ns + "/" + job.name, pod.uid, pod.pod_ip,
-                          job.spec.master_port + contract::kRendezvousPortOffset, pod.rdzv_secret, ""};
+                          job.spec.master_port + contract::kRendezvousPortOffset, pod.rdzv_secret,
+                          pod.job_rdzv_secret, ""};
   }
   return std::nullopt;
 }

@@ -32,6 +32,7 @@ struct LauncherTarget {
   std::string ip;       // its status.podIP
   int port = 0;         // spec.masterPort + 1
   bool needs_secret = false;  // node 0 mounts the job's rendezvous Secret: its launcher answers signed lines only
+  bool job_secret = false;    // ... and it is the job's own J-rdzv (an earlier operator's), which the poller cannot read
   std::string secret;         // that secret, when needed (filled from the Secret cache)
 };
 

@@ -90,10 +90,6 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   if (extras_.namespace_secrets != nullptr) {
     o.namespace_secret_exists = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret).has_value();
   }
-  if (extras_.secrets != nullptr) {
-    const auto own = extras_.secrets->get(job.ns + "/" + rdzv_secret_name(job.name));
-    o.job_secret_exists = own && own->owner_uid == job.uid;
-  }
   if (extras_.nodes != nullptr && extras_.nodes->synced()) {
     o.nodes_watched = true;
     o.nodes = extras_.nodes->by_index("");

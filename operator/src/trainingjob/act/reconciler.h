@@ -41,8 +41,6 @@ struct ReconcilerExtras {
   // Each namespace's rendezvous Secret (key namespace/kubedist-rendezvous); null: the operator creates none (pods
   // must then not mount one: PodOptions::rdzv_secret false).
   const SecretInformer* namespace_secrets = nullptr;
-  // Jobs' own rendezvous Secrets J-rdzv (key namespace/J-rdzv), which earlier operators made; null: none looked at.
-  const SecretInformer* secrets = nullptr;
   // Kueue's Workloads (key namespace/J), ResourceFlavors and WorkloadPriorityClasses (index ""): all three or none.
   // Null: the operator sees no Kueue, and queued jobs wait saying so.
   const KueueWorkloadInformer* kueue_workloads = nullptr;

@@ -93,13 +93,13 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   auto& services = mgr.owns<ServiceFacts>({scoped("/api/v1", options.ns, "services"), kJobNameLabel},
                                           parse_service_facts, [](const ServiceFacts& s) { return s.ns + "/" + s.name; });
   // Each namespace's rendezvous Secret: the reconciler creates it, the poller derives each job's secret from it. A
-  // change may concern any job of the namespace: all are requeued (it is made once, so that is rare).
+  // change may concern any job of the namespace: all are requeued (it is made once, so that is rare). Watched by
+  // name, so that the operator's RBAC grants it no other Secret (resourceNames) and no labelled Secret of a tenant
+  // fills its cache.
   auto& namespace_secrets = mgr.watches<SecretFacts>(
-      {scoped("/api/v1", options.ns, "secrets"), std::string(kNamespaceRdzvLabel) + "=namespace"}, parse_secret_facts,
-      [](const SecretFacts&) { return std::string(); }, mgr.enqueue_all());
-  // Jobs' own rendezvous Secrets, which earlier operators made: such a job's pods keep signing with it.
-  auto& secrets = mgr.owns<SecretFacts>({scoped("/api/v1", options.ns, "secrets"), kJobNameLabel}, parse_secret_facts,
-                                        [](const SecretFacts& s) { return s.ns + "/" + s.job_name; });
+      {scoped("/api/v1", options.ns, "secrets"), std::string(kNamespaceRdzvLabel) + "=namespace",
+       std::string("metadata.name=") + kNamespaceRdzvSecret},
+      parse_secret_facts, [](const SecretFacts&) { return std::string(); }, mgr.enqueue_all());
   // Nodes (cluster-scoped, read-only) tell lost pods apart; a change may concern any job, so all are requeued.
   const NodeInformer* nodes = nullptr;
   if (options.watch_nodes.value_or(options.ns.empty())) {
@@ -155,11 +155,11 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
           if (!t) continue;
           if (t->needs_secret) {
             // Node 0 answers signed requests only: without the Secret in the cache (yet), there is nothing to ask.
-            // The job's own (from an earlier operator), else the job's secret derived from the namespace's.
+            // The job's secret is derived from the namespace's. A job whose node 0 signs with its own J-rdzv (an
+            // earlier operator's) is not asked: the operator may not read that Secret.
             bool ok = false;
-            if (auto own = secrets.get(job->ns + "/" + rdzv_secret_name(job->name)); own && own->owner_uid == job->uid) {
-              t->secret = kube::base64_decode(own->secret_b64, &ok);
-            } else if (auto ns_secret = namespace_secrets.get(job->ns + "/" + kNamespaceRdzvSecret)) {
+            if (t->job_secret) continue;
+            if (auto ns_secret = namespace_secrets.get(job->ns + "/" + kNamespaceRdzvSecret)) {
               const std::string key = kube::base64_decode(ns_secret->secret_b64, &ok);
               if (ok && !key.empty()) t->secret = rendezvous::derive_job_secret(key, job->uid);
             }
@@ -182,7 +182,6 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   extras.nodes = nodes;
   extras.pod_groups = pod_groups;
   extras.namespace_secrets = &namespace_secrets;
-  extras.secrets = &secrets;
   extras.kueue_workloads = kueue_workloads;
   extras.flavors = flavors;
   extras.priority_classes = priority_classes;

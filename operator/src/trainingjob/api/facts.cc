@@ -50,6 +50,7 @@ PodFacts parse_pod_facts(const json& pod) {
       for (const auto& v : *vols) {
         const std::string name = v.is_object() ? string_at(v, "name") : "";
         f.rdzv_secret = f.rdzv_secret || name == kRdzvSecretVolume || name == kNamespaceRdzvSecret;
+        f.job_rdzv_secret = f.job_rdzv_secret || name == kRdzvSecretVolume;
       }
     }
   }

@@ -196,6 +196,7 @@ struct PodFacts {
   std::string pod_ip;             // status.podIP
   std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
   bool rdzv_secret = false;       // mounts a rendezvous Secret (its launcher signs the rendezvous)
+  bool job_rdzv_secret = false;   // that Secret is the job's own J-rdzv (an earlier operator's), not the namespace's
   bool operator==(const PodFacts&) const = default;
 };
 

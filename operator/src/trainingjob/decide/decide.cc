@@ -94,9 +94,10 @@ Plan run(DecideState& s) {
     s.plan.requeue_after_s = left;
   }
   s.plan.create_service = !s.obs.service_exists;
-  // A job an earlier operator gave a Secret of its own keeps it: its running launchers sign with it.
-  s.plan.job_rdzv_secret = s.obs.job_secret_exists;
-  s.plan.create_namespace_secret = !s.obs.job_secret_exists && !s.obs.namespace_secret_exists;
+  // A job an earlier operator gave a Secret of its own keeps it while a pod of it runs: its launchers sign with it.
+  // (The operator reads no Secret but the namespace's, so whether J-rdzv exists is told by the pods that mount it.)
+  for (const auto& pod : s.live) s.plan.job_rdzv_secret = s.plan.job_rdzv_secret || pod.job_rdzv_secret;
+  s.plan.create_namespace_secret = !s.plan.job_rdzv_secret && !s.obs.namespace_secret_exists;
   if (const auto ending = decide_gang_objects(s)) return finish(s, *ending);
   return active(s);
 }

@@ -39,7 +39,6 @@ struct Observed {
   std::vector<PodFacts> pods;
   bool service_exists = false;
   bool namespace_secret_exists = true;  // Secret kubedist-rendezvous (true when the operator does not manage one)
-  bool job_secret_exists = false;       // the job's own Secret J-rdzv, which an earlier operator made
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0

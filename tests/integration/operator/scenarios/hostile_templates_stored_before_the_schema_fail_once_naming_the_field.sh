@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Templates the schema refuses today but an API server stored before (a CRD without the template's types and CEL
-# rules): field types the operator reads (a number as env[].name, a string as containerPort, a number as a volume
-# name or a label value) and templates that reach for the namespace's rendezvous key or the operator's volumes. The
+# rules): field types the operator reads (a number as env[].name or a port's name, a string as containerPort, a
+# number as a label value) and templates that reach for the namespace's rendezvous key or the operator's volumes. The
 # operator's own check (trainingjob/api/template_check.cc) fails each once, InvalidSpec naming the field, with one
 # Event and no pod, keeps every job in its cache, and runs a good job beside them.
 # usage: hostile_templates_stored_before_the_schema_fail_once_naming_the_field.sh OPERATOR_BINARY   (KUBECONFIG,
@@ -32,7 +32,7 @@ hostile() {
 declare -A want=(
   [envnum]='spec.template.spec.containers[0].env[0].name: must be a string, got 5'
   [portstr]='spec.template.spec.containers[0].ports[0].containerPort: must be an integer, got "29500"'
-  [volnum]='spec.template.spec.volumes[0].name: must be a string, got 7'
+  [portname]='spec.template.spec.containers[0].ports[0].name: must be a string, got 1'
   [labelnum]='spec.template.metadata.labels.tier: must be a string, got 1'
   [keyvolume]='spec.template.spec.volumes[0].secret.secretName: the template may not use Secret kubedist-rendezvous'
   [keyenv]='spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name: the template may not use Secret kubedist-rendezvous'
@@ -43,7 +43,7 @@ declare -A want=(
   echo ---
   hostile portstr ', ports: [{containerPort: "29500"}]'
   echo ---
-  hostile volnum '' ', volumes: [{name: 7, emptyDir: {}}]'
+  hostile portname ', ports: [{name: 1, containerPort: 80}]'
   echo ---
   hostile labelnum '' '' 'metadata: {labels: {tier: 1}}, '
   echo ---

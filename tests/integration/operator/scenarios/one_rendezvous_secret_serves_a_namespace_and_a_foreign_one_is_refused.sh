@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One rendezvous Secret serves every job of a namespace (each job's secret is derived from it in its pods' init
-# container), a job an earlier operator gave a Secret of its own keeps that one, and a Secret of the same name that
-# is not the operator's stops new pods with an Event saying so.
+# container), a job whose running pods an earlier operator gave a Secret of its own keeps that one, and a Secret of the
+# same name that is not the operator's stops new pods with an Event saying so.
 # usage: one_rendezvous_secret_serves_a_namespace_and_a_foreign_one_is_refused.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
@@ -11,8 +11,10 @@ begin_scenario rdzvsecret
 
 ns_secrets() { kubectl -n "$NS" get secrets -l kubedist.io/rendezvous-secret=namespace --no-headers 2>/dev/null | wc -l; }
 
-# A job as an earlier operator left it: its own Secret old-rdzv, owned by the job and labelled with its name.
-job_yaml old 1 | kubectl -n "$NS" apply -f - >/dev/null
+# A job as an earlier operator left it: its own Secret old-rdzv, owned by the job and labelled with its name, and a
+# running pod that mounts it. The operator reads no Secret but the namespace's: the pods that mount old-rdzv tell it
+# that the job keeps that one.
+job_yaml old 2 | kubectl -n "$NS" apply -f - >/dev/null
 uid=$(jp tj/old '{.metadata.uid}')
 kubectl -n "$NS" apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -22,21 +24,40 @@ metadata:
   labels: {kubedist.io/job-name: old}
   ownerReferences: [{apiVersion: kubedist.io/v1alpha1, kind: TrainingJob, name: old, uid: "$uid", controller: true}]
 stringData: {secret: 00112233445566778899aabbccddeeff}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: old-node-0
+  labels: {kubedist.io/job-name: old, kubedist.io/node-rank: "0"}
+  ownerReferences: [{apiVersion: kubedist.io/v1alpha1, kind: TrainingJob, name: old, uid: "$uid", controller: true}]
+spec:
+  hostname: old-node-0
+  subdomain: old
+  restartPolicy: Never
+  containers:
+  - name: trainer
+    image: busybox
+    command: [/kubedist/bin/kubedist-launcher, --no-python, --, python, train.py]
+    env: [{name: KUBEDIST_RDZV_SECRET_FILE, value: /kubedist/rdzv/secret}]
+    volumeMounts: [{name: kubedist-rdzv, mountPath: /kubedist/rdzv, readOnly: true}]
+  volumes: [{name: kubedist-rdzv, secret: {secretName: old-rdzv}}]
 YAML
+eventually 30 "old-node-0 running" all_running old 1
 start_operator
-eventually 30 "old's pod exists" pods_are old 1
+eventually 30 "old's second pod exists" pods_are old 2
 old_init='["/kubedist-launcher","--install","/kubedist/bin"]'  # no secret to derive
 old_mount() {
-  jp pod/old-node-0 '{.spec.volumes[?(@.name=="kubedist-rdzv")].secret.secretName} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rdzv")].mountPath} {.spec.initContainers[0].command} {.spec.containers[0].env[?(@.name=="KUBEDIST_RDZV_SECRET_FILE")].value}'
+  jp "pod/$1" '{.spec.volumes[?(@.name=="kubedist-rdzv")].secret.secretName} {.spec.containers[0].volumeMounts[?(@.name=="kubedist-rdzv")].mountPath} {.spec.initContainers[0].command} {.spec.containers[0].env[?(@.name=="KUBEDIST_RDZV_SECRET_FILE")].value}'
 }
-[ "$(old_mount)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's pod: $(old_mount)"
+[ "$(old_mount old-node-1)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's new pod: $(old_mount old-node-1)"
 before=$(pod_uid old-node-0)
 kubectl -n "$NS" delete pod old-node-0 --wait=false >/dev/null
 recreated() { [ "$(pod_uid old-node-0 2>/dev/null)" != "$before" ] && [ -n "$(pod_uid old-node-0 2>/dev/null)" ]; }
 eventually 30 "old-node-0 recreated" recreated
-[ "$(old_mount)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's recreated pod: $(old_mount)"
+[ "$(old_mount old-node-0)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's recreated pod: $(old_mount old-node-0)"
 [ "$(ns_secrets)" = 0 ] || fail "a namespace Secret was made for a job that has its own"
-pass "a job with its own Secret from an earlier operator keeps mounting it into the trainer, also in a recreated pod"
+pass "a job whose running pods mount their own Secret from an earlier operator keeps mounting it in new and recreated pods"
 
 for j in a b; do job_yaml "$j" 2 | kubectl -n "$NS" apply -f - >/dev/null; done
 eventually 30 "a's pods" pods_are a 2

@@ -13,11 +13,13 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: operator}
 rules:
-- {apiGroups: [kubedist.io], resources: [trainingjobs], verbs: [get, list, watch, delete]}
-- {apiGroups: [kubedist.io], resources: [trainingjobs/status], verbs: [get, update, patch]}
-- {apiGroups: [""], resources: [pods, services], verbs: [get, list, watch, create, delete]}
-- {apiGroups: [""], resources: [secrets], verbs: [get, list, watch, create, delete]}
-- {apiGroups: [""], resources: [events], verbs: [create, patch]}
+- {apiGroups: [kubedist.io], resources: [trainingjobs], verbs: [list, watch, delete]}
+- {apiGroups: [kubedist.io], resources: [trainingjobs/status], verbs: [patch]}
+- {apiGroups: [""], resources: [pods], verbs: [list, watch, create, delete]}
+- {apiGroups: [""], resources: [services], verbs: [list, watch, create]}
+- {apiGroups: [""], resources: [secrets], verbs: [create]}
+- {apiGroups: [""], resources: [secrets], resourceNames: [kubedist-rendezvous], verbs: [get, list, watch]}
+- {apiGroups: [""], resources: [events], verbs: [create]}
 YAML
 for sa in sa1 sa2; do
   kubectl -n "$NS" create serviceaccount "$sa" >/dev/null
