@@ -153,11 +153,14 @@ struct Client::Impl {
     return token;
   }
 
-  http::http_request make_request(const http::method& method, const std::string& path) {
+  std::string user_agent = "kubedist-operator/0.1";
+
+  http::http_request make_request(const http::method& method, const std::string& path,
+                                  const std::string& accept = "application/json") {
     http::http_request req(method);
     req.set_request_uri(web::uri(path));
-    req.headers().add("Accept", "application/json");
-    req.headers().add("User-Agent", "kubedist-operator/0.1");
+    req.headers().add("Accept", accept);
+    req.headers().add("User-Agent", user_agent);
     if (std::string t = bearer(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
     return req;
   }
@@ -251,6 +254,21 @@ Result<void> Client::remove(const std::string& path, const json& options) {
 
 Result<void> Client::watch(const std::string& path, const std::function<bool(const json&)>& on_event) {
   impl_->counts.watches++;
+  std::optional<Error> malformed;
+  auto r = stream_lines(path, [&](const std::string& line) {
+    if (line.empty()) return true;
+    json event = json::parse(line, nullptr, false);
+    if (event.is_discarded()) {
+      malformed = Error{Error::Kind::kRetryable, "malformed watch event", 0};
+      return false;
+    }
+    return on_event(event);
+  });
+  if (malformed) return *malformed;
+  return r;
+}
+
+Result<void> Client::stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line) {
   pplx::cancellation_token token = pplx::cancellation_token::none();
   {
     std::lock_guard<std::mutex> lock(impl_->cts_mu);
@@ -260,7 +278,7 @@ Result<void> Client::watch(const std::string& path, const std::function<bool(con
   try {
     // The server ends each watch after timeoutSeconds; this client timeout only catches a dead connection.
     http::client::http_client client(web::uri(impl_->cfg.server), impl_->client_config(std::chrono::seconds(120)));
-    auto req = impl_->make_request(http::methods::GET, path);
+    auto req = impl_->make_request(http::methods::GET, path, "application/json, */*");
     http::http_response resp = client.request(req, token).get();
     impl_->observe(http::methods::GET, path, resp.status_code());
     if (resp.status_code() != 200) {
@@ -276,13 +294,13 @@ Result<void> Client::watch(const std::string& path, const std::function<bool(con
         if (body.is_eof()) break;
         continue;
       }
-      json event = json::parse(line.collection(), nullptr, false);
-      if (event.is_discarded()) return Error{Error::Kind::kRetryable, "malformed watch event", 0};
-      if (!on_event(event)) break;
+      std::string text = line.collection();
+      if (!text.empty() && text.back() == '\r') text.pop_back();
+      if (!on_line(text)) break;
     }
     return {};
   } catch (const std::exception& e) {
-    return Error{Error::Kind::kRetryable, std::string("watch stream broke: ") + e.what(), 0};
+    return Error{Error::Kind::kRetryable, std::string("stream broke: ") + e.what(), 0};
   }
 }
 
@@ -290,6 +308,8 @@ void Client::cancel_watches() {
   std::lock_guard<std::mutex> lock(impl_->cts_mu);
   impl_->watch_cts.cancel();
 }
+
+void Client::set_user_agent(const std::string& user_agent) { impl_->user_agent = user_agent; }
 
 void Client::set_request_observer(RequestObserver observer) { impl_->observer = std::move(observer); }
 

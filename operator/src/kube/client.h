@@ -73,10 +73,14 @@ class Client {
   // Opens a watch (path must contain watch=1) and calls on_event for each event object until the server
   // ends the stream, an error occurs, on_event returns false, or cancel() is called.
   Result<void> watch(const std::string& path, const std::function<bool(const nlohmann::json&)>& on_event);
-  // Ends every watch in progress (used on shutdown).
+  // Streams a text resource line by line (a pod's log, with follow=true while the container runs) until the server
+  // ends it, on_line returns false, or cancel_watches() is called. Lines come without their newline.
+  Result<void> stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line);
+  // Ends every watch and stream in progress (used on shutdown).
   void cancel_watches();
 
   // Set once, before the first request (it is not synchronised with requests in flight).
+  void set_user_agent(const std::string& user_agent);
   void set_request_observer(RequestObserver observer);
   const RequestCounts& counts() const;
   const std::string& default_namespace() const;
