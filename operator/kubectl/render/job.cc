@@ -76,7 +76,8 @@ void emit(YAML::Emitter& out, const json& j) {
       static const std::regex plain_would_change(
           "|~|[-+]?[0-9.].*|(?:[Tt]rue|TRUE|[Ff]alse|FALSE|[Yy]es|YES|[Nn]o|NO|[Oo]n|ON|[Oo]ff|OFF|[Nn]ull|NULL|y|Y|n|N)");
       if (std::regex_match(s, plain_would_change)) out << YAML::DoubleQuoted << s;
-      else if (s.find('\n') != std::string::npos) out << YAML::Literal << s;
+      else if (!s.empty() && s.back() == '\n') out << YAML::Literal << s;  // a block keeps exactly one final newline
+      else if (s.find('\n') != std::string::npos) out << YAML::DoubleQuoted << s;
       else out << s;
       return;
     }
