@@ -15,7 +15,7 @@
 # The images (names without a registry; a consumer puts its registry in front):
 #   kubedist/operator:V-H      deploy/docker/Dockerfile --target operator (non-root 65532, Debian runtime libs)
 #   kubedist/launcher:V-H      deploy/docker/Dockerfile --target launcher (FROM scratch: the static launcher alone)
-#   kubedist/example-cpu:V-H   crd/examples/cpu/Dockerfile (Debian's python3-torch and train.py), also :latest
+#   kubedist/example-cpu:V-H   crd/examples/cpu/Dockerfile (Debian's python3-torch, pip and train.py), also :latest
 #   kubedist/pause:V-H         Kubernetes' build/pause/linux/pause.c (gcc -static -Os), FROM scratch, for the
 #                              kubelet's pod sandboxes; also tagged with pause's own version (e.g. :3.10.2)
 # V is the project version (CMakeLists.txt), H the first 12 hex digits of a sha256 over the image's inputs

@@ -196,6 +196,10 @@ Result<RenderedJob> render_job(const JobInputs& in) {
     spec["minReplicas"] = cmd.min_nodes;
     spec["maxReplicas"] = cmd.max_nodes;
   }
+  // torchrun with --max-restarts 0 (its default) ends at a worker's failure. A pod ending with 1-127 (the
+  // program's own verdict) then ends the job, as the command would have; signals and node loss (128+) still
+  // recreate the pod. With restarts, the launcher's in-place restarts come first (OnFailure).
+  if (cmd.max_restarts.value_or(0) == 0) spec["restartPolicy"] = "ExitCode";
   if (o.gang) spec["scheduling"] = {{"gang", true}};
 
   std::string line;

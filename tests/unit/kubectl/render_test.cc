@@ -51,6 +51,7 @@ TEST(RenderJob, TorchrunBecomesReplicasProcessesAndTheWorkersCommand) {
   EXPECT_FALSE(spec.contains("minReplicas"));
   EXPECT_EQ(spec["nprocPerNode"], 4);
   EXPECT_EQ(spec["maxRestarts"], 2);
+  EXPECT_FALSE(spec.contains("restartPolicy"));  // restarts in place, then pods recreated (OnFailure)
   const json& trainer = spec["template"]["spec"]["containers"][0];
   EXPECT_EQ(trainer["name"], "trainer");
   EXPECT_EQ(trainer["image"], "img:1");
@@ -70,6 +71,7 @@ TEST(RenderJob, ElasticRangeAndTorchrunDefaults) {
   EXPECT_EQ(r->job["spec"]["maxReplicas"], 2);
   EXPECT_EQ(r->job["spec"]["nprocPerNode"], 1);  // torchrun's default
   EXPECT_EQ(r->job["spec"]["maxRestarts"], 0);   // torchrun's default
+  EXPECT_EQ(r->job["spec"]["restartPolicy"], "ExitCode");  // so a failing program ends the job, as torchrun would
   auto gpu = render_job(inputs({"torchrun", "--nproc-per-node=gpu", "train.py"}));
   EXPECT_EQ(gpu->job["spec"]["nprocPerNode"], "gpu");
 }
