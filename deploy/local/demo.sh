@@ -3,7 +3,9 @@
 # "local" with two real nodes (kubelet + containerd, deploy/local/nodes.sh), builds the images (cached by content)
 # into the cluster's registry, installs the operator with the Helm chart (the operator runs as a pod), applies the
 # CPU example (crd/examples/cpu: 2 nodes x 2 processes of gloo DDP), waits until it has Succeeded and prints the
-# ranks' logs. Run it again at will; `deploy/local/cluster.sh down` stops everything it started.
+# ranks' logs; then builds kubectl-kubedist into $KUBEDIST_CACHE/bin (on the PATH below) and runs the same training
+# from its torchrun command line: `kubectl kubedist run -- torchrun --nnodes=2 --nproc_per_node=2 train.py`.
+# Run it again at will; `deploy/local/cluster.sh down` stops everything it started.
 #
 #   deploy/local/demo.sh          real nodes, the operator from the chart, the CPU example trained to the end
 #   deploy/local/demo.sh --kwok   fake GPU nodes (kwok): the operator as a local process on the GPU example,
@@ -77,6 +79,20 @@ for pod in "$job-node-0" "$job-node-1"; do
   kubectl logs "$pod" -c trainer || true
 done
 echo
-echo "tj/$job: ${phase:-unknown} in $((SECONDS - start))s. KUBECONFIG=$KUBECONFIG"
-echo "Stop everything with: deploy/local/cluster.sh down $cluster"
+echo "tj/$job: ${phase:-unknown} in $((SECONDS - start))s."
 [ "$phase" = Succeeded ]
+
+# The same training from the command line one would give torchrun, through the kubectl plugin: the working
+# directory (crd/examples/cpu) travels in a ConfigMap, the ranks' logs are followed, the exit code is the job's.
+echo "[demo] building kubectl-kubedist into $KUBEDIST_CACHE/bin" >&2
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)" --target kubectl-kubedist
+install -m 0755 "$build/operator/kubectl/kubectl-kubedist" "$KUBEDIST_CACHE/bin/kubectl-kubedist"
+kubectl kubedist delete cpu-plugin >/dev/null 2>&1 || true  # a rerun trains afresh
+kubectl wait --for=delete tj/cpu-plugin --timeout=60s >/dev/null 2>&1 || true
+echo
+echo "\$ cd crd/examples/cpu && kubectl kubedist run --name cpu-plugin -- torchrun --nnodes=2 --nproc_per_node=2 train.py"
+(cd "$repo/crd/examples/cpu" && kubectl kubedist run --name cpu-plugin -- torchrun --nnodes=2 --nproc_per_node=2 train.py)
+echo
+echo "KUBECONFIG=$KUBECONFIG PATH=$KUBEDIST_CACHE/bin:\$PATH"
+echo "Stop everything with: deploy/local/cluster.sh down $cluster"
