@@ -18,6 +18,9 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+// A training may print nothing for a long while; the stream ends with its container, or when the follow stops.
+constexpr std::chrono::seconds kQuietTraining{24 * 3600};
+
 int node_of(const json& pod) {
   const json labels = pod["metadata"].value("labels", json::object());
   return std::atoi(labels.value("kubedist.io/node-rank", "0").c_str());
@@ -72,7 +75,7 @@ class LogStreams {
         std::lock_guard<std::mutex> lock(out_mu_);
         out_ << log_line(node, setup, line) << "\n" << std::flush;
         return true;
-      });
+      }, kQuietTraining);
       raw->failed = !r.ok() && !any;
       raw->done = true;
     });

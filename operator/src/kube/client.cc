@@ -268,7 +268,8 @@ Result<void> Client::watch(const std::string& path, const std::function<bool(con
   return r;
 }
 
-Result<void> Client::stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line) {
+Result<void> Client::stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line,
+                                  std::chrono::seconds idle) {
   pplx::cancellation_token token = pplx::cancellation_token::none();
   {
     std::lock_guard<std::mutex> lock(impl_->cts_mu);
@@ -277,7 +278,7 @@ Result<void> Client::stream_lines(const std::string& path, const std::function<b
   if (token.is_canceled()) return Error{Error::Kind::kOther, "watch cancelled", 0};
   try {
     // The server ends each watch after timeoutSeconds; this client timeout only catches a dead connection.
-    http::client::http_client client(web::uri(impl_->cfg.server), impl_->client_config(std::chrono::seconds(120)));
+    http::client::http_client client(web::uri(impl_->cfg.server), impl_->client_config(idle));
     auto req = impl_->make_request(http::methods::GET, path, "application/json, */*");
     http::http_response resp = client.request(req, token).get();
     impl_->observe(http::methods::GET, path, resp.status_code());

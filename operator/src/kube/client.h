@@ -74,8 +74,10 @@ class Client {
   // ends the stream, an error occurs, on_event returns false, or cancel() is called.
   Result<void> watch(const std::string& path, const std::function<bool(const nlohmann::json&)>& on_event);
   // Streams a text resource line by line (a pod's log, with follow=true while the container runs) until the server
-  // ends it, on_line returns false, or cancel_watches() is called. Lines come without their newline.
-  Result<void> stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line);
+  // ends it, on_line returns false, or cancel_watches() is called. Lines come without their newline. idle: how long
+  // the stream may be silent before it counts as broken (a training may print nothing for a long while).
+  Result<void> stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line,
+                            std::chrono::seconds idle = std::chrono::seconds(120));
   // Ends every watch and stream in progress (used on shutdown).
   void cancel_watches();
 
