@@ -32,6 +32,10 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
+std::string human_size(uint64_t bytes) {
+  return bytes < 1024 * 1024 ? std::to_string((bytes + 1023) / 1024) + " KiB" : mib(bytes);
+}
+
 Result<std::string> read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return Error::invalid("cannot read " + p.string() + ": " + std::strerror(errno));
@@ -159,7 +163,7 @@ Result<WorkdirArchive> archive_workdir(const std::string& dir) {
   if (w.out.tar.size() > kMaxArchiveBytes) {
     std::string largest;
     for (size_t i = 0; i < std::min<size_t>(3, w.out.sizes.size()); ++i) {
-      largest += (i ? ", " : "") + w.out.sizes[i].first + " (" + mib(w.out.sizes[i].second) + ")";
+      largest += (i ? ", " : "") + w.out.sizes[i].first + " (" + human_size(w.out.sizes[i].second) + ")";
     }
     return Error::invalid("the working directory " + dir + " is over " + mib(w.out.tar.size() - 1024) +
                           " to ship, the limit is " + mib(kMaxArchiveBytes) + " (largest: " + largest +

@@ -21,7 +21,7 @@ expect_error() {
   "$@" >"$work/out" 2>"$work/err" || rc=$?
   [ "$rc" -eq 1 ] || fail "$what: exit $rc, expected 1 (stderr: $(cat "$work/err"))"
   [ "$(wc -l <"$work/err")" -eq 1 ] || fail "$what: expected one line on stderr, got: $(cat "$work/err")"
-  grep -qE "$pattern" "$work/err" || fail "$what: stderr does not say /$pattern/: $(cat "$work/err")"
+  grep -qE -- "$pattern" "$work/err" || fail "$what: stderr does not say /$pattern/: $(cat "$work/err")"
   pass "$what: $(cat "$work/err")"
 }
 nothing_in_namespace() {
