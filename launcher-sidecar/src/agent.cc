@@ -23,7 +23,7 @@ std::string host_name() {
 }  // namespace
 
 Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
-             LauncherMetrics& metrics, TerminalState terminal)
+             LauncherMetrics& metrics, TerminalState terminal, EventTrace trace)
     : loop_(loop),
       config_(std::move(config)),
       base_env_(std::move(base_env)),
@@ -31,6 +31,7 @@ Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world
       run_dir_(std::move(run_dir)),
       metrics_(metrics),
       terminal_(terminal),
+      trace_(std::move(trace)),
       logs_(loop) {}
 
 MemberEvents Agent::member_events() {
@@ -45,11 +46,13 @@ void Agent::start(RendezvousMember& member) {
 
 void Agent::join() {
   state_ = State::Joining;
+  trace_.stamp("join");
   member_->join(JoinRequest{config_.run_id, config_.node_rank, local_world_size_, coordinator_settings(config_)});
 }
 
 void Agent::on_round(const Assignment& a) {
   if (state_ != State::Joining) return;
+  trace_.stamp("assigned " + std::to_string(a.round));  // before its workers: the rendezvous alone
   assignment_ = a;
   failure_line_.clear();
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(a.restart_count);

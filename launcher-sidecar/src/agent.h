@@ -11,6 +11,7 @@
 #include "cli/launch_config.h"
 #include "io/log_mux.h"
 #include "io/metrics.h"
+#include "io/trace.h"
 #include "rendezvous/member.h"
 #include "process/terminal.h"
 #include "workers/worker_group.h"
@@ -21,7 +22,7 @@ class Agent {
  public:
   // run_dir holds attempt_N/LOCAL_RANK/{error.json,stdout.log,stderr.log}.
   Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
-        LauncherMetrics& metrics, TerminalState terminal = {});
+        LauncherMetrics& metrics, TerminalState terminal = {}, EventTrace trace = {});
   MemberEvents member_events();
   void start(RendezvousMember& member);
   // A SIGCHLD arrived: reaps every child (workers and orphans re-parented to us) without blocking.
@@ -49,6 +50,7 @@ class Agent {
   std::string run_dir_;
   LauncherMetrics& metrics_;
   TerminalState terminal_;
+  EventTrace trace_;
   LogMux logs_;
   RendezvousMember* member_ = nullptr;
   std::unique_ptr<WorkerGroup> group_;

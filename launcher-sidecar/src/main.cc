@@ -119,6 +119,7 @@ int run_install(const Result<InstallRequest>& install) {
 struct Launch {
   LaunchConfig config;
   std::string secret;  // the job's rendezvous secret ("": none)
+  EventTrace trace;    // --rdzv-trace: off without it
   int nproc = 1;       // workers on this node
   std::vector<std::string> notes;  // what the launcher found out for itself, to say once the input is valid
 };
@@ -155,6 +156,11 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
     auto read = read_rdzv_secret(config.rdzv_secret_file);
     if (!read) return make_error(read.error());
     launch.secret = *read;
+  }
+  if (!config.rdzv_trace.empty()) {
+    auto trace = EventTrace::open(config.rdzv_trace, config.node_rank);
+    if (!trace) return make_error(trace.error());
+    launch.trace = std::move(trace).value();
   }
   auto nproc =
       local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
@@ -340,7 +346,7 @@ int supervise(Launch launch, const Env& env, const Supervision& supervision) {
   bool temporary_run_dir = false;
   auto run_dir = open_run_dir(config, temporary_run_dir);
   if (!run_dir) return fail(run_dir.error(), 1);
-  Agent agent(loop, config, env, launch.nproc, *run_dir, metrics, supervision.terminal);
+  Agent agent(loop, config, env, launch.nproc, *run_dir, metrics, supervision.terminal, std::move(launch.trace));
   bool signalled = false;  // told to stop: then it does not linger for other jobs' rendezvous either
   watch_signals(loop, signal_fd, supervision.guard, agent, signalled);
   auto metrics_server = start_metrics(loop, config, metrics);

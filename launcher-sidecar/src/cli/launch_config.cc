@@ -262,6 +262,8 @@ const std::vector<FlagSpec>& flag_table() {
       {"rdzv-secret-file", "PATH", nullptr, contract::kRdzvSecretFile, false,
        text(&C::rdzv_secret_file, "the path of a file holding the job's rendezvous secret"),
        "sign every rendezvous message with this secret"},
+      {"rdzv-trace", "PATH", nullptr, nullptr, false, text(&C::rdzv_trace, "a file path"),
+       "append when this node joins and gets its place (benchmarks)"},
       {"standalone", nullptr, nullptr, nullptr, false, boolean(&C::standalone), "one node, a free store port"},
       {contract::kFlagMaxRestarts, "N", nullptr, nullptr, false,
        integer(&C::max_restarts, 0, 1000000, "a non-negative integer"), "in-place restarts of the group"},

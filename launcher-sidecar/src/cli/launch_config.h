@@ -75,6 +75,7 @@ struct LaunchConfig {
   double stop_timeout = 10;       // SIGTERM -> SIGKILL grace period for stopping workers
   int metrics_port = -1;          // -1: no /metrics endpoint; 0: any free port (printed)
   std::string metrics_addr = "0.0.0.0";
+  std::string rdzv_trace;         // --rdzv-trace: a benchmark's file of this node's rendezvous steps (io/trace.h)
   std::string termination_log;    // where a failed launcher writes its one-line summary ("" for nowhere)
   std::vector<std::string> command;  // script (or module, or program with --no-python) and its args
   // Settings taken from the environment, "--nnodes=2 (PET_NNODES)", and the operator's plain variables that were

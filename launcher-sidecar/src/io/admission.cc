@@ -50,6 +50,14 @@ void Admission::remove(int fd) {
   entries_.erase(it);
 }
 
+std::vector<int> Admission::stranger_fds() const {
+  std::vector<int> fds;
+  fds.reserve(strangers_);
+  for (const auto& [fd, e] : entries_)
+    if (!e.member) fds.push_back(fd);
+  return fds;
+}
+
 bool Admission::member(int fd) const {
   auto it = entries_.find(fd);
   return it != entries_.end() && it->second.member;

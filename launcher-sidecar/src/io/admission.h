@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
 namespace kubedist::launcher {
 
@@ -36,6 +37,7 @@ class Admission {
   bool promote(int fd);
   void remove(int fd);
   bool member(int fd) const;
+  std::vector<int> stranger_fds() const;
   size_t strangers() const { return strangers_; }
   size_t members() const { return entries_.size() - strangers_; }
   const Limits& limits() const { return limits_; }

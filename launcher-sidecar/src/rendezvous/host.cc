@@ -89,7 +89,16 @@ Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
 
 void RendezvousHost::accept_connection(int fd, std::uint32_t source) {
   std::string peer = peer_of(fd);
-  const Admission::Decision d = admission_.arrive(source);
+  Admission::Decision d = admission_.arrive(source);
+  if (d.evict && !strangers_read_this_turn_) {
+    // Joiners arriving in a burst (a job's pods starting together) fill the strangers' room before their JOINs are
+    // read: read what the strangers sent first, so that a JOIN waiting in a socket makes a member rather than an
+    // eviction. Once per turn of the loop, so that a flood costs one pass over the strangers per accepted batch.
+    strangers_read_this_turn_ = true;
+    loop_.defer([this] { strangers_read_this_turn_ = false; });
+    for (int stranger : admission_.stranger_fds()) connection_ready(stranger, EPOLLIN);
+    d = admission_.arrive(source);
+  }
   if (d.evict) {
     // A flood of silent connections must not lock out a joiner that has not spoken yet: the flood's own oldest goes.
     note(over_limit_, "closed the connection from " + connections_[*d.evict].peer + " (not a member) for one from " +

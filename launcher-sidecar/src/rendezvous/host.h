@@ -92,6 +92,7 @@ class RendezvousHost {
   Admission admission_;
   Listener listener_;
   int idle_closed_ = 0, over_limit_ = 0;
+  bool strangers_read_this_turn_ = false;  // accept_connection read the strangers' input once this turn
   std::map<int, Connection> connections_;  // member id = fd for TCP members
   MemberEvents local_events_;
   std::function<void()> others_over_;

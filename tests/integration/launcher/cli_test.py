@@ -288,6 +288,23 @@ class LogDir(LauncherTest):
             self.assertIn(f"kubedist-launcher: --log-dir: cannot create a directory in {log_dir}: ", l.stderr())
             self.assertFalse(os.path.exists(self.path("ran")))
 
+    def test_rdzv_trace_appends_the_join_and_the_assignment_and_a_bad_path_is_one_clear_error(self):
+        trace = self.path("trace")
+        for _ in range(2):  # appended: a second launcher adds its lines
+            l = self.launch([f"--rdzv-trace={trace}", "--no-python", "--", "true"])
+            self.assertEqual(l.wait(), 0, l.stderr())
+        with open(trace) as f:
+            lines = [line.split() for line in f]
+        self.assertEqual([line[1:] for line in lines], [["0", "join"], ["0", "assigned", "0"]] * 2, lines)
+        self.assertTrue(all(line[0].isdigit() for line in lines), lines)
+        for bad, why in ((self.path("no-such-dir") + "/trace", "No such file or directory"), ("", "a file path")):
+            l = self.launch([f"--rdzv-trace={bad}", "--no-python", "--", "sh", "-c", f"touch {self.path('ran')}"])
+            self.assertEqual(l.wait(), 2, l.stderr())
+            self.assertEqual(l.stderr().count("\n"), 1, l.stderr())
+            self.assertIn("--rdzv-trace", l.stderr())
+            self.assertIn(why, l.stderr())
+            self.assertFalse(os.path.exists(self.path("ran")))
+
 
 if __name__ == "__main__":
     unittest.main()

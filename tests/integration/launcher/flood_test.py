@@ -165,6 +165,38 @@ class Flood(LauncherTest):
         self.assertEqual(n0.wait(), 0, n0.stderr())
         self.assertEqual(n1.wait(), 0, n1.stderr())
 
+    def test_a_burst_of_300_joiners_from_one_address_all_join_though_only_64_may_wait_unjoined(self):
+        # A job's pods starting together: more joiners connect than node 0 keeps strangers before it has read their
+        # JOINs. Node 0 reads the strangers' input before pushing one out, so every JOIN waiting in a socket counts.
+        n = 301
+        rdzv_port, master_port = free_port(), free_port()
+        n0 = self.launch([f"--nnodes={n}", "--node-rank=0", "--master-addr=127.0.0.1", f"--master-port={master_port}",
+                          f"--rdzv-endpoint=127.0.0.1:{rdzv_port}", "--rdzv-id=burst", "--rdzv-conf=join_timeout=120",
+                          "--no-python", "--", "true"])
+        wait_until(lambda: self._listening(rdzv_port), what="node 0 listening")
+        joiners = []
+        for rank in range(1, n):
+            s = socket.create_connection(("127.0.0.1", rdzv_port), timeout=30)
+            s.sendall(f"JOIN burst {rank} 1\n".encode())
+            joiners.append(s)
+        rounds = 0
+        for s in joiners:
+            line = s.makefile("rb").readline().decode()
+            rounds += line.startswith("ROUND ")
+        for s in joiners:
+            s.close()
+        n0.kill()
+        self.assertEqual(rounds, n - 1, n0.stderr())
+        self.assertNotIn("(not a member) for one from", n0.stderr())
+
+    @staticmethod
+    def _listening(port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
 
 if __name__ == "__main__":
     unittest.main()

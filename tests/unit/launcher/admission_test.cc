@@ -83,6 +83,17 @@ TEST(Admission, MembersKeepTheirOwnRoomAndAreNeverPushedOut) {
   EXPECT_TRUE(a.promote(99)) << "a member that left made room";
 }
 
+TEST(Admission, ListsItsStrangersSoThatTheirInputCanBeReadBeforeAnyIsPushedOut) {
+  Admission a({4, 4});
+  a.add(10, kJoiner, t0);
+  a.add(11, kOther, t0 + 1s);
+  a.add(12, kFlood, t0 + 2s);
+  ASSERT_TRUE(a.promote(11));
+  EXPECT_EQ(a.stranger_fds(), (std::vector<int>{10, 12}));
+  a.remove(10);
+  EXPECT_EQ(a.stranger_fds(), (std::vector<int>{12}));
+}
+
 TEST(Admission, WithoutRoomForStrangersANewcomerIsRefused) {
   Admission a({0, 4});
   const auto d = a.arrive(kJoiner);
