@@ -60,7 +60,7 @@ else
   done
   [ -n "$PY" ] || { echo "launcher_check: no python with torch 2.x here (tried: ${TRIED[*]:-none})" >&2; exit 2; }
 fi
-PY=$(readlink -f "$(command -v "$PY")")
+PY=$(command -v "$PY")  # not resolved: a venv's python is a link, and only through it does the venv apply
 case "$TORCH" in 1.*) MAJOR=1 ;; *) MAJOR=2 ;; esac
 export PYTHON_EXEC=$PY PATH="$(dirname "$PY"):/usr/bin:/bin" OMP_NUM_THREADS=1
 TORCHRUN=("$PY" -m torch.distributed.run)
