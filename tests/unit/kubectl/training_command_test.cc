@@ -68,6 +68,9 @@ TEST(TrainingCommand, LegacyLaunchWithoutUseEnvPassesTheLocalRankAsAnArgument) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(pet(*c)["PET_LEGACY_LAUNCH"], "1");
   EXPECT_EQ(pet(*c).count("PET_USE_ENV"), 0u);
+  // The spelling (--local_rank or --local-rank) is the launcher's default, auto: the torch in the image decides, as
+  // in the operator's form (issue 27).
+  EXPECT_EQ(pet(*c).count("PET_LOCAL_RANK_STYLE"), 0u);
 }
 
 TEST(TrainingCommand, UseEnvBelongsToTheLegacyLauncher) {
