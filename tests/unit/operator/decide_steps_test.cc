@@ -17,13 +17,7 @@ namespace {
 constexpr UnixSeconds kNow = 1'800'000'000;
 
 PodFacts pod(int rank, const std::string& phase) {
-  PodFacts p;
-  p.name = "resnet-node-" + std::to_string(rank);
-  p.uid = "pod-" + std::to_string(rank);
-  p.owner_uid = "uid-1";
-  p.rank = rank;
-  p.phase = phase;
-  p.ready = phase == "Running";
+  PodFacts p = testing::example_pod(rank, phase);
   p.node_name = "n" + std::to_string(rank);
   return p;
 }

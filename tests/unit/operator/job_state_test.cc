@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "trainingjob/api/parse.h"
+#include "trainingjob/gang/decide.h"
+#include "trainingjob/kueue/decide.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -27,18 +29,21 @@ TEST(JobState, ConditionTypesKeepTheirApiSpellings) {
       {ConditionType::kCreated, "Created"},     {ConditionType::kRunning, "Running"},
       {ConditionType::kRestarting, "Restarting"}, {ConditionType::kSucceeded, "Succeeded"},
       {ConditionType::kFailed, "Failed"},       {ConditionType::kSuspended, "Suspended"},
-      {ConditionType::kGangScheduled, "GangScheduled"}};
+      {kGangScheduled, "GangScheduled"},          {kAdmitted, "Admitted"}};
+  const std::vector<ConditionType> kept = {kGangScheduled, kAdmitted};
   for (const auto& [type, api] : cases) {
     EXPECT_EQ(to_string(type), api);
-    EXPECT_EQ(parse_condition_type(api), type) << api;
+    EXPECT_EQ(parse_condition_type(api, is_core(type) ? core_condition_types() : kept), type) << api;
   }
 }
 
 TEST(JobState, AForeignPhaseReadsAsNoneAndAForeignConditionAsNoneOfOurs) {
   EXPECT_EQ(parse_job_phase("running"), JobPhase::kNone);  // case matters, as in the API
   EXPECT_EQ(parse_job_phase("Unknown"), JobPhase::kNone);
-  EXPECT_FALSE(parse_condition_type("Ready").has_value());
-  EXPECT_FALSE(parse_condition_type("").has_value());
+  EXPECT_FALSE(parse_condition_type("Ready", core_condition_types()).has_value());
+  EXPECT_FALSE(parse_condition_type("", core_condition_types()).has_value());
+  // An integration's type is kept only where the integration is in use.
+  EXPECT_FALSE(parse_condition_type("GangScheduled", core_condition_types()).has_value());
 }
 
 TEST(JobState, StatusJsonCarriesTheApiStringsAndDropsForeignConditions) {
@@ -46,11 +51,14 @@ TEST(JobState, StatusJsonCarriesTheApiStringsAndDropsForeignConditions) {
       {"type": "Restarting", "status": "True", "reason": "PodFailed", "message": "m", "lastTransitionTime": "t"},
       {"type": "SomeoneElses", "status": "True"},
       {"type": "GangScheduled", "status": "False", "reason": "Unschedulable", "message": "w", "lastTransitionTime": "u"}]})");
-  const Status s = parse_status(in);
+  std::vector<ConditionType> kept = core_condition_types();
+  kept.push_back(kGangScheduled);
+  const Status s = parse_status(in, kept);
+  EXPECT_EQ(parse_status(in).conditions.size(), 1u);  // without gang scheduling in use, its condition is foreign
   EXPECT_EQ(s.phase, JobPhase::kRestarting);
   ASSERT_EQ(s.conditions.size(), 2u);
   EXPECT_EQ(s.conditions[0].type, ConditionType::kRestarting);
-  EXPECT_EQ(s.conditions[1].type, ConditionType::kGangScheduled);
+  EXPECT_EQ(s.conditions[1].type, kGangScheduled);
   const json out = status_to_json(s);
   EXPECT_EQ(out["phase"], "Restarting");
   EXPECT_EQ(out["conditions"][0]["type"], "Restarting");

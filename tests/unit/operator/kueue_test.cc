@@ -1,10 +1,13 @@
-#include "trainingjob/kueue/kueue.h"
-
+// Kueue admission (kueue/): its facts, its Workload and status writes, and its part in decide().
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
+#include "test_plans.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/decide/status.h"
+#include "trainingjob/kueue/decide.h"
+#include "trainingjob/kueue/facts.h"
+#include "trainingjob/kueue/render.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -53,8 +56,8 @@ FlavorFacts a100() {
   return {"a100", {{"gpu", "a100"}}, json::array({{{"key", "gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}})};
 }
 
-KueueObserved seen(std::optional<json> workload, std::vector<FlavorFacts> flavors = {a100()}) {
-  KueueObserved k;
+KueueFacts seen(std::optional<json> workload, std::vector<FlavorFacts> flavors = {a100()}) {
+  KueueFacts k;
   k.api = true;
   if (workload) k.workload = parse_kueue_workload_facts(*workload);
   k.flavors = std::move(flavors);
@@ -91,7 +94,7 @@ TEST(KueueWorkloadFacts, ReadsAdmissionFlavorsAndTheReasonItWaits) {
 
 TEST(DecideAdmission, WaitsSayingWhyUntilKueueAdmits) {
   const TrainingJob job = queued_job();
-  EXPECT_EQ(decide_admission(job, KueueObserved{}).state, State::kUnavailable);
+  EXPECT_EQ(decide_admission(job, KueueFacts{}).state, State::kUnavailable);
   EXPECT_EQ(decide_admission(job, seen(std::nullopt)).state, State::kCreate);
   const Admission waiting = decide_admission(job, seen(workload_json({{"QuotaReserved", "False", "Pending"}})));
   EXPECT_EQ(waiting.state, State::kWaiting);
@@ -184,32 +187,38 @@ TEST(ApplyPlacement, TheFlavorsLabelsAndTolerationsJoinThePodsOwn) {
   EXPECT_EQ(pod["spec"]["tolerations"].size(), 2u);
 }
 
-Observed observed_with(const KueueObserved& k, std::vector<PodFacts> pods = {}) {
+using Verb = Write::Verb;
+
+// The conditions of the plan's status write to Workload J, by type: (status, reason, message).
+std::map<std::string, std::tuple<std::string, std::string, std::string>> workload_status(const Plan& p) {
+  std::map<std::string, std::tuple<std::string, std::string, std::string>> out;
+  for (const auto& w : testing::writes(p, Verb::kPatchStatus, "Workload")) {
+    for (const auto& c : w.body["status"]["conditions"]) out[c["type"]] = {c["status"], c["reason"], c["message"]};
+  }
+  return out;
+}
+
+Observed observed_with(const KueueFacts& k, std::vector<PodFacts> pods = {}) {
   Observed o;
-  o.kueue = k;
+  o.integrations.push_back(std::make_shared<KueueFacts>(k));
   o.pods = std::move(pods);
   o.service_exists = true;
   return o;
 }
 
-PodFacts running_pod(int rank) {
-  PodFacts p;
-  p.name = "resnet-node-" + std::to_string(rank);
-  p.uid = "pod-" + std::to_string(rank);
-  p.owner_uid = "uid-1";
-  p.rank = rank;
-  p.phase = "Running";
-  p.ready = true;
-  return p;
-}
+PodFacts running_pod(int rank) { return testing::example_pod(rank, "Running"); }
 
 TEST(DecideQueuedJob, CreatesItsWorkloadAndNoPodUntilAdmitted) {
   const Plan p = decide(queued_job(), observed_with(seen(std::nullopt)), kNow);
-  EXPECT_TRUE(p.create_kueue_workload);
+  const auto created = testing::writes(p, Verb::kCreate, "Workload");
+  ASSERT_EQ(created.size(), 1u);
+  EXPECT_EQ(created[0].path, "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads");
+  EXPECT_EQ(created[0].body["spec"]["queueName"], "team");
   EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_FALSE(testing::writes_any(p, Verb::kCreate, "Pod"));
   EXPECT_FALSE(p.create_service);
   EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
-  EXPECT_FALSE(condition_true(p.status, ConditionType::kAdmitted));
+  EXPECT_FALSE(condition_true(p.status, kAdmitted));
   EXPECT_TRUE(condition_true(p.status, ConditionType::kSuspended));
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_EQ(p.events[0].reason, "Queued");
@@ -220,10 +229,13 @@ TEST(DecideQueuedJob, AnAdmittedJobCreatesItsPodsOnTheFlavor) {
                                                                        {"Admitted", "True", "Admitted"}}, 4, 4))),
                         kNow);
   EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
-  ASSERT_TRUE(p.placement.has_value());
-  EXPECT_EQ(p.placement->node_selector.at("gpu"), "a100");
-  EXPECT_FALSE(p.admitted_nodes.has_value());
-  EXPECT_TRUE(condition_true(p.status, ConditionType::kAdmitted));
+  const auto pods = testing::writes(p, Verb::kCreate, "Pod");
+  ASSERT_EQ(pods.size(), 4u);
+  for (const auto& pod : pods) {
+    EXPECT_EQ(pod.body["spec"]["nodeSelector"]["gpu"], "a100");
+    EXPECT_EQ(pod.body["spec"]["tolerations"].size(), 1u);
+  }
+  EXPECT_TRUE(condition_true(p.status, kAdmitted));
 }
 
 TEST(DecideQueuedJob, PartialAdmissionRunsTheAdmittedNodes) {
@@ -231,8 +243,12 @@ TEST(DecideQueuedJob, PartialAdmissionRunsTheAdmittedNodes) {
                                                                            {"Admitted", "True", "Admitted"}}, 4, 3, 2))),
                         kNow);
   EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(p.admitted_nodes, 3);
-  EXPECT_EQ(with_admitted_nodes(queued_job(4, 2), 3).spec.max_replicas, 3);
+  // The pods are rendered for the 3 nodes admitted: 2 to 3 nodes (minReplicas to the admitted count).
+  const auto pods = testing::writes(p, Verb::kCreate, "Pod");
+  ASSERT_EQ(pods.size(), 3u);
+  std::map<std::string, std::string> env;
+  for (const auto& e : pods[0].body["spec"]["containers"][0]["env"]) env[e["name"]] = e.value("value", "");
+  EXPECT_EQ(env["PET_NNODES"], "2:3");
 }
 
 TEST(DecideQueuedJob, AnEvictedJobDeletesItsPodsThenGivesTheQuotaBack) {
@@ -242,17 +258,21 @@ TEST(DecideQueuedJob, AnEvictedJobDeletesItsPodsThenGivesTheQuotaBack) {
   job.status.phase = JobPhase::kRunning;
   const Plan first = decide(job, observed_with(seen(evicted), {running_pod(0), running_pod(1), running_pod(2), running_pod(3)}), kNow);
   EXPECT_EQ(first.delete_pods.size(), 4u);
-  EXPECT_FALSE(first.kueue_status.has_value());  // not while its pods still hold the GPUs
+  EXPECT_TRUE(workload_status(first).empty());  // not while its pods still hold the GPUs
   EXPECT_EQ(first.status.phase, JobPhase::kSuspended);
-  EXPECT_EQ(find_condition(first.status, ConditionType::kAdmitted)->reason, "Preempted");
+  EXPECT_EQ(find_condition(first.status, kAdmitted)->reason, "Preempted");
   ASSERT_EQ(first.events.size(), 1u);
   EXPECT_EQ(first.events[0].reason, "Evicted");
   EXPECT_EQ(first.status.restarts, 0);  // a preemption is no failure of the job's
 
   const Plan gone = decide(job, observed_with(seen(evicted)), kNow);
-  ASSERT_TRUE(gone.kueue_status.has_value());
-  EXPECT_EQ(gone.kueue_status->kind, KueueStatusWrite::Kind::kReleaseQuota);
-  EXPECT_EQ(gone.kueue_status->reason, "Preempted");
+  const auto released = workload_status(gone);
+  ASSERT_EQ(released.count("QuotaReserved"), 1u);
+  EXPECT_EQ(std::get<0>(released.at("QuotaReserved")), "False");
+  EXPECT_EQ(released.at("Requeued"), (std::tuple<std::string, std::string, std::string>{"True", "Preempted", "Kueue evicted the job: Evicted says Preempted"}));
+  const auto patch = testing::writes(gone, Verb::kPatchStatus, "Workload").at(0);
+  EXPECT_EQ(patch.path, "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/resnet/status");
+  EXPECT_EQ(patch.body["metadata"]["resourceVersion"], "77");
 }
 
 TEST(DecideQueuedJob, AFinishedJobMarksItsWorkloadFinishedOnce) {
@@ -261,12 +281,10 @@ TEST(DecideQueuedJob, AFinishedJobMarksItsWorkloadFinishedOnce) {
   set_condition(job.status, ConditionType::kSucceeded, true, "AllNodesSucceeded", "all 4 nodes' trainer containers exited 0", kNow);
   const json admitted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4);
   const Plan p = decide(job, observed_with(seen(admitted)), kNow);
-  ASSERT_TRUE(p.kueue_status.has_value());
-  EXPECT_EQ(p.kueue_status->kind, KueueStatusWrite::Kind::kFinish);
-  EXPECT_EQ(p.kueue_status->reason, "Succeeded");
-  EXPECT_EQ(p.kueue_status->message, "all 4 nodes' trainer containers exited 0");
+  EXPECT_EQ(workload_status(p).at("Finished"), (std::tuple<std::string, std::string, std::string>{
+                                                   "True", "Succeeded", "all 4 nodes' trainer containers exited 0"}));
   const json finished = workload_json({{"Finished", "True", "Succeeded"}}, 4, 4);
-  EXPECT_FALSE(decide(job, observed_with(seen(finished)), kNow).kueue_status.has_value());
+  EXPECT_TRUE(workload_status(decide(job, observed_with(seen(finished)), kNow)).empty());
 }
 
 TEST(DecideQueuedJob, ASuspendedJobGivesItsQuotaBackByDroppingItsWorkload) {
@@ -274,17 +292,20 @@ TEST(DecideQueuedJob, ASuspendedJobGivesItsQuotaBackByDroppingItsWorkload) {
   job.spec.suspend = true;
   const json admitted = workload_json({{"QuotaReserved", "True", "QuotaReserved"}, {"Admitted", "True", "Admitted"}}, 4, 4);
   const Plan p = decide(job, observed_with(seen(admitted), {running_pod(0)}), kNow);
-  EXPECT_TRUE(p.delete_kueue_workload);
+  const auto dropped = testing::writes(p, Verb::kDelete, "Workload");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].path, "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/resnet");
+  EXPECT_EQ(dropped[0].body["propagationPolicy"], "Background");
   EXPECT_EQ(p.delete_pods.size(), 1u);
   EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
-  EXPECT_FALSE(decide(job, observed_with(seen(std::nullopt)), kNow).create_kueue_workload);
+  EXPECT_FALSE(testing::writes_any(decide(job, observed_with(seen(std::nullopt)), kNow), Verb::kCreate, "Workload"));
 }
 
 TEST(DecideQueuedJob, AJobWithoutTheLabelIgnoresKueue) {
   Plan p = decide(testing::example_job(), observed_with(seen(std::nullopt)), kNow);
-  EXPECT_FALSE(p.create_kueue_workload);
+  EXPECT_FALSE(testing::writes_any(p, Verb::kCreate, "Workload"));
   EXPECT_EQ(p.create_ranks.size(), 4u);
-  EXPECT_EQ(find_condition(p.status, ConditionType::kAdmitted), nullptr);
+  EXPECT_EQ(find_condition(p.status, kAdmitted), nullptr);
 }
 
 }  // namespace

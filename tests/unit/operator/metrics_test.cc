@@ -7,6 +7,7 @@
 #include "metrics/operator_metrics.h"
 #include "trainingjob/act/job_metrics.h"
 #include "trainingjob/decide/status.h"
+#include "trainingjob/kueue/decide.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -164,7 +165,7 @@ TEST(JobMetrics, AQueuedJobWaitsForAdmissionUntilKueueAdmitsIt) {
   JobMetrics jm(m);
   Status queued;
   queued.phase = JobPhase::kSuspended;
-  set_condition(queued, ConditionType::kAdmitted, false, "Pending", "waiting for admission by LocalQueue team", 1000);
+  set_condition(queued, kAdmitted, false, "Pending", "waiting for admission by LocalQueue team", 1000);
   jm.seen(job("ns1", "q", queued));
   jm.seen(job("ns1", "plain", running()));
   std::string text = m.render();
@@ -173,7 +174,7 @@ TEST(JobMetrics, AQueuedJobWaitsForAdmissionUntilKueueAdmitsIt) {
 
   Status admitted = queued;
   admitted.phase = JobPhase::kPending;
-  set_condition(admitted, ConditionType::kAdmitted, true, "Admitted", "admitted by ClusterQueue gpus", 1042);
+  set_condition(admitted, kAdmitted, true, "Admitted", "admitted by ClusterQueue gpus", 1042);
   EXPECT_EQ(status_transition(Spec{}, queued, admitted).admission_wait_seconds, 42.0);
   EXPECT_FALSE(status_transition(Spec{}, admitted, admitted).admission_wait_seconds.has_value());
   jm.written(job("ns1", "q", queued), admitted);

@@ -265,30 +265,19 @@ TEST(ParsePodFacts, ToleratesMissingAndMalformedFields) {
 namespace kubedist::trainingjob {
 namespace {
 
-TEST(ParseSpec, GangIsUnsetUnlessTheJobSaysSo) {
+TEST(ParseSpec, SchedulingSwitchesAreUnsetUnlessTheJobSetsThem) {
   auto spec = testing::example_job_json()["spec"];
-  EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::nullopt);
+  EXPECT_TRUE(parse_spec(spec, "resnet")->scheduling.empty());
   spec["scheduling"] = {{"gang", false}};
-  EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::optional<bool>(false));
-  spec["scheduling"] = {{"gang", true}};
-  EXPECT_EQ(parse_spec(spec, "resnet")->gang, std::optional<bool>(true));
+  EXPECT_EQ(parse_spec(spec, "resnet")->scheduling, (std::map<std::string, bool>{{"gang", false}}));
+  spec["scheduling"] = {{"gang", true}, {"other", nullptr}};
+  EXPECT_EQ(parse_spec(spec, "resnet")->scheduling, (std::map<std::string, bool>{{"gang", true}}));
 }
 
-TEST(ParsePodGroupFacts, ReadsGangSizeOwnerAndTheSchedulersVerdict) {
-  auto g = parse_pod_group_facts(nlohmann::json::parse(R"({
-    "metadata": {"name": "resnet", "namespace": "team-a",
-                 "ownerReferences": [{"uid": "uid-1", "controller": true}]},
-    "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
-    "status": {"conditions": [{"type": "Other", "status": "True"},
-      {"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable",
-       "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.\nmore"}]}})"));
-  EXPECT_EQ(g, (PodGroupFacts{"team-a", "resnet", "uid-1", 3, "False", "Unschedulable",
-                              "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}));
-  // A basic (non-gang) group, or one the scheduler has not tried yet, and malformed fields.
-  auto basic = parse_pod_group_facts(nlohmann::json::parse(R"({"metadata": {"name": "x", "namespace": "n"},
-    "spec": {"schedulingPolicy": {"basic": {}}}, "status": {"conditions": "bad"}})"));
-  EXPECT_EQ(basic, (PodGroupFacts{"n", "x", "", 0, "", "", ""}));
-  EXPECT_EQ(parse_pod_group_facts(nlohmann::json::parse(R"({"metadata": {"name": "y"}, "spec": 3})")).min_count, 0);
+TEST(ParseTrainingJob, KeepsItsLabelsForTheIntegrations) {
+  json j = testing::example_job_json();
+  j["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team"}, {"odd", 3}};
+  EXPECT_EQ(testing::job_from(j).labels, (std::map<std::string, std::string>{{"kueue.x-k8s.io/queue-name", "team"}}));
 }
 
 TEST(ParseNodeFacts, ReadyCordonedAndNotReadySince) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "trainingjob/gang/decide.h"
+
 namespace kubedist::trainingjob {
 namespace {
 
@@ -56,10 +58,10 @@ TEST(PendingWrites, WritesEveryOtherChangeAtOnce) {
 TEST(PendingWrites, WritesTheSchedulersVerdictOnAGangAtOnce) {
   PendingWrites w(seconds(30));
   Status waiting = pending(2, 0);
-  waiting.conditions.push_back({ConditionType::kGangScheduled, "False", "Unschedulable", "waits", ""});
+  waiting.conditions.push_back({kGangScheduled, "False", "Unschedulable", "waits", ""});
   EXPECT_EQ(w.hold("ns/j", pending(2, 0), waiting, t0), milliseconds(0));
   Status placed = pending(2, 1);
-  placed.conditions.push_back({ConditionType::kGangScheduled, "True", "Scheduled", "placed", ""});
+  placed.conditions.push_back({kGangScheduled, "True", "Scheduled", "placed", ""});
   EXPECT_EQ(w.hold("ns/j", waiting, placed, t0 + seconds(1)), milliseconds(0));
   // The same verdict with moving pod counts is progress again.
   Status more = placed;

@@ -16,13 +16,7 @@ using nlohmann::json;
 constexpr UnixSeconds kNow = 1'800'000'000;
 
 PodFacts pod(int rank, const std::string& phase, std::optional<int> exit_code = std::nullopt) {
-  PodFacts p;
-  p.name = "resnet-node-" + std::to_string(rank);
-  p.uid = "pod-" + std::to_string(rank);
-  p.owner_uid = "uid-1";
-  p.rank = rank;
-  p.phase = phase;
-  p.ready = phase == "Running";
+  PodFacts p = testing::example_pod(rank, phase);
   p.exit_code = exit_code;
   return p;
 }
@@ -916,94 +910,6 @@ TEST(SetCondition, KeepsTheTransitionTimeWhileTheStatusHolds) {
   set_condition(st, ConditionType::kRunning, false, "C", "c", 300);
   EXPECT_EQ(st.conditions[0].last_transition_time, format_rfc3339(300));
   EXPECT_EQ(st.conditions.size(), 1u);
-}
-
-TEST(DecideGang, AGangJobCreatesItsWorkloadAndPodGroupWithItsPods) {
-  auto job = job_with({{"minReplicas", 2}, {"scheduling", {{"gang", true}}}});
-  Observed o;
-  o.gang_api = true;
-  auto p = decide(job, o, kNow);
-  EXPECT_EQ(p.create_gang, std::optional<int>(2));
-  EXPECT_FALSE(p.delete_gang);
-  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
-  // Once the PodGroup is there it is not created again.
-  o.pod_group = PodGroupFacts{"team-a", "resnet", "uid-1", 2, "", "", ""};
-  EXPECT_EQ(decide(job, o, kNow).create_gang, std::nullopt);
-}
-
-TEST(DecideGang, JobsWithoutGangOwnNoPodGroupEvenWhereTheApiIsServed) {
-  Observed o;
-  o.gang_api = true;
-  auto p = decide(testing::example_job(), o, kNow);
-  EXPECT_EQ(p.create_gang, std::nullopt);
-  EXPECT_EQ(p.create_ranks.size(), 4u);
-  o.gang_by_default = true;  // --gang-scheduling=all
-  EXPECT_EQ(decide(testing::example_job(), o, kNow).create_gang, std::optional<int>(4));
-  EXPECT_EQ(decide(job_with({{"scheduling", {{"gang", false}}}}), o, kNow).create_gang, std::nullopt);
-}
-
-TEST(DecideGang, WithoutTheWorkloadApiAGangJobFailsSayingWhatIsMissing) {
-  auto job = job_with({{"scheduling", {{"gang", true}}}});
-  auto p = decide(job, Observed{}, kNow);
-  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
-  const Condition* failed = find_condition(p.status, ConditionType::kFailed);
-  ASSERT_NE(failed, nullptr);
-  EXPECT_EQ(failed->reason, "GangSchedulingUnavailable");
-  EXPECT_NE(failed->message.find("scheduling.k8s.io/v1alpha2"), std::string::npos);
-  EXPECT_TRUE(has_event(p, "GangSchedulingUnavailable"));
-  EXPECT_TRUE(p.create_ranks.empty());
-  EXPECT_EQ(p.create_gang, std::nullopt);
-}
-
-TEST(DecideGang, APodGroupOfAnotherOwnerIsNeverJoined) {
-  auto job = job_with({{"scheduling", {{"gang", true}}}});
-  Observed o;
-  o.gang_api = true;
-  o.pod_group = PodGroupFacts{"team-a", "resnet", "someone-else", 4, "", "", ""};
-  auto p = decide(job, o, kNow);
-  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
-  EXPECT_EQ(find_condition(p.status, ConditionType::kFailed)->reason, "GangSchedulingConflict");
-  EXPECT_TRUE(p.create_ranks.empty());
-}
-
-TEST(DecideGang, ANewMinReplicasReplacesThePodGroup) {
-  auto job = job_with({{"minReplicas", 3}, {"scheduling", {{"gang", true}}}});
-  Observed o;
-  o.gang_api = true;
-  o.pod_group = PodGroupFacts{"team-a", "resnet", "uid-1", 2, "True", "Scheduled", ""};
-  auto p = decide(job, o, kNow);
-  EXPECT_TRUE(p.delete_gang);
-  EXPECT_EQ(p.create_gang, std::nullopt);
-}
-
-TEST(DecideGang, AGangThatWaitsWholeSaysSoOnceAndClearsWhenPlaced) {
-  auto job = job_with({{"scheduling", {{"gang", true}}}});
-  Observed o;
-  o.gang_api = true;
-  o.service_exists = true;
-  o.pods = pods(4, "Pending");
-  o.pod_group = PodGroupFacts{"team-a", "resnet", "uid-1", 4, "False", "Unschedulable", "0/3 nodes are available"};
-  auto p = decide(job, o, kNow);
-  EXPECT_EQ(p.status.phase, JobPhase::kPending);
-  const Condition* c = find_condition(p.status, ConditionType::kGangScheduled);
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->status, "False");
-  EXPECT_EQ(c->reason, "Unschedulable");
-  EXPECT_EQ(c->message, "the gang of 4 pods (minReplicas) waits: the scheduler cannot place it whole: 0/3 nodes are available");
-  EXPECT_TRUE(has_event(p, "GangWaiting"));
-  // The next pass with the same verdict neither repeats the Event nor changes the status.
-  job.status = p.status;
-  auto again = decide(job, o, kNow + 5);
-  EXPECT_FALSE(has_event(again, "GangWaiting"));
-  EXPECT_EQ(again.status, job.status);
-  // Placed: the condition turns True and an Event says so.
-  o.pod_group->scheduled = "True";
-  o.pod_group->reason = "Scheduled";
-  o.pods = pods(4, "Running");
-  auto placed = decide(job, o, kNow + 10);
-  EXPECT_EQ(placed.status.phase, JobPhase::kRunning);
-  EXPECT_TRUE(condition_true(placed.status, ConditionType::kGangScheduled));
-  EXPECT_TRUE(has_event(placed, "GangScheduled"));
 }
 
 }  // namespace

@@ -39,51 +39,6 @@ TEST(RenderService, IsHeadlessPublishesNotReadyAndSelectsTheJobsPods) {
   EXPECT_EQ(ref["controller"], true);
 }
 
-TEST(RenderGang, WorkloadAndPodGroupCarryTheGangOfMinReplicasAndTheJobsOwnership) {
-  auto job = testing::example_job();
-  job.spec.min_replicas = 2;
-  job.spec.gang = true;
-  ASSERT_EQ(gang_min_count(job, false), std::optional<int>(2));
-  const auto w = render_workload(job, 2);
-  EXPECT_EQ(w["apiVersion"], "scheduling.k8s.io/v1alpha2");
-  EXPECT_EQ(w["kind"], "Workload");
-  EXPECT_EQ(w["metadata"]["name"], "resnet");
-  EXPECT_EQ(w["metadata"]["namespace"], "team-a");
-  EXPECT_EQ(w["metadata"]["ownerReferences"][0]["uid"], "uid-1");
-  EXPECT_EQ(w["spec"]["controllerRef"], (json{{"apiGroup", "kubedist.io"}, {"kind", "TrainingJob"}, {"name", "resnet"}}));
-  EXPECT_EQ(w["spec"]["podGroupTemplates"],
-            json::parse(R"([{"name": "nodes", "schedulingPolicy": {"gang": {"minCount": 2}}}])"));
-  const auto g = render_pod_group(job, 2);
-  EXPECT_EQ(g["kind"], "PodGroup");
-  EXPECT_EQ(g["metadata"]["name"], "resnet");
-  EXPECT_EQ(g["metadata"]["labels"]["kubedist.io/job-name"], "resnet");
-  EXPECT_EQ(g["metadata"]["ownerReferences"][0]["controller"], true);
-  EXPECT_EQ(g["spec"]["podGroupTemplateRef"],
-            json::parse(R"({"workload": {"workloadName": "resnet", "podGroupTemplateName": "nodes"}})"));
-  EXPECT_EQ(g["spec"]["schedulingPolicy"], json::parse(R"({"gang": {"minCount": 2}})"));
-}
-
-TEST(RenderGang, TheJobsChoiceWinsOverTheOperatorsDefault) {
-  auto job = testing::example_job();
-  EXPECT_EQ(gang_min_count(job, false), std::nullopt);
-  EXPECT_EQ(gang_min_count(job, true), std::optional<int>(4));
-  job.spec.gang = false;
-  EXPECT_EQ(gang_min_count(job, true), std::nullopt);
-  job.spec.gang = true;
-  EXPECT_EQ(gang_min_count(job, false), std::optional<int>(4));
-}
-
-TEST(RenderPod, AGangJobsPodsNameItsPodGroupAndOthersNone) {
-  auto job = testing::example_job();
-  EXPECT_FALSE(render_pod(job, 0, {})["spec"].contains("schedulingGroup"));
-  job.spec.gang = true;
-  EXPECT_EQ(render_pod(job, 1, {})["spec"]["schedulingGroup"], (json{{"podGroupName", "resnet"}}));
-  job.spec.gang.reset();
-  PodOptions all;
-  all.gang_by_default = true;
-  EXPECT_EQ(render_pod(job, 0, all)["spec"]["schedulingGroup"], (json{{"podGroupName", "resnet"}}));
-}
-
 TEST(RenderNamespaceRdzvSecret, IsOneLabelledSecretOfTheNamespaceOwnedByNoJob) {
   const auto secret = render_namespace_rdzv_secret("team-a", "0123abcd");
   EXPECT_EQ(secret["kind"], "Secret");

@@ -1,4 +1,4 @@
-// Builders for TrainingJob JSON used across the operator's unit tests.
+// Builders for TrainingJob JSON, and its pods' facts, used across the operator's unit tests.
 #pragma once
 
 #include <string>
@@ -33,5 +33,17 @@ inline TrainingJob job_from(const nlohmann::json& j) {
 }
 
 inline TrainingJob example_job() { return job_from(example_job_json()); }
+
+// Pod resnet-node-<rank> of the example job (uid pod-<rank>) in this phase; a Running one is ready.
+inline PodFacts example_pod(int rank, const std::string& phase) {
+  PodFacts p;
+  p.name = "resnet-node-" + std::to_string(rank);
+  p.uid = "pod-" + std::to_string(rank);
+  p.owner_uid = "uid-1";
+  p.rank = rank;
+  p.phase = phase;
+  p.ready = phase == "Running";
+  return p;
+}
 
 }  // namespace kubedist::trainingjob::testing

@@ -2,6 +2,7 @@
 
 #include "common/time.h"
 #include "trainingjob/decide/status.h"
+#include "trainingjob/kueue/decide.h"
 
 namespace kubedist::trainingjob {
 
@@ -10,7 +11,7 @@ int target_nodes(const Spec& spec, const Status& status) {
 }
 
 std::optional<bool> waiting_for_admission(const Status& status) {
-  const Condition* c = find_condition(status, ConditionType::kAdmitted);
+  const Condition* c = find_condition(status, kAdmitted);
   if (c == nullptr) return std::nullopt;
   return c->status != "True";
 }
@@ -37,8 +38,8 @@ StatusTransition status_transition(const Spec& spec, const Status& before, const
     const auto to = parse_rfc3339(now->last_transition_time);
     if (from && to && *to >= *from) t.recovery_seconds = static_cast<double>(*to - *from);
   }
-  const Condition* queued = find_condition(before, ConditionType::kAdmitted);
-  const Condition* admitted = find_condition(after, ConditionType::kAdmitted);
+  const Condition* queued = find_condition(before, kAdmitted);
+  const Condition* admitted = find_condition(after, kAdmitted);
   if (queued != nullptr && queued->status == "False" && admitted != nullptr && admitted->status == "True") {
     const auto from = parse_rfc3339(queued->last_transition_time);
     const auto to = parse_rfc3339(admitted->last_transition_time);

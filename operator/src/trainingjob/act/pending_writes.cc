@@ -6,14 +6,18 @@ namespace kubedist::trainingjob {
 
 std::chrono::milliseconds PendingWrites::hold(const std::string& key, const Status& before, const Status& after,
                                               Clock::time_point now, bool unschedulable) {
-  // The scheduler's verdict on a gang (waits whole, or placed) is news a user waits for, never mere progress.
-  const auto gang = [](const Status& s) {
-    const Condition* c = find_condition(s, ConditionType::kGangScheduled);
-    return c == nullptr ? std::string() : c->status + c->reason;
+  // An integration's verdict (a gang that waits whole, or was placed) is news a user waits for, never mere progress.
+  const auto verdicts = [](const Status& s) {
+    std::string all;
+    for (const auto& c : s.conditions) {
+      if (!is_core(c.type)) all += to_string(c.type) + "=" + c.status + "/" + c.reason + ";";
+    }
+    return all;
   };
   const bool progress_only = after.phase == JobPhase::kPending &&
                              (before.phase == JobPhase::kNone || before.phase == JobPhase::kPending) &&
-                             after.restarts == before.restarts && gang(after) == gang(before) && !unschedulable;
+                             after.restarts == before.restarts && verdicts(after) == verdicts(before) &&
+                             !unschedulable;
   if (!progress_only) {
     held_.erase(key);
     return std::chrono::milliseconds(0);

@@ -12,7 +12,8 @@ namespace kubedist::trainingjob {
 // Each status write costs the API server, and a job whose pods are being created, scheduled and started reaches
 // Running moments later (tens of seconds on a busy cluster): that deserves one write, not one per pod. A
 // Pending-to-Pending change is held back for at most `cap`, so `kubectl get tj` never hides a waiting job for
-// long; a pod the scheduler could not place is news, written at once (as are a gang's verdict and restarts).
+// long; a pod the scheduler could not place is news, written at once (as are an integration's verdict, a
+// gang's for example, and restarts).
 class PendingWrites {
  public:
   using Clock = std::chrono::steady_clock;

@@ -2,7 +2,6 @@
 
 #include "common/log.h"
 #include "rendezvous/rdzv_auth.h"
-#include "trainingjob/kueue/kueue.h"
 #include "trainingjob/api/parse.h"
 #include "trainingjob/render/render.h"
 
@@ -95,17 +94,10 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
     o.nodes = extras_.nodes->by_index("");
   }
   if (extras_.launcher) o.launcher = extras_.launcher(key);
-  o.gang_api = extras_.pod_groups != nullptr;
-  o.gang_by_default = pod_options_.gang_by_default;
-  if (extras_.pod_groups != nullptr) o.pod_group = extras_.pod_groups->get(key);
-  if (!job.queue_name.empty()) {
-    o.kueue.api = extras_.kueue_workloads != nullptr;
-    if (o.kueue.api) {
-      o.kueue.workload = extras_.kueue_workloads->get(key);
-      o.kueue.flavors = extras_.flavors->by_index("");
-      o.kueue.priorities = extras_.priority_classes->by_index("");
-    }
+  for (const auto& [integration, caches] : extras_.integrations) {
+    if (auto facts = integration->observe(job, caches)) o.integrations.push_back(std::move(facts));
   }
+  o.pod_options = pod_options_;
   o.unschedulable_grace_s = extras_.unschedulable_grace_s;
   o.node_lost_grace_s = extras_.node_lost_grace_s;
   return o;
@@ -119,6 +111,29 @@ Result<std::string> Reconciler::write_status(const TrainingJob& job, const Statu
   if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
   const auto md = r->value("metadata", json::object());
   return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
+}
+
+std::optional<ReconcileResult> Reconciler::carry_out(const Write& w) {
+  switch (w.verb) {
+    case Write::Verb::kCreate: {
+      auto r = client_.create(w.path, w.body);
+      if (r || r.error().kind == Error::Kind::kAlreadyExists) return std::nullopt;
+      return ReconcileResult::failed("create " + w.kind + " " + w.name, r.error());
+    }
+    case Write::Verb::kDelete: {
+      auto r = client_.remove(w.path, w.body);
+      if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
+      return ReconcileResult::failed("delete " + w.kind + " " + w.name, r.error());
+    }
+    case Write::Verb::kPatchStatus: {
+      auto r = client_.merge_patch(w.path, w.body);
+      // The object changed since the cache's version: the next pass decides from the newer one.
+      if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+      if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
+      return ReconcileResult::failed("update " + w.kind + " " + w.name, r.error());
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref) {
@@ -184,66 +199,28 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   if (plan.create_service) {
     if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name)) return *e;
   }
-  const std::string gang_path = gang_api_path() + "/namespaces/" + job->ns;
-  if (plan.delete_gang) {
-    for (const char* plural : {"/podgroups/", "/workloads/"}) {
-      auto r = client_.remove(gang_path + plural + job->name, json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}});
-      if (!r && r.error().kind != Error::Kind::kNotFound) {
-        return ReconcileResult::failed("delete " + std::string(plural + 1) + job->name, r.error());
-      }
-    }
+  // The integrations' objects first (a gang's PodGroup before its pods), each a write that must succeed.
+  for (const Write& w : plan.writes) {
+    if (w.kind == "Pod") continue;
+    if (auto e = carry_out(w)) return *e;
   }
-  if (plan.create_gang) {
-    // The Workload first: the PodGroup names it. Pods may come before the PodGroup is in the scheduler's cache;
-    // they wait for it.
-    for (const auto& [plural, obj] : {std::pair{"/workloads", render_workload(*job, *plan.create_gang)},
-                                      std::pair{"/podgroups", render_pod_group(*job, *plan.create_gang)}}) {
-      if (auto e = create_if_absent(gang_path + plural, obj, std::string(plural + 1) + " " + job->name)) return *e;
-    }
-  }
-  const std::string kueue_path = kueue_api_path() + "/namespaces/" + job->ns + "/workloads";
-  if (plan.delete_kueue_workload) {
-    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
-    auto r = client_.remove(kueue_path + "/" + job->name, options);
-    if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("delete Kueue workload " + job->name, r.error());
-    }
-  }
-  if (plan.create_kueue_workload) {
-    const json wl = render_kueue_workload(*job, plan.kueue_priority);
-    if (auto e = create_if_absent(kueue_path, wl, "Kueue workload " + job->name)) return *e;
-  }
-  if (plan.kueue_status && observed.kueue.workload) {
-    // Conditional on the Workload's resourceVersion: a conflict means Kueue wrote first; the next pass decides again.
-    auto r = client_.merge_patch(kueue_path + "/" + job->name + "/status",
-                                 kueue_status_patch(*observed.kueue.workload, *plan.kueue_status, now_unix()));
-    if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
-    if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("update Kueue workload " + job->name, r.error());
-    }
-  }
-  // Pods are rendered for the job as admitted: partial admission runs fewer nodes, on the admitted flavors.
-  const TrainingJob pod_job = plan.admitted_nodes ? with_admitted_nodes(*job, *plan.admitted_nodes) : *job;
   Expectations expect;
   std::optional<ReconcileResult> first_error;
   std::optional<PodRejection> rejected;
-  for (int rank : plan.create_ranks) {
-    PodOptions options = pod_options_;
-    options.job_rdzv_secret = plan.job_rdzv_secret;
-    json pod = render_pod(pod_job, rank, options);
-    if (plan.placement) apply_placement(pod, *plan.placement);
-    auto r = client_.create(ns_path + "/pods", pod);
+  for (const Write& pod : plan.writes) {
+    if (pod.kind != "Pod") continue;
+    auto r = client_.create(pod.path, pod.body);
     if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
-      expect.creates.insert(pod_name(job->name, rank));
+      expect.creates.insert(pod.name);
       continue;
     }
     if (r.error().kind == Error::Kind::kUnprocessable || r.error().kind == Error::Kind::kInvalid ||
         r.error().http_status == 400) {
       // Every pod renders from the same template: the others would be refused too.
-      rejected = PodRejection{pod_name(job->name, rank), r.error().message, job->generation};
+      rejected = PodRejection{pod.name, r.error().message, job->generation};
       break;
     }
-    if (!first_error) first_error = ReconcileResult::failed("create pod " + pod_name(job->name, rank), r.error());
+    if (!first_error) first_error = ReconcileResult::failed("create pod " + pod.name, r.error());
   }
   const auto remember_expected = [&] {
     if (expect.creates.empty() && expect.deletes.empty()) return;

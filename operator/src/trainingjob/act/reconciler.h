@@ -13,9 +13,9 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
-#include "trainingjob/act/pending_writes.h"
+#include "trainingjob/act/integrations.h"
 #include "trainingjob/act/job_metrics.h"
-#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/act/pending_writes.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/render/render.h"
 #include "trainingjob/api/types.h"
@@ -28,24 +28,16 @@ using JobInformer = kube::Informer<TrainingJob>;
 using PodInformer = kube::Informer<PodFacts>;
 using ServiceInformer = kube::Informer<ServiceFacts>;
 using NodeInformer = kube::Informer<NodeFacts>;
-using PodGroupInformer = kube::Informer<PodGroupFacts>;
 using SecretInformer = kube::Informer<SecretFacts>;
-using KueueWorkloadInformer = kube::Informer<KueueWorkloadFacts>;
-using FlavorInformer = kube::Informer<FlavorFacts>;
-using PriorityClassInformer = kube::Informer<PriorityClassFacts>;
 
 // What the reconciler needs beyond the job, pod and service caches; everything here is optional.
 struct ReconcilerExtras {
   const NodeInformer* nodes = nullptr;  // null: nodes are not watched, node loss is not judged
-  const PodGroupInformer* pod_groups = nullptr;  // null: no gang scheduling (the cluster serves no PodGroups)
   // Each namespace's rendezvous Secret (key namespace/kubedist-rendezvous); null: the operator creates none (pods
   // must then not mount one: PodOptions::rdzv_secret false).
   const SecretInformer* namespace_secrets = nullptr;
-  // Kueue's Workloads (key namespace/J), ResourceFlavors and WorkloadPriorityClasses (index ""): all three or none.
-  // Null: the operator sees no Kueue, and queued jobs wait saying so.
-  const KueueWorkloadInformer* kueue_workloads = nullptr;
-  const FlavorInformer* flavors = nullptr;
-  const PriorityClassInformer* priority_classes = nullptr;
+  // The integrations (gang scheduling, Kueue admission) with their caches: each observes its facts about a job.
+  std::vector<ObservedIntegration> integrations;
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
@@ -83,6 +75,8 @@ class Reconciler {
   // On success, the resourceVersion the server gave the job. A 409 Conflict (the job changed since the cache's
   // version) comes back as the error: the next reconcile decides again from the newer job.
   Result<std::string> write_status(const TrainingJob& job, const Status& status);
+  // Carries out one of the plan's writes; nullopt when it is done (or was already), else what reconcile returns.
+  std::optional<ReconcileResult> carry_out(const Write& write);
   // Creates the job's namespace's Secret kubedist-rendezvous; nullopt when it exists now (ours). A Secret of that
   // name that is not the operator's is an error the job shows as an Event: its pods could not sign.
   std::optional<ReconcileResult> create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref);

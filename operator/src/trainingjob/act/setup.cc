@@ -10,11 +10,13 @@
 #include "kube/informer.h"
 #include "metrics/operator_metrics.h"
 #include "rendezvous/rdzv_auth.h"
+#include "trainingjob/act/integrations.h"
 #include "trainingjob/act/job_metrics.h"
-#include "trainingjob/kueue/kueue.h"
 #include "trainingjob/act/launcher_poller.h"
-#include "trainingjob/api/parse.h"
 #include "trainingjob/act/reconciler.h"
+#include "trainingjob/api/parse.h"
+#include "trainingjob/gang/gang.h"
+#include "trainingjob/kueue/kueue.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -27,36 +29,6 @@ std::string identity() {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   return std::string(host) + "_" + std::to_string(::getpid());
-}
-
-// Why the operator cannot gang-schedule here ("" when it can): the API server must serve PodGroups
-// (scheduling.k8s.io/v1alpha2 and the GenericWorkload gate) and let the operator list them where it watches; an
-// informer that may not list would never sync and keep the operator from ever starting.
-std::string gang_unavailable(kube::Client& api, const std::string& podgroups_path) {
-  auto r = api.get(gang_api_path());
-  bool served = false;
-  if (r) {
-    for (const auto& res : r->value("resources", nlohmann::json::array())) {
-      served = served || (res.is_object() && res.value("name", "") == "podgroups");
-    }
-  }
-  if (!served) return "the cluster does not serve " + gang_api_path() + " podgroups";
-  auto list = api.get(podgroups_path + "?limit=1");
-  if (!list) return "the operator may not list podgroups (HTTP " + std::to_string(list.error().http_status) + ")";
-  return "";
-}
-
-// Why the operator cannot see Kueue ("" when it can): the API server must serve Kueue's Workloads, ResourceFlavors
-// and WorkloadPriorityClasses (kueue.x-k8s.io/v1beta2), and the operator may list them. As for PodGroups, an
-// informer that may not list would never sync.
-std::string kueue_unavailable(kube::Client& api, const std::vector<std::string>& paths) {
-  auto r = api.get(kueue_api_path());
-  if (!r) return "the cluster does not serve " + kueue_api_path() + " (Kueue is not installed)";
-  for (const auto& path : paths) {
-    auto list = api.get(path + "?limit=1");
-    if (!list) return "the operator may not list " + path + " (HTTP " + std::to_string(list.error().http_status) + ")";
-  }
-  return "";
 }
 
 }  // namespace
@@ -82,13 +54,20 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   }
   controller::Manager mgr(api, std::move(manager_options));
 
-  // What the operator watches. Pods, Services, Secrets and PodGroups by label, so the caches hold only what belongs
-  // to some TrainingJob; each change queues the owning job.
+  // The integrations, one line each: each watches what it needs and takes part in decide() (decide/hook.h).
+  std::vector<std::unique_ptr<Integration>> registered;
+  registered.push_back(std::make_unique<GangIntegration>(options.gang_scheduling));
+  registered.push_back(std::make_unique<KueueIntegration>());
+  WatchedIntegrations integrations(std::move(registered));
+
+  // What the operator watches. Pods, Services and Secrets by label, so the caches hold only what belongs to some
+  // TrainingJob; each change queues the owning job.
   const std::string tj_prefix = std::string("/apis/") + kGroup + "/" + kVersion;
-  auto& jobs = mgr.for_kind<TrainingJob>({scoped(tj_prefix, options.ns, kPlural), ""}, [](const nlohmann::json& obj) {
-    auto job = parse_training_job(obj);
-    return job ? *job : TrainingJob{};
-  });
+  auto& jobs = mgr.for_kind<TrainingJob>(
+      {scoped(tj_prefix, options.ns, kPlural), ""}, [kept = integrations.condition_types()](const nlohmann::json& obj) {
+        auto job = parse_training_job(obj, kept);
+        return job ? *job : TrainingJob{};
+      });
   auto& pods = mgr.owns<PodFacts>({scoped("/api/v1", options.ns, "pods"), kJobNameLabel}, parse_pod_facts, job_key_of);
   auto& services = mgr.owns<ServiceFacts>({scoped("/api/v1", options.ns, "services"), kJobNameLabel},
                                           parse_service_facts, [](const ServiceFacts& s) { return s.ns + "/" + s.name; });
@@ -106,43 +85,10 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
     nodes = &mgr.watches<NodeFacts>({"/api/v1/nodes", ""}, parse_node_facts,
                                    [](const NodeFacts&) { return std::string(); }, mgr.enqueue_all());
   }
-  // PodGroups (gang scheduling) only where the cluster serves them: an informer on an API that is not there
-  // would never sync. Without them a job asking for a gang fails with a condition saying what is missing.
-  const PodGroupInformer* pod_groups = nullptr;
-  if (options.gang_scheduling != GangMode::kOff) {
-    const std::string path = scoped(gang_api_path(), options.ns, "podgroups");
-    if (const std::string why = gang_unavailable(api, path); why.empty()) {
-      pod_groups = &mgr.owns<PodGroupFacts>({path, kJobNameLabel}, parse_pod_group_facts,
-                                            [](const PodGroupFacts& g) { return g.ns + "/" + g.name; });
-    } else {
-      log_warn("manager", why + ": gang scheduling is off (jobs asking for it fail)");
-    }
-  }
-
-  // Kueue's objects, where Kueue is installed: queued jobs (label kueue.x-k8s.io/queue-name) wait for its admission.
-  // A flavor or priority class may concern any queued job: all jobs are requeued (the others' pass is a no-op).
-  const KueueWorkloadInformer* kueue_workloads = nullptr;
-  const FlavorInformer* flavors = nullptr;
-  const PriorityClassInformer* priority_classes = nullptr;
-  {
-    const std::string workloads_path = scoped(kueue_api_path(), options.ns, "workloads");
-    const std::string flavors_path = kueue_api_path() + "/resourceflavors";
-    const std::string priorities_path = kueue_api_path() + "/workloadpriorityclasses";
-    if (const std::string why = kueue_unavailable(api, {workloads_path, flavors_path, priorities_path}); why.empty()) {
-      kueue_workloads = &mgr.owns<KueueWorkloadFacts>({workloads_path, kJobNameLabel}, parse_kueue_workload_facts,
-                                                      [](const KueueWorkloadFacts& w) { return w.ns + "/" + w.name; });
-      flavors = &mgr.watches<FlavorFacts>({flavors_path, ""}, parse_flavor_facts,
-                                          [](const FlavorFacts&) { return std::string(); }, mgr.enqueue_all());
-      priority_classes = &mgr.watches<PriorityClassFacts>({priorities_path, ""}, parse_priority_class_facts,
-                                                          [](const PriorityClassFacts&) { return std::string(); },
-                                                          mgr.enqueue_all());
-    } else {
-      log_info("manager", why + ": jobs queued for Kueue wait (condition Admitted, reason KueueUnavailable)");
-    }
-  }
+  // The integrations' kinds (PodGroups, Kueue's objects), only where the cluster serves them.
+  integrations.watch(mgr, api, options.ns);
 
   PodOptions pod_options = options.pods;
-  pod_options.gang_by_default = pod_groups && options.gang_scheduling == GangMode::kAll;
   pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
   LauncherPoller poller(
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
@@ -180,11 +126,8 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   JobMetrics job_metrics(metrics);
   ReconcilerExtras extras;
   extras.nodes = nodes;
-  extras.pod_groups = pod_groups;
   extras.namespace_secrets = &namespace_secrets;
-  extras.kueue_workloads = kueue_workloads;
-  extras.flavors = flavors;
-  extras.priority_classes = priority_classes;
+  extras.integrations = integrations.observed();
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&](const std::string& key) { return poller.latest(key); };
   }

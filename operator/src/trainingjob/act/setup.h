@@ -7,12 +7,10 @@
 #include <string>
 
 #include "common/result.h"
+#include "trainingjob/gang/gang.h"
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
-
-// Which jobs are gang-scheduled through PodGroups: those asking (spec.scheduling.gang), all but those refusing, none.
-enum class GangMode { kPerJob, kAll, kOff };
 
 struct ManagerOptions {
   std::string kubeconfig;      // "" = $KUBECONFIG, in-cluster, ~/.kube/config

@@ -5,24 +5,7 @@
 #include "trainingjob/api/json_fields.h"
 
 namespace kubedist::trainingjob {
-namespace {
-
 using nlohmann::json;
-
-// The first non-empty line of text, at most max bytes (cut at a UTF-8 character boundary).
-std::string first_line(const std::string& text, size_t max) {
-  size_t start = text.find_first_not_of("\r\n");
-  if (start == std::string::npos) return "";
-  std::string line = text.substr(start, text.find_first_of("\r\n", start) - start);
-  if (line.size() > max) {
-    size_t cut = max;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-    line.resize(cut);
-  }
-  return line;
-}
-
-}  // namespace
 
 PodFacts parse_pod_facts(const json& pod) {
   PodFacts f;
@@ -132,30 +115,6 @@ NodeFacts parse_node_facts(const json& node) {
   const std::string created = string_at(md, "creationTimestamp");
   if (f.ready && created > f.schedulable_since) f.schedulable_since = created;  // RFC 3339 UTC sorts as text
   if (!f.ready) f.schedulable_since.clear();
-  return f;
-}
-
-PodGroupFacts parse_pod_group_facts(const json& pg) {
-  PodGroupFacts f;
-  const json md = pg.value("metadata", json::object());
-  f.ns = string_at(md, "namespace");
-  f.name = string_at(md, "name");
-  f.owner_uid = controller_uid(pg);
-  const json spec = pg.value("spec", json::object());
-  const json policy = spec.is_object() ? spec.value("schedulingPolicy", json::object()) : json::object();
-  const json gang = policy.is_object() ? policy.value("gang", json::object()) : json::object();
-  if (gang.is_object() && gang.contains("minCount") && gang["minCount"].is_number_integer()) {
-    f.min_count = gang["minCount"].get<int>();
-  }
-  const json st = pg.value("status", json::object());
-  if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
-    for (const auto& c : *conds) {
-      if (!c.is_object() || string_at(c, "type") != "PodGroupScheduled") continue;
-      f.scheduled = string_at(c, "status");
-      f.reason = string_at(c, "reason");
-      f.message = first_line(string_at(c, "message"), kMaxTerminationMessage);
-    }
-  }
   return f;
 }
 

@@ -1,5 +1,6 @@
-// What the operator keeps of the objects it watches besides TrainingJobs: pods, Services, Secrets, nodes and
-// PodGroups, read from API JSON into the small facts of types.h (thousands of pods fit in the cache).
+// What the operator keeps of the objects it watches besides TrainingJobs: pods, Services, Secrets and nodes, read
+// from API JSON into the small facts of types.h (thousands of pods fit in the cache). An integration's objects are
+// read in its folder (gang/facts.h, kueue/facts.h).
 #pragma once
 
 #include <string>
@@ -16,7 +17,6 @@ PodFacts parse_pod_facts(const nlohmann::json& pod);
 ServiceFacts parse_service_facts(const nlohmann::json& service);
 SecretFacts parse_secret_facts(const nlohmann::json& secret);
 NodeFacts parse_node_facts(const nlohmann::json& node);
-PodGroupFacts parse_pod_group_facts(const nlohmann::json& pod_group);
 
 // The uid of an object's controller owner reference, "" if none.
 std::string controller_uid(const nlohmann::json& obj);

@@ -1,6 +1,18 @@
 #include "trainingjob/api/job_state.h"
 
+#include <algorithm>
+
 namespace kubedist::trainingjob {
+
+std::vector<ConditionType> core_condition_types() {
+  return {ConditionType::kCreated,   ConditionType::kRunning, ConditionType::kRestarting,
+          ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended};
+}
+
+bool is_core(ConditionType type) {
+  const auto core = core_condition_types();
+  return std::find(core.begin(), core.end(), type) != core.end();
+}
 
 const char* to_string(JobPhase phase) {
   switch (phase) {
@@ -16,19 +28,7 @@ const char* to_string(JobPhase phase) {
   return "";
 }
 
-const char* to_string(ConditionType type) {
-  switch (type) {
-    case ConditionType::kCreated: return "Created";
-    case ConditionType::kRunning: return "Running";
-    case ConditionType::kRestarting: return "Restarting";
-    case ConditionType::kSucceeded: return "Succeeded";
-    case ConditionType::kFailed: return "Failed";
-    case ConditionType::kSuspended: return "Suspended";
-    case ConditionType::kGangScheduled: return "GangScheduled";
-    case ConditionType::kAdmitted: return "Admitted";
-  }
-  return "";
-}
+std::string to_string(ConditionType type) { return std::string(type.name); }
 
 JobPhase parse_job_phase(const std::string& s) {
   for (JobPhase p : {JobPhase::kPending, JobPhase::kRunning, JobPhase::kRestarting, JobPhase::kScaling,
@@ -38,11 +38,9 @@ JobPhase parse_job_phase(const std::string& s) {
   return JobPhase::kNone;
 }
 
-std::optional<ConditionType> parse_condition_type(const std::string& s) {
-  for (ConditionType t : {ConditionType::kCreated, ConditionType::kRunning, ConditionType::kRestarting,
-                          ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended,
-                          ConditionType::kGangScheduled, ConditionType::kAdmitted}) {
-    if (s == to_string(t)) return t;
+std::optional<ConditionType> parse_condition_type(const std::string& s, const std::vector<ConditionType>& kept) {
+  for (ConditionType t : kept) {
+    if (s == t.name) return t;
   }
   return std::nullopt;
 }

@@ -3,25 +3,40 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kubedist::trainingjob {
 
 // status.phase; kNone until the operator first writes one ("" in the API).
 enum class JobPhase { kNone, kPending, kRunning, kRestarting, kScaling, kSucceeded, kFailed, kSuspended };
 
-// The condition types the operator keeps on a job.
-enum class ConditionType {
-  kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended, kGangScheduled,
-  kAdmitted,  // Kueue admitted the job (only on jobs labelled kueue.x-k8s.io/queue-name)
+// A condition type the operator keeps on a job. The core's are the constants below; an integration names its own
+// (gang/: GangScheduled, kueue/: Admitted) the same way, as a constant.
+struct ConditionType {
+  std::string_view name;  // the API spelling, a string literal's (so that a type can be a constant)
+  bool operator==(const ConditionType& o) const { return name == o.name; }
+
+  static const ConditionType kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended;
 };
+inline constexpr ConditionType ConditionType::kCreated{"Created"};
+inline constexpr ConditionType ConditionType::kRunning{"Running"};
+inline constexpr ConditionType ConditionType::kRestarting{"Restarting"};
+inline constexpr ConditionType ConditionType::kSucceeded{"Succeeded"};
+inline constexpr ConditionType ConditionType::kFailed{"Failed"};
+inline constexpr ConditionType ConditionType::kSuspended{"Suspended"};
+
+// The core's condition types, which every status reader keeps.
+std::vector<ConditionType> core_condition_types();
+bool is_core(ConditionType type);
 
 // The API spellings (crd/kubedist.io_trainingjobs.yaml): "Pending", "Running", ...; kNone is "".
 const char* to_string(JobPhase phase);
-const char* to_string(ConditionType type);
+std::string to_string(ConditionType type);
 
 // A phase someone else wrote that is none of ours reads as kNone: the job is decided afresh.
 JobPhase parse_job_phase(const std::string& s);
-// nullopt: not a condition the operator keeps.
-std::optional<ConditionType> parse_condition_type(const std::string& s);
+// The type of kept spelled s; nullopt: not a condition the operator keeps.
+std::optional<ConditionType> parse_condition_type(const std::string& s, const std::vector<ConditionType>& kept);
 
 }  // namespace kubedist::trainingjob

@@ -1,4 +1,5 @@
-// Small readers of API JSON fields that the parsers share (parse_spec.cc, status_json.cc, facts.cc, kueue.cc).
+// Small readers of API JSON fields, shared by every parser (api/, gang/, kueue/): lenient, a field that is absent
+// or of another type reads as empty.
 #pragma once
 
 #include <string>
@@ -9,8 +10,46 @@ namespace kubedist::trainingjob {
 
 // obj[key] when it is a string, else "" (absent, null or another type).
 inline std::string string_at(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return std::string();
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// obj[key] when it is an integer, else 0.
+inline int int_at(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return 0;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+// &obj[key] when it is an object, else null.
+inline const nlohmann::json* object_at(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? &*it : nullptr;
+}
+
+// The condition of this type in a served conditions list, else null.
+inline const nlohmann::json* condition_at(const nlohmann::json& conditions, const std::string& type) {
+  if (!conditions.is_array()) return nullptr;
+  for (const auto& c : conditions) {
+    if (c.is_object() && string_at(c, "type") == type) return &c;
+  }
+  return nullptr;
+}
+
+// The first non-empty line of text, at most max bytes (cut at a UTF-8 character boundary): what the operator keeps
+// of a message someone else wrote.
+inline std::string first_line(const std::string& text, size_t max) {
+  size_t start = text.find_first_not_of("\r\n");
+  if (start == std::string::npos) return "";
+  std::string line = text.substr(start, text.find_first_of("\r\n", start) - start);
+  if (line.size() > max) {
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+    line.resize(cut);
+  }
+  return line;
 }
 
 }  // namespace kubedist::trainingjob

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "trainingjob/api/json_fields.h"
-#include "trainingjob/kueue/kueue.h"
 #include "trainingjob/api/names.h"
 #include "trainingjob/api/status_json.h"
 #include "trainingjob/api/template_check.h"
@@ -178,9 +177,12 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   }
   if (auto it = spec.find("scheduling"); it != spec.end() && !it->is_null()) {
     if (!it->is_object()) return Error::invalid("spec.scheduling: must be an object, got " + show(*it));
-    if (auto g = it->find("gang"); g != it->end() && !g->is_null()) {
-      if (!g->is_boolean()) return Error::invalid("spec.scheduling.gang: must be true or false, got " + show(*g));
-      s.gang = g->get<bool>();
+    for (const auto& [name, value] : it->items()) {
+      if (value.is_null()) continue;
+      if (!value.is_boolean()) {
+        return Error::invalid("spec.scheduling." + name + ": must be true or false, got " + show(value));
+      }
+      s.scheduling[name] = value.get<bool>();
     }
   }
   if (auto it = spec.find("suspend"); it != spec.end() && !it->is_null()) {
@@ -211,7 +213,7 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   return s;
 }
 
-Result<TrainingJob> parse_training_job(const json& obj) {
+Result<TrainingJob> parse_training_job(const json& obj, const std::vector<ConditionType>& kept_conditions) {
   if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) {
     return Error::invalid("TrainingJob without metadata");
   }
@@ -225,10 +227,11 @@ Result<TrainingJob> parse_training_job(const json& obj) {
   job.generation = md.contains("generation") && md["generation"].is_number_integer() ? md["generation"].get<int64_t>() : 0;
   job.deleting = md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
   if (auto labels = md.find("labels"); labels != md.end() && labels->is_object()) {
-    job.queue_name = string_at(*labels, kQueueNameLabel);
-    job.priority_class = string_at(*labels, kPriorityClassLabel);
+    for (const auto& [key, value] : labels->items()) {
+      if (value.is_string()) job.labels[key] = value.get<std::string>();
+    }
   }
-  job.status = parse_status(obj.value("status", json::object()));
+  job.status = parse_status(obj.value("status", json::object()), kept_conditions);
   // Whatever the spec holds, the job stays in the cache with a reason, so that its status can say why it cannot
   // run: a reader that throws on a type it did not expect is a spec error too, never a dropped job.
   try {

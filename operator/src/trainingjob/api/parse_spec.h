@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,9 @@ namespace kubedist::trainingjob {
 
 // Parses a TrainingJob object. Fails only when the object cannot be addressed (no name/namespace);
 // an invalid spec yields a job whose spec_error says what is wrong, so it can be reported on the object.
-Result<TrainingJob> parse_training_job(const nlohmann::json& obj);
+// kept_conditions: the condition types its status keeps (the core's, and those of the integrations in use).
+Result<TrainingJob> parse_training_job(const nlohmann::json& obj,
+                                       const std::vector<ConditionType>& kept_conditions = core_condition_types());
 
 // Validates and defaults a spec. Errors name the field: "spec.replicas: must be an integer >= 1, got \"x\"".
 Result<Spec> parse_spec(const nlohmann::json& spec, const std::string& job_name);

@@ -31,10 +31,10 @@ void to_json(json& j, const Condition& c) {
        {"lastTransitionTime", c.last_transition_time}};
 }
 
-// A condition of one of the operator's types; nullopt for any other (the status is the operator's alone, and is
-// rewritten whole).
-std::optional<Condition> condition_from_json(const json& j) {
-  const auto type = parse_condition_type(string_at(j, "type"));
+// A condition of one of the kept types; nullopt for any other (the status is the operator's alone, and is rewritten
+// whole).
+std::optional<Condition> condition_from_json(const json& j, const std::vector<ConditionType>& kept) {
+  const auto type = parse_condition_type(string_at(j, "type"), kept);
   if (!type) return std::nullopt;
   return Condition{*type, string_at(j, "status"), string_at(j, "reason"), string_at(j, "message"),
                    string_at(j, "lastTransitionTime")};
@@ -123,20 +123,22 @@ void from_json(const json& st, Status& s) {
     }
   }
   if (auto it = st.find("lastFailure"); it != st.end() && it->is_object()) s.last_failure = it->get<LastFailure>();
-  if (auto it = st.find("conditions"); it != st.end() && it->is_array()) {
-    for (const auto& c : *it) {
-      if (!c.is_object()) continue;
-      if (auto condition = condition_from_json(c)) s.conditions.push_back(std::move(*condition));
-    }
-  }
 }
 
-Status parse_status(const json& st) {
+Status parse_status(const json& st, const std::vector<ConditionType>& kept) {
+  Status s;
   try {
-    return st.get<Status>();
+    s = st.get<Status>();
   } catch (const json::exception&) {  // a status someone else wrote with wrong types: start afresh
     return Status{};
   }
+  if (auto it = st.find("conditions"); it != st.end() && it->is_array()) {
+    for (const auto& c : *it) {
+      if (!c.is_object()) continue;
+      if (auto condition = condition_from_json(c, kept)) s.conditions.push_back(std::move(*condition));
+    }
+  }
+  return s;
 }
 
 json status_to_json(const Status& s) { return s; }

@@ -60,7 +60,9 @@ struct Spec {
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
-  std::optional<bool> gang;  // spec.scheduling.gang; unset: the operator's default (--gang-scheduling)
+  // spec.scheduling: how the pods are placed, as switches of the integrations that place them (gang: true asks for
+  // gang scheduling, gang/); a switch the job leaves unset is absent (the integration's default).
+  std::map<std::string, bool> scheduling;
   nlohmann::json template_;  // core/v1 PodTemplateSpec, validated to have containers with a command
   int trainer_index = 0;     // index of the container that runs under the launcher
 };
@@ -136,8 +138,8 @@ struct TrainingJob {
   std::string resource_version;
   int64_t generation = 0;
   bool deleting = false;  // metadata.deletionTimestamp is set
-  std::string queue_name;      // label kueue.x-k8s.io/queue-name: the job waits for Kueue's admission (kueue.h)
-  std::string priority_class;  // label kueue.x-k8s.io/priority-class: its Workload's WorkloadPriorityClass
+  // metadata.labels: an integration may read its own there (kueue/: the queue a job waits in).
+  std::map<std::string, std::string> labels;
   Spec spec;
   std::string spec_error;  // non-empty: the spec is invalid and this says why; spec holds defaults
   Status status;           // as last written
@@ -151,19 +153,6 @@ struct ServiceFacts {
   std::string name;
   std::string owner_uid;
   bool operator==(const ServiceFacts&) const = default;
-};
-
-// What the operator needs to know of the job's PodGroup (scheduling.k8s.io/v1alpha2): its gang size and whether
-// the scheduler could place the gang (the PodGroupScheduled condition).
-struct PodGroupFacts {
-  std::string ns;
-  std::string name;
-  std::string owner_uid;
-  int min_count = 0;        // spec.schedulingPolicy.gang.minCount; 0 when the group is no gang
-  std::string scheduled;    // PodGroupScheduled's status: "True", "False", or "" before the scheduler's first try
-  std::string reason;       // its reason (Unschedulable, SchedulerError, ...)
-  std::string message;      // its message: what the scheduler could not place
-  bool operator==(const PodGroupFacts&) const = default;
 };
 
 // A rendezvous Secret, the namespace's kubedist-rendezvous or a job's own J-rdzv (render.h), as the cache keeps it.

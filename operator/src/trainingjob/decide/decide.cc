@@ -2,9 +2,9 @@
 
 #include <set>
 
+#include <algorithm>
+
 #include "trainingjob/decide/failures.h"
-#include "trainingjob/gang/decide_gang.h"
-#include "trainingjob/kueue/decide_kueue.h"
 #include "trainingjob/decide/launcher.h"
 #include "trainingjob/decide/lost_pods.h"
 #include "trainingjob/decide/phase.h"
@@ -47,7 +47,7 @@ Plan active(DecideState& s) {
   const auto node0 = ranks.by_rank.find(0);
   fold_launcher(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
   decide_phase(s, target, ranks, failures, elastic.changed);
-  decide_gang_condition(s);
+  for (const Hook* hook : s.hooks) hook->running(s);
   if (const auto& rejected = s.obs.pod_rejected; rejected && rejected->generation == s.job.generation) {
     // The template passed our checks but not the API server's: a spec error only the server could see. Nothing
     // more is created; the job stays failed until its spec changes (run(): InvalidSpec).
@@ -77,8 +77,9 @@ Plan run(DecideState& s) {
   }
   if (st.phase == JobPhase::kSucceeded || st.phase == JobPhase::kFailed) return finished(s);
   if (s.spec.suspend) return suspend(s);
-  if (s.admission && s.admission->state != Admission::State::kAdmitted) return wait_for_admission(s, *s.admission);
-  if (s.admission) note_admission(s, *s.admission);
+  for (const Hook* hook : s.hooks) {
+    if (auto held = hook->gate(s)) return std::move(*held);
+  }
   if (condition_true(st, ConditionType::kSuspended)) {
     set_condition(st, ConditionType::kSuspended, false, "JobResumed", "spec.suspend is false", s.now);
     s.emit("Normal", "Resumed", "job resumed: recreating its pods");
@@ -98,28 +99,59 @@ Plan run(DecideState& s) {
   // (The operator reads no Secret but the namespace's, so whether J-rdzv exists is told by the pods that mount it.)
   for (const auto& pod : s.live) s.plan.job_rdzv_secret = s.plan.job_rdzv_secret || pod.job_rdzv_secret;
   s.plan.create_namespace_secret = !s.plan.job_rdzv_secret && !s.obs.namespace_secret_exists;
-  if (const auto ending = decide_gang_objects(s)) return finish(s, *ending);
+  for (const Hook* hook : s.hooks) {
+    if (const auto ending = hook->prepare(s)) return finish(s, *ending);
+  }
   return active(s);
+}
+
+// The job as it runs on `nodes` (fewer than spec.replicas, as a gate allows): replicas and maxReplicas are capped,
+// so that decide() and the pods' NNODES agree on the size.
+TrainingJob running_on(const TrainingJob& job, int nodes) {
+  TrainingJob capped = job;
+  capped.spec.replicas = std::min(job.spec.replicas, nodes);
+  capped.spec.max_replicas = std::min(job.spec.max_replicas, capped.spec.replicas);
+  capped.spec.min_replicas = std::min(job.spec.min_replicas, capped.spec.replicas);
+  return capped;
+}
+
+// The pods of plan.create_ranks, rendered for the job as it runs, with what each integration adds to them.
+void render_new_pods(const DecideState& s, Plan& plan) {
+  PodOptions options = s.obs.pod_options;
+  options.job_rdzv_secret = plan.job_rdzv_secret;
+  for (int rank : plan.create_ranks) {
+    nlohmann::json pod = render_pod(s.job, rank, options);
+    for (const Hook* hook : s.hooks) hook->render_pod(s.job, pod);
+    plan.writes.push_back({Write::Verb::kCreate, "Pod", pod_name(s.job.name, rank),
+                           "/api/v1/namespaces/" + s.job.ns + "/pods", std::move(pod)});
+  }
+}
+
+Plan decide_with(const TrainingJob& job, const Observed& observed, UnixSeconds now,
+                 const std::vector<std::unique_ptr<Hook>>& hooks) {
+  DecideState s(job, observed, now);
+  for (const auto& hook : hooks) s.hooks.push_back(hook.get());
+  Plan plan = run(s);
+  render_new_pods(s, plan);
+  return plan;
 }
 
 }  // namespace
 
 Plan decide(const TrainingJob& job, const Observed& observed, UnixSeconds now) {
-  std::optional<Admission> admission;
-  if (!job.queue_name.empty() && !job.deleting) admission = decide_admission(job, observed.kueue);
-  if (admission && admission->state == Admission::State::kAdmitted && admission->admitted_count < job.spec.replicas) {
-    // Partial admission: the job runs on the nodes admitted, as if spec.replicas said so.
-    const int nodes = admission->admitted_count;
-    const TrainingJob admitted = with_admitted_nodes(job, nodes);
-    DecideState s(admitted, observed, now);
-    s.admission = std::move(admission);
-    Plan plan = run(s);
-    plan.admitted_nodes = nodes;
-    return plan;
+  std::vector<std::unique_ptr<Hook>> hooks;
+  std::optional<int> nodes;
+  if (!job.deleting) {
+    for (const auto& integration : observed.integrations) {
+      auto hook = integration->hook(job);
+      if (!hook) continue;
+      if (auto n = hook->nodes(); n && *n < job.spec.replicas) nodes = std::min(nodes.value_or(*n), *n);
+      hooks.push_back(std::move(hook));
+    }
   }
-  DecideState s(job, observed, now);
-  s.admission = std::move(admission);
-  return run(s);
+  // A partial admission: the job runs on the nodes admitted, as if spec.replicas said so.
+  if (nodes) return decide_with(running_on(job, *nodes), observed, now, hooks);
+  return decide_with(job, observed, now, hooks);
 }
 
 Plan decide(const TrainingJob& job, const std::vector<PodFacts>& pods, bool service_exists, UnixSeconds now) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/time.h"
-#include "trainingjob/kueue/kueue.h"
+#include "trainingjob/decide/hook.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/api/types.h"
 
@@ -35,10 +35,11 @@ class DecideState {
   Plan plan;
   std::vector<std::string> lost;  // names of pods lost this time
   std::string last_reason;        // the reason of the latest restart counted (kRestart*)
-  std::optional<Admission> admission;  // Kueue's verdict on a queued job (kueue.h); nullopt when it is not queued
+  std::vector<const Hook*> hooks;  // the integrations' parts in this pass (hook.h), in registration order
 
   void emit(const std::string& type, const std::string& reason, const std::string& message);
   void delete_pod(const PodFacts& pod, bool force = false);
+  void write(Write w) { plan.writes.push_back(std::move(w)); }
   // Asks to come back in `seconds` (at least 1), unless an earlier timer is already asked for.
   void requeue(int64_t seconds);
   void count_restart(const std::string& reason, int n = 1);

@@ -5,9 +5,13 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "common/time.h"
-#include "trainingjob/kueue/kueue.h"
 #include "trainingjob/api/types.h"
+#include "trainingjob/decide/hook.h"
+#include "trainingjob/decide/write.h"
+#include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
 
@@ -42,10 +46,9 @@ struct Observed {
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
-  bool gang_api = false;                   // the cluster serves PodGroups and the operator watches them
-  bool gang_by_default = false;            // jobs without spec.scheduling.gang are gang-scheduled
-  std::optional<PodGroupFacts> pod_group;  // PodGroup J, when it exists and the job controls it
-  KueueObserved kueue;                     // Kueue's view of a queued job (job.queue_name set)
+  // Each integration's facts about the job (gang scheduling, Kueue admission: hook.h), in registration order.
+  std::vector<std::shared_ptr<const IntegrationFacts>> integrations;
+  PodOptions pod_options;  // what new pods get from the operator's configuration (launcher image, ...)
   // A pod create the API server refused; one from an older generation says nothing of this spec.
   std::optional<PodRejection> pod_rejected;
   int64_t unschedulable_grace_s = 30;
@@ -54,16 +57,10 @@ struct Observed {
 
 struct Plan {
   bool create_service = false;
-  std::optional<int> create_gang;         // create Workload J and PodGroup J with this gang minCount (before pods)
-  bool delete_gang = false;               // PodGroup J has another minCount: delete it and Workload J, then recreate
   bool create_namespace_secret = false;   // Secret kubedist-rendezvous, before any pod mounts it
   bool job_rdzv_secret = false;           // new pods mount the job's own Secret J-rdzv, as its running pods do
-  bool create_kueue_workload = false;     // Kueue Workload J (kueue.h), with this priority class if any
-  std::optional<PriorityClassFacts> kueue_priority;
-  bool delete_kueue_workload = false;     // it asks for another size or is finished: the next pass creates it anew
-  std::optional<KueueStatusWrite> kueue_status;  // release the quota of an evicted job, or mark the Workload finished
-  std::optional<int> admitted_nodes;      // Kueue admitted fewer nodes than spec.replicas: render pods for that many
-  std::optional<Placement> placement;     // the admitted flavors' node selector and tolerations for new pods
+  // The integrations' objects (before the pods), then the pods of create_ranks, rendered for the job as it runs.
+  std::vector<Write> writes;
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed

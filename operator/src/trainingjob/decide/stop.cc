@@ -1,6 +1,5 @@
 #include "trainingjob/decide/stop.h"
 
-#include "trainingjob/kueue/decide_kueue.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -35,7 +34,7 @@ Plan finish(DecideState& s, const Ending& ending) {
 }
 
 Plan finished(DecideState& s) {
-  finish_kueue_workload(s);
+  for (const Hook* hook : s.hooks) hook->finished(s);
   const Spec& spec = s.spec;
   std::vector<std::string> names;
   for (const auto& pod : s.live) {
@@ -76,7 +75,7 @@ Plan fail_for_spec(DecideState& s, const std::string& why) {
   set_condition(st, ConditionType::kFailed, true, "InvalidSpec", why, s.now);
   if (st.completion_time.empty()) st.completion_time = format_rfc3339(s.now);
   if (!reported) s.emit("Warning", "InvalidSpec", why);
-  finish_kueue_workload(s);
+  for (const Hook* hook : s.hooks) hook->finished(s);
   observe_pods(st, s.spec, s.live);
   return std::move(s.plan);
 }
@@ -97,7 +96,7 @@ Plan suspend(DecideState& s) {
   if (condition_true(st, ConditionType::kRunning)) {
     set_condition(st, ConditionType::kRunning, false, "JobSuspended", why, s.now);
   }
-  drop_kueue_workload(s);  // a suspended job holds no quota; resuming queues it anew
+  for (const Hook* hook : s.hooks) hook->suspended(s);
   st.phase = JobPhase::kSuspended;
   st.start_time = "";  // activeDeadlineSeconds counts from the resume, as for a batch Job
   observe_pods(st, s.spec, s.live);

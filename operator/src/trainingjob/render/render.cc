@@ -60,14 +60,17 @@ json owner_reference(const TrainingJob& job) {
           {"uid", job.uid},            {"controller", true}, {"blockOwnerDeletion", true}};
 }
 
+json owned_metadata(const TrainingJob& job) {
+  return {{"name", job.name},
+          {"namespace", job.ns},
+          {"labels", labels_for(job)},
+          {"ownerReferences", json::array({owner_reference(job)})}};
+}
+
 json render_service(const TrainingJob& job) {
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
-          {"metadata",
-           {{"name", job.name},
-            {"namespace", job.ns},
-            {"labels", labels_for(job)},
-            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"metadata", owned_metadata(job)},
           {"spec",
            {{"clusterIP", "None"},
             {"publishNotReadyAddresses", true},
@@ -78,42 +81,6 @@ json render_service(const TrainingJob& job) {
                           {{"name", "rendezvous"},
                            {"port", job.spec.master_port + contract::kRendezvousPortOffset},
                            {"protocol", "TCP"}}})}}}};
-}
-
-std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default) {
-  if (!job.spec.gang.value_or(gang_by_default)) return std::nullopt;
-  return job.spec.min_replicas;
-}
-
-namespace {
-
-json gang_policy(int min_count) { return {{"gang", {{"minCount", min_count}}}}; }
-
-json gang_metadata(const TrainingJob& job) {
-  return {{"name", job.name},
-          {"namespace", job.ns},
-          {"labels", labels_for(job)},
-          {"ownerReferences", json::array({owner_reference(job)})}};
-}
-
-}  // namespace
-
-json render_workload(const TrainingJob& job, int min_count) {
-  return {{"apiVersion", kGangApiVersion},
-          {"kind", "Workload"},
-          {"metadata", gang_metadata(job)},
-          {"spec",
-           {{"controllerRef", {{"apiGroup", kGroup}, {"kind", kKind}, {"name", job.name}}},
-            {"podGroupTemplates", json::array({{{"name", "nodes"}, {"schedulingPolicy", gang_policy(min_count)}}})}}}};
-}
-
-json render_pod_group(const TrainingJob& job, int min_count) {
-  return {{"apiVersion", kGangApiVersion},
-          {"kind", "PodGroup"},
-          {"metadata", gang_metadata(job)},
-          {"spec",
-           {{"podGroupTemplateRef", {{"workload", {{"workloadName", job.name}, {"podGroupTemplateName", "nodes"}}}}},
-            {"schedulingPolicy", gang_policy(min_count)}}}};
 }
 
 json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
@@ -137,7 +104,6 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   spec["subdomain"] = job.name;
   // The operator decides when a node's pod is recreated, so the kubelet never restarts it.
   spec["restartPolicy"] = "Never";
-  if (gang_min_count(job, options.gang_by_default)) spec["schedulingGroup"] = {{"podGroupName", job.name}};
 
   if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
   spec["volumes"].push_back({{"name", kBinVolume}, {"emptyDir", json::object()}});

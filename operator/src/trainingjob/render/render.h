@@ -21,7 +21,6 @@ inline constexpr int kLauncherUser = 65532;  // the uid and gid the launcher ini
 struct PodOptions {
   std::string launcher_image = kDefaultLauncherImage;
   int launcher_metrics_port = kDefaultLauncherMetricsPort;  // 0: the launchers serve no /metrics
-  bool gang_by_default = false;  // jobs that leave spec.scheduling.gang unset are gang-scheduled
   // The launcher signs its rendezvous: the init container derives the job's secret from the namespace's Secret
   // kubedist-rendezvous (mounted there only) into the trainer's emptyDir, and the launcher is pointed at it.
   bool rdzv_secret = false;
@@ -36,20 +35,6 @@ inline constexpr const char* kNamespaceRdzvDir = "/kubedist/rendezvous";  // the
 // The job's secret as the init container derives it into the emptyDir the trainer mounts at /kubedist/bin.
 inline std::string job_rdzv_secret_file() { return std::string("/kubedist/bin/") + contract::kJobSecretFileName; }
 
-// The Workload API's group/version (Workloads and PodGroups), and the path its namespaced objects live under.
-inline constexpr const char* kGangApiVersion = "scheduling.k8s.io/v1alpha2";
-inline std::string gang_api_path() { return std::string("/apis/") + kGangApiVersion; }
-
-// The gang size of the job's PodGroup, or nullopt when the job is not gang-scheduled (spec.scheduling.gang, else
-// the operator's default): minReplicas, the fewest nodes the job can run on, so an elastic job still starts (and
-// shrinks) down to it.
-std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default);
-
-// Workload J (scheduling.k8s.io/v1alpha2): the job's scheduling policy, one pod group template "nodes" with a gang
-// of min_count. PodGroup J: its runtime instance, which every pod names in spec.schedulingGroup.
-nlohmann::json render_workload(const TrainingJob& job, int min_count);
-nlohmann::json render_pod_group(const TrainingJob& job, int min_count);
-
 // Secret kubedist-rendezvous of namespace ns: the secret each job's rendezvous secret is derived from (contract/
 // signed_line.h), which signs the job's rendezvous lines (launcher-sidecar/src/rendezvous/auth.h) so that only the
 // job's pods and the operator can join, leave or read it. secret: its text (random hex). Owned by nothing: it
@@ -61,7 +46,7 @@ nlohmann::json render_service(const TrainingJob& job);
 
 // Pod J-node-<rank>: the user's template plus the launcher init container, the wrapped trainer command,
 // the node env, hostname/subdomain for DNS, labels, the controller owner reference and restartPolicy Never.
-// A gang-scheduled job's pods belong to PodGroup J (spec.schedulingGroup).
+// (An integration adds its own to the pod: decide/hook.h.)
 // With a launcher metrics port the launcher serves /metrics on the pod's IP there (port "kd-metrics"). With
 // rdzv_secret, Secret J-rdzv is mounted read-only into the trainer and named by KUBEDIST_RDZV_SECRET_FILE.
 // Requires a job without spec_error.
@@ -69,5 +54,9 @@ nlohmann::json render_pod(const TrainingJob& job, int rank, const PodOptions& op
 
 // The owner reference every object of the job carries (controller, blockOwnerDeletion).
 nlohmann::json owner_reference(const TrainingJob& job);
+
+// The metadata of an object the job owns named like the job (its Service, an integration's objects): name,
+// namespace, the job-name label and the owner reference.
+nlohmann::json owned_metadata(const TrainingJob& job);
 
 }  // namespace kubedist::trainingjob

@@ -1,0 +1,31 @@
+// Readers of a Plan for the operator's unit tests: the writes it asks for, by kind and verb.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainingjob/decide/plan.h"
+
+namespace kubedist::trainingjob::testing {
+
+// The plan's writes of this verb and kind, in order.
+inline std::vector<Write> writes(const Plan& p, Write::Verb verb, const std::string& kind) {
+  std::vector<Write> out;
+  for (const auto& w : p.writes) {
+    if (w.verb == verb && w.kind == kind) out.push_back(w);
+  }
+  return out;
+}
+
+inline bool writes_any(const Plan& p, Write::Verb verb, const std::string& kind) {
+  return !writes(p, verb, kind).empty();
+}
+
+inline bool has_event(const Plan& p, const std::string& reason) {
+  for (const auto& e : p.events) {
+    if (e.reason == reason) return true;
+  }
+  return false;
+}
+
+}  // namespace kubedist::trainingjob::testing
