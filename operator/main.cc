@@ -163,7 +163,8 @@ std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
        },
        "  --gang-scheduling MODE   per-job: jobs with spec.scheduling.gang: true are gang-scheduled (default);\n"
        "                           all: every job unless it says false; off: none (jobs asking for it fail).\n"
-       "                           Needs the cluster's scheduling.k8s.io/v1alpha2 PodGroups (else treated as off)\n"},
+       "                           Needs the cluster's Workload API, scheduling.k8s.io/v1beta1 (1.37) or\n"
+       "                           v1alpha2 (1.36), whichever it serves (else treated as off)\n"},
   };
 }
 

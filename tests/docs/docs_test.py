@@ -172,7 +172,8 @@ NOT_REASONS = {
     # Kubernetes' words the code reads or writes elsewhere: kinds, field values, Event types, condition statuses
     "All", "Background", "DeleteOptions", "ExitCode", "Never", "None", "OnFailure", "Opaque", "Pod", "PodGroup",
     "Secret", "Service", "TCP", "TrainingJob", "TrainingJobs", "Workload", "WorkloadPriorityClass", "True", "False",
-    "Unknown", "Normal", "Warning", "Ready", "PodScheduled", "PodGroupScheduled", "RuntimeDefault",
+    "Unknown", "Normal", "Warning", "Ready", "PodScheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled",
+    "RuntimeDefault",
     # pod and container reasons the operator reads to tell a lost pod from a failed one (lost_pods.cc)
     "NodeAffinity", "OutOfpods", "NodeShutdown", "Shutdown", "Terminated",
     # the phases, documented with the phase in the reference (also condition types there)

@@ -28,11 +28,13 @@ TrainingJob job_with(const json& spec_patch) {
   return testing::job_from(j);
 }
 
-// What decide() observes with gang scheduling in use: whether the cluster serves PodGroups, the operator's default
-// (--gang-scheduling=all) and the job's PodGroup.
-Observed with_gang(bool api, bool by_default = false, std::optional<PodGroupFacts> group = std::nullopt) {
+// What decide() observes with gang scheduling in use: whether the cluster serves PodGroups (and in which Workload API
+// version), the operator's default (--gang-scheduling=all) and the job's PodGroup.
+Observed with_gang(bool api, bool by_default = false, std::optional<PodGroupFacts> group = std::nullopt,
+                   GangApi version = GangApi::kV1Beta1) {
   auto facts = std::make_shared<GangFacts>();
   facts->api = api;
+  facts->version = version;
   facts->by_default = by_default;
   facts->pod_group = std::move(group);
   Observed o;
@@ -57,12 +59,22 @@ TEST(ParsePodGroupFacts, ReadsGangSizeOwnerAndTheSchedulersVerdict) {
   EXPECT_EQ(parse_pod_group_facts(json::parse(R"({"metadata": {"name": "y"}, "spec": 3})")).min_count, 0);
 }
 
+TEST(ParsePodGroupFacts, ReadsTheBetaApisPodGroupInitiallyScheduled) {
+  auto g = parse_pod_group_facts(json::parse(R"({
+    "apiVersion": "scheduling.k8s.io/v1beta1", "metadata": {"name": "resnet", "namespace": "team-a"},
+    "spec": {"workloadRef": {"workloadName": "resnet", "templateName": "nodes"},
+             "schedulingPolicy": {"gang": {"minCount": 2}}},
+    "status": {"conditions": [{"type": "DisruptionTarget", "status": "False"},
+      {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled", "message": ""}]}})"));
+  EXPECT_EQ(g, (PodGroupFacts{"team-a", "resnet", "", 2, "True", "Scheduled", ""}));
+}
+
 TEST(RenderGang, WorkloadAndPodGroupCarryTheGangOfMinReplicasAndTheJobsOwnership) {
   auto job = testing::example_job();
   job.spec.min_replicas = 2;
   job.spec.scheduling["gang"] = true;
   ASSERT_EQ(gang_min_count(job, false), std::optional<int>(2));
-  const auto w = render_workload(job, 2);
+  const auto w = render_workload(job, 2, GangApi::kV1Alpha2);
   EXPECT_EQ(w["apiVersion"], "scheduling.k8s.io/v1alpha2");
   EXPECT_EQ(w["kind"], "Workload");
   EXPECT_EQ(w["metadata"]["name"], "resnet");
@@ -71,7 +83,8 @@ TEST(RenderGang, WorkloadAndPodGroupCarryTheGangOfMinReplicasAndTheJobsOwnership
   EXPECT_EQ(w["spec"]["controllerRef"], (json{{"apiGroup", "kubedist.io"}, {"kind", "TrainingJob"}, {"name", "resnet"}}));
   EXPECT_EQ(w["spec"]["podGroupTemplates"],
             json::parse(R"([{"name": "nodes", "schedulingPolicy": {"gang": {"minCount": 2}}}])"));
-  const auto g = render_pod_group(job, 2);
+  const auto g = render_pod_group(job, 2, GangApi::kV1Alpha2);
+  EXPECT_EQ(g["apiVersion"], "scheduling.k8s.io/v1alpha2");
   EXPECT_EQ(g["kind"], "PodGroup");
   EXPECT_EQ(g["metadata"]["name"], "resnet");
   EXPECT_EQ(g["metadata"]["labels"]["kubedist.io/job-name"], "resnet");
@@ -79,6 +92,20 @@ TEST(RenderGang, WorkloadAndPodGroupCarryTheGangOfMinReplicasAndTheJobsOwnership
   EXPECT_EQ(g["spec"]["podGroupTemplateRef"],
             json::parse(R"({"workload": {"workloadName": "resnet", "podGroupTemplateName": "nodes"}})"));
   EXPECT_EQ(g["spec"]["schedulingPolicy"], json::parse(R"({"gang": {"minCount": 2}})"));
+}
+
+TEST(RenderGang, TheBetaApiNamesTheWorkloadsTemplateInWorkloadRef) {
+  auto job = testing::example_job();
+  job.spec.scheduling["gang"] = true;
+  const auto w = render_workload(job, 3, GangApi::kV1Beta1);
+  EXPECT_EQ(w["apiVersion"], "scheduling.k8s.io/v1beta1");
+  EXPECT_EQ(w["kind"], "Workload");
+  EXPECT_EQ(w["spec"], render_workload(job, 3, GangApi::kV1Alpha2)["spec"]);  // the same Workload in both versions
+  const auto g = render_pod_group(job, 3, GangApi::kV1Beta1);
+  EXPECT_EQ(g["apiVersion"], "scheduling.k8s.io/v1beta1");
+  EXPECT_EQ(g["metadata"], render_pod_group(job, 3, GangApi::kV1Alpha2)["metadata"]);
+  EXPECT_EQ(g["spec"], json::parse(R"({"workloadRef": {"workloadName": "resnet", "templateName": "nodes"},
+                                       "schedulingPolicy": {"gang": {"minCount": 3}}})"));
 }
 
 TEST(RenderGang, TheJobsChoiceWinsOverTheOperatorsDefault) {
@@ -106,16 +133,32 @@ TEST(DecideGang, AGangJobCreatesItsWorkloadAndPodGroupWithItsPods) {
   // Workload J, then PodGroup J, then the pods.
   ASSERT_EQ(p.writes.size(), 6u);
   EXPECT_EQ(p.writes[0].kind, "Workload");
-  EXPECT_EQ(p.writes[0].path, "/apis/scheduling.k8s.io/v1alpha2/namespaces/team-a/workloads");
+  EXPECT_EQ(p.writes[0].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/workloads");
+  EXPECT_EQ(p.writes[0].body["apiVersion"], "scheduling.k8s.io/v1beta1");
   EXPECT_EQ(p.writes[0].body["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"], 2);
   EXPECT_EQ(p.writes[1].kind, "PodGroup");
+  EXPECT_EQ(p.writes[1].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups");
   EXPECT_EQ(p.writes[1].body["spec"]["schedulingPolicy"]["gang"]["minCount"], 2);
+  EXPECT_EQ(p.writes[1].body["spec"]["workloadRef"]["workloadName"], "resnet");
   EXPECT_FALSE(testing::writes_any(p, Write::Verb::kDelete, "PodGroup"));
   EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(p.writes[2].kind, "Pod");
   // Once the PodGroup is there it is not created again.
   o = with_gang(true, false, PodGroupFacts{"team-a", "resnet", "uid-1", 2, "", "", ""});
   EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kCreate, "PodGroup"));
+}
+
+TEST(DecideGang, OnKubernetes136sAlphaApiTheObjectsAreWrittenInV1alpha2) {
+  auto job = job_with({{"scheduling", {{"gang", true}}}});
+  auto p = decide(job, with_gang(true, false, std::nullopt, GangApi::kV1Alpha2), kNow);
+  const auto workloads = testing::writes(p, Write::Verb::kCreate, "Workload");
+  const auto groups = testing::writes(p, Write::Verb::kCreate, "PodGroup");
+  ASSERT_EQ(workloads.size(), 1u);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(workloads[0].path, "/apis/scheduling.k8s.io/v1alpha2/namespaces/team-a/workloads");
+  EXPECT_EQ(groups[0].path, "/apis/scheduling.k8s.io/v1alpha2/namespaces/team-a/podgroups");
+  EXPECT_EQ(groups[0].body["apiVersion"], "scheduling.k8s.io/v1alpha2");
+  EXPECT_EQ(groups[0].body["spec"]["podGroupTemplateRef"]["workload"]["workloadName"], "resnet");
 }
 
 TEST(DecideGang, JobsWithoutGangOwnNoPodGroupEvenWhereTheApiIsServed) {
@@ -138,7 +181,9 @@ TEST(DecideGang, WithoutTheWorkloadApiAGangJobFailsSayingWhatIsMissing) {
   const Condition* failed = find_condition(p.status, ConditionType::kFailed);
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(failed->reason, "GangSchedulingUnavailable");
-  EXPECT_NE(failed->message.find("scheduling.k8s.io/v1alpha2"), std::string::npos);
+  EXPECT_NE(failed->message.find("serves no Workload API the operator knows (scheduling.k8s.io/v1beta1"),
+            std::string::npos);
+  EXPECT_NE(failed->message.find("scheduling.k8s.io/v1alpha2: Kubernetes 1.36"), std::string::npos);
   EXPECT_TRUE(testing::has_event(p, "GangSchedulingUnavailable"));
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_TRUE(p.writes.empty());
@@ -160,7 +205,7 @@ TEST(DecideGang, ANewMinReplicasReplacesThePodGroup) {
   // Both go (a PodGroup's policy is immutable); the next pass creates them anew.
   const auto gone = testing::writes(p, Write::Verb::kDelete, "PodGroup");
   ASSERT_EQ(gone.size(), 1u);
-  EXPECT_EQ(gone[0].path, "/apis/scheduling.k8s.io/v1alpha2/namespaces/team-a/podgroups/resnet");
+  EXPECT_EQ(gone[0].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups/resnet");
   EXPECT_TRUE(testing::writes_any(p, Write::Verb::kDelete, "Workload"));
   EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "PodGroup"));
 }

@@ -59,6 +59,7 @@ void WatchedIntegrations::watch(controller::Manager& mgr, kube::Client& api, con
       continue;
     }
     if (watches.kinds.empty()) continue;
+    if (const std::string found = integration->found(); !found.empty()) log_info("manager", found);
     IntegrationCaches& caches = caches_[integration.get()];
     for (const auto& kind : watches.kinds) {
       const kube::InformerOptions options{kind.path, kind.label_selector};

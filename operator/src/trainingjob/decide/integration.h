@@ -120,6 +120,8 @@ class Integration {
   virtual Watches watches(const std::string& ns, const ServedResources& served) const = 0;
   // What it means for jobs when the integration cannot work here, logged after the reason.
   virtual std::string without() const = 0;
+  // What it found to work through, logged once its kinds are watched ("": nothing to say).
+  virtual std::string found() const { return ""; }
   // The condition types it keeps on jobs (the status reader keeps them).
   virtual std::vector<ConditionType> condition_types() const = 0;
   // Its facts about a job, from its caches (null: it cannot work here); null when the job does not concern it.

@@ -29,21 +29,20 @@ std::optional<Ending> decide_gang_objects(DecideState& s, const GangFacts& g) {
   const auto gang = gang_min_count(s.job, g.by_default);
   if (!gang) return std::nullopt;
   if (!g.api) {
-    return Ending{false, "GangSchedulingUnavailable",
-                  "spec.scheduling.gang asks for gang scheduling, but the cluster does not serve "
-                  "scheduling.k8s.io/v1alpha2 PodGroups (Kubernetes 1.36+ with the feature gates GenericWorkload "
-                  "and GangScheduling and that API enabled) or the operator runs with --gang-scheduling=off"};
+    return Ending{false, "GangSchedulingUnavailable", gang_api_unavailable_message()};
   }
   if (g.pod_group && g.pod_group->owner_uid != s.job.uid) {
     return Ending{false, "GangSchedulingConflict",
                   "PodGroup " + s.job.name + " exists but is not this job's: delete it or rename the job"};
   }
-  const std::string path = gang_api_path() + "/namespaces/" + s.job.ns;
+  const std::string path = gang_api_path(g.version) + "/namespaces/" + s.job.ns;
   if (!g.pod_group) {
     // The Workload first: the PodGroup names it. Pods may come before the PodGroup is in the scheduler's cache;
     // they wait for it.
-    s.write({Write::Verb::kCreate, "Workload", s.job.name, path + "/workloads", render_workload(s.job, *gang)});
-    s.write({Write::Verb::kCreate, "PodGroup", s.job.name, path + "/podgroups", render_pod_group(s.job, *gang)});
+    s.write({Write::Verb::kCreate, "Workload", s.job.name, path + "/workloads",
+             render_workload(s.job, *gang, g.version)});
+    s.write({Write::Verb::kCreate, "PodGroup", s.job.name, path + "/podgroups",
+             render_pod_group(s.job, *gang, g.version)});
   } else if (g.pod_group->min_count != *gang) {
     // minReplicas changed; a PodGroup's policy is immutable: the next pass recreates both.
     const nlohmann::json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};

@@ -22,7 +22,9 @@ PodGroupFacts parse_pod_group_facts(const json& pg) {
   const json st = pg.value("status", json::object());
   if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
     for (const auto& c : *conds) {
-      if (!c.is_object() || string_at(c, "type") != "PodGroupScheduled") continue;
+      // v1alpha2's PodGroupScheduled; v1beta1's PodGroupInitiallyScheduled, which stays True once placed.
+      const std::string type = c.is_object() ? string_at(c, "type") : "";
+      if (type != "PodGroupScheduled" && type != "PodGroupInitiallyScheduled") continue;
       f.scheduled = string_at(c, "status");
       f.reason = string_at(c, "reason");
       f.message = first_line(string_at(c, "message"), kMaxTerminationMessage);

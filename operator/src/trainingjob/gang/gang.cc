@@ -12,12 +12,15 @@ Watches GangIntegration::watches(const std::string& ns, const ServedResources& s
   if (mode_ == GangMode::kOff) return {};
   // An informer on an API that is not there would never sync: without it a job asking for a gang fails with a
   // condition saying what is missing.
-  const auto resources = served(gang_api_path());
-  if (!resources || std::find(resources->begin(), resources->end(), "podgroups") == resources->end()) {
-    return {{}, "the cluster does not serve " + gang_api_path() + " podgroups"};
-  }
-  const std::string path = gang_api_path() + (ns.empty() ? "" : "/namespaces/" + ns) + "/podgroups";
+  const auto api = discover_gang_api(served);
+  if (!api) return {{}, gang_api_not_served(), true};
+  api_ = *api;
+  const std::string path = gang_api_path(*api) + (ns.empty() ? "" : "/namespaces/" + ns) + "/podgroups";
   return {{WatchSpec::of<PodGroupFacts>("podgroups", path, kJobNameLabel, parse_pod_group_facts, job_key_of)}, ""};
+}
+
+std::string GangIntegration::found() const {
+  return "gang scheduling through " + gang_api_version(api_) + " (Workloads and PodGroups)";
 }
 
 std::vector<ConditionType> GangIntegration::condition_types() const { return {kGangScheduled}; }
@@ -25,6 +28,7 @@ std::vector<ConditionType> GangIntegration::condition_types() const { return {kG
 std::shared_ptr<const IntegrationFacts> GangIntegration::observe(const TrainingJob& job, const Caches* caches) const {
   auto facts = std::make_shared<GangFacts>();
   facts->api = caches != nullptr;
+  facts->version = api_;
   facts->by_default = facts->api && mode_ == GangMode::kAll;
   if (!gang_min_count(job, facts->by_default)) return nullptr;
   if (caches != nullptr) facts->pod_group = caches->get_as<PodGroupFacts>("podgroups", job.ns + "/" + job.name);

@@ -17,8 +17,8 @@ std::optional<int> gang_min_count(const TrainingJob& job, bool gang_by_default) 
   return job.spec.min_replicas;
 }
 
-json render_workload(const TrainingJob& job, int min_count) {
-  return {{"apiVersion", kGangApiVersion},
+json render_workload(const TrainingJob& job, int min_count, GangApi api) {
+  return {{"apiVersion", gang_api_version(api)},
           {"kind", "Workload"},
           {"metadata", owned_metadata(job)},
           {"spec",
@@ -26,13 +26,14 @@ json render_workload(const TrainingJob& job, int min_count) {
             {"podGroupTemplates", json::array({{{"name", "nodes"}, {"schedulingPolicy", gang_policy(min_count)}}})}}}};
 }
 
-json render_pod_group(const TrainingJob& job, int min_count) {
-  return {{"apiVersion", kGangApiVersion},
-          {"kind", "PodGroup"},
-          {"metadata", owned_metadata(job)},
-          {"spec",
-           {{"podGroupTemplateRef", {{"workload", {{"workloadName", job.name}, {"podGroupTemplateName", "nodes"}}}}},
-            {"schedulingPolicy", gang_policy(min_count)}}}};
+json render_pod_group(const TrainingJob& job, int min_count, GangApi api) {
+  json spec = {{"schedulingPolicy", gang_policy(min_count)}};
+  if (api == GangApi::kV1Beta1) {
+    spec["workloadRef"] = {{"workloadName", job.name}, {"templateName", "nodes"}};
+  } else {
+    spec["podGroupTemplateRef"] = {{"workload", {{"workloadName", job.name}, {"podGroupTemplateName", "nodes"}}}};
+  }
+  return {{"apiVersion", gang_api_version(api)}, {"kind", "PodGroup"}, {"metadata", owned_metadata(job)}, {"spec", spec}};
 }
 
 void join_pod_group(const TrainingJob& job, json& pod) { pod["spec"]["schedulingGroup"] = {{"podGroupName", job.name}}; }
