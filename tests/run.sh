@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds kubedist and runs every test: unit, integration (against the real local control plane, which
 # ctest starts once and stops at the end) and e2e. This is the README's test command; .ci/run calls it.
+# Arguments go to ctest. The version matrix (label matrix: the core scenarios on every Kubernetes release of
+# deploy/local/versions.sh, about an hour the first time) runs only when asked: tests/run.sh -L matrix (which
+# configures the build with -DKUBEDIST_MATRIX=ON; a run without "matrix" in its arguments turns it off again).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -11,11 +14,22 @@ start=$SECONDS
 deploy/local/setup.sh
 echo "[run] setup done in $((SECONDS - start))s"
 
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# The matrix's tests exist in the build tree only when asked for (-DKUBEDIST_MATRIX=ON).
+matrix=OFF
+[[ " $* " != *matrix* ]] || matrix=ON
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKUBEDIST_MATRIX=$matrix >/dev/null
 cmake --build "$build" -j "$(nproc)"
 echo "[run] build done in $((SECONDS - start))s"
 
 # ctest stops the test clusters itself (fixture cleanup); this is for an interrupted run.
-trap 'deploy/local/cluster.sh down test >/dev/null 2>&1 || true; deploy/local/cluster.sh down test-real >/dev/null 2>&1 || true' EXIT
+clusters=(test test-real)
+if [ "$matrix" = ON ]; then
+  # shellcheck source=../deploy/local/versions.sh
+  for v in $(. deploy/local/versions.sh && echo "$KUBERNETES_MATRIX_VERSIONS"); do
+    minor=${v#v1.}
+    clusters+=("test-m1${minor%%.*}")
+  done
+fi
+trap 'for c in "${clusters[@]}"; do deploy/local/cluster.sh down "$c" >/dev/null 2>&1 || true; done' EXIT
 ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
 echo "[run] all tests done in $((SECONDS - start))s"

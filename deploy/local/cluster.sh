@@ -36,7 +36,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${KUBEDIST_CACHE:-$repo/.cache}
-bin="$cache/bin"
+# shellcheck source=versions.sh
+. "$here/versions.sh"
 # shellcheck source=template.sh
 . "$here/template.sh"
 
@@ -45,6 +46,19 @@ name=${2:-local}
 [[ $name =~ ^[a-z0-9][a-z0-9-]*$ ]] || { echo "cluster.sh: bad cluster name '$name'" >&2; exit 2; }
 dir="$cache/clusters/$name"
 kubeconfig="$dir/kubeconfig"
+# The cluster's own binaries: links made at up to the versions it runs (tools.sh keeps each version in a folder of
+# its own, so that clusters of different versions, and checkouts of different pins, share one cache). The tests put
+# this folder first on their PATH: their kubectl is the cluster's.
+bin="$dir/bin"
+# A cluster started before clusters had binaries of their own runs the shell's ($cache/bin, tools.sh's links).
+[ "$cmd" = up ] || [ -d "$bin" ] || bin="$cache/bin"
+# The Kubernetes release a cluster runs: the pinned one, or KUBEDIST_K8S_VERSION at up (the version matrix; tools.sh
+# matrix builds those); other commands use the one it was started with.
+k8s_version=${KUBEDIST_K8S_VERSION:-$KUBERNETES_VERSION}
+[ "$cmd" = up ] || [ ! -f "$dir/k8s-version" ] || k8s_version=$(cat "$dir/k8s-version")
+[[ $k8s_version =~ ^v1\.([0-9]+)\.[0-9]+$ ]] ||
+  { echo "cluster.sh: KUBEDIST_K8S_VERSION must be a release like v1.36.3, got '$k8s_version'" >&2; exit 2; }
+k8s_minor=${BASH_REMATCH[1]}
 
 if [ -n "${KUBEDIST_PORT_BASE:-}" ]; then
   base=$KUBEDIST_PORT_BASE
@@ -185,8 +199,6 @@ write_kubeconfig() {
 # are never completed by kwok (only Jobs' pods are): tests decide how a pod ends.
 write_kwok_config() {
   local stages
-  # shellcheck source=versions.sh
-  . "$here/versions.sh"
   stages="$(cd "$here/tools/kwok" && go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
   [ -d "$stages" ] || (cd "$here/tools/kwok" && go mod download sigs.k8s.io/kwok)
   {
@@ -210,8 +222,10 @@ start_apiserver() {
       --kubelet-preferred-address-types=InternalIP --enable-admission-plugins=NodeRestriction)
   else
     # kwok's pods need no tokens; without this admission plugin a pod in a fresh namespace is not refused
-    # while its default ServiceAccount is still being created.
-    mode=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --disable-admission-plugins=ServiceAccount)
+    # while its default ServiceAccount is still being created. Nothing reaches the API server through the
+    # kubernetes Service here, and since 1.37 its endpoint reconciler refuses a loopback address: none keeps it.
+    mode=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --disable-admission-plugins=ServiceAccount
+      --endpoint-reconciler-type=none)
   fi
   # The audit policy written at up (see there): logs/audit.log.
   if [ -f "$dir/audit-policy.yaml" ]; then
@@ -219,7 +233,7 @@ start_apiserver() {
       --audit-log-maxsize=0 --audit-log-format=json)
   fi
   start kube-apiserver "${cp_exec[@]}" "$bin/kube-apiserver" "${mode[@]}" --secure-port="$apiserver_port" \
-    --feature-gates="$feature_gates" --runtime-config=scheduling.k8s.io/v1alpha2=true \
+    "${gates[@]}" ${runtime_config:+"--runtime-config=$runtime_config"} \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \
@@ -233,15 +247,28 @@ start_apiserver() {
   wait_for kube-apiserver 120 kctl get --raw /readyz
 }
 
-# Gang scheduling through the Workload API (KEP-4671, alpha): Workloads, PodGroups and pods' schedulingGroup in the
-# API server, the GangScheduling plugin in the scheduler.
-feature_gates=GenericWorkload=true,GangScheduling=true
+# Gang scheduling through the Workload API (KEP-4671): Workloads, PodGroups and pods' schedulingGroup in the API
+# server, the GangScheduling plugin in the scheduler. 1.37 serves scheduling.k8s.io/v1beta1 behind the beta gate
+# GenericWorkload (off by default, as is a beta API; the scheduler's plugin follows that gate); 1.36 serves
+# v1alpha2 behind the alpha gates GenericWorkload and GangScheduling. 1.35's v1alpha1 is older than any version the
+# operator knows, and 1.34 has none: those run without (a gang job fails saying why).
+feature_gates="" runtime_config=""
+if [ "$k8s_minor" -ge 37 ]; then
+  feature_gates=GenericWorkload=true runtime_config=scheduling.k8s.io/v1beta1=true
+elif [ "$k8s_minor" -eq 36 ]; then
+  feature_gates=GenericWorkload=true,GangScheduling=true runtime_config=scheduling.k8s.io/v1alpha2=true
+fi
+gates=(${feature_gates:+"--feature-gates=$feature_gates"})
+# The controller-manager's controllers: all but node IPAM and the bootstrap-token ones, and before 1.37 (which no longer
+# has them) the cloud provider's; naming a controller a release does not know is an error.
+kcm_controllers='*,-nodeipam,-bootstrapsigner,-tokencleaner'
+[ "$k8s_minor" -ge 37 ] || kcm_controllers+=',-cloud-node-lifecycle,-service-lb-controller,-route'
 
 start_scheduler() {
   start kube-scheduler "${cp_exec[@]}" "$bin/kube-scheduler" \
     --kubeconfig="$kubeconfig" --authentication-kubeconfig="$kubeconfig" \
     --authorization-kubeconfig="$kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false --feature-gates="$feature_gates"
+    --bind-address=127.0.0.1 --secure-port="$scheduler_port" --leader-elect=false "${gates[@]}"
   wait_for kube-scheduler 60 "${cp_exec[@]}" curl -skf "https://127.0.0.1:$scheduler_port/healthz"
 }
 
@@ -252,10 +279,8 @@ up() {
     needed+=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns registry)
     [ "$(id -u)" -eq 0 ] || die "real nodes need root (network namespaces, cgroups, containers)"
   fi
-  for b in "${needed[@]}"; do
-    [ -x "$bin/$b" ] || die "$bin/$b is missing: run deploy/local/tools.sh (or setup.sh) first"
-  done
   if [ -f "$kubeconfig" ] && [ "$(cat "$dir/real-nodes" 2>/dev/null || echo 0)" = "$real_nodes" ] &&
+    [ "$(cat "$dir/k8s-version" 2>/dev/null)" = "$k8s_version" ] &&
     status >/dev/null 2>&1 && kctl get --raw /readyz >/dev/null 2>&1; then
     log "already up"
     echo "$kubeconfig"
@@ -264,6 +289,11 @@ up() {
   # A half-started or crashed cluster of this name: clear it away first (as it was started).
   "$0" down "$name" >/dev/null 2>&1 || true
   mkdir -p "$dir/run" "$dir/logs"
+  link_tools
+  for b in "${needed[@]}"; do
+    [ -x "$bin/$b" ] || die "$(readlink "$bin/$b") is missing: run deploy/local/tools.sh (or setup.sh) first$(
+      [ "$k8s_version" = "$KUBERNETES_VERSION" ] || echo "; Kubernetes $k8s_version: tools.sh matrix")"
+  done
   local ports=("$etcd_port" "$etcd_peer_port" "$apiserver_port" "$kcm_port" "$scheduler_port" "$kwok_port")
   [ "$real_nodes" -eq 0 ] || ports=("$apiserver_port" "$registry_port_host")
   for p in "${ports[@]}"; do
@@ -302,8 +332,8 @@ up() {
     --bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
     --root-ca-file="$pki/ca.crt" --service-account-private-key-file="$pki/sa.key" \
     --use-service-account-credentials=false \
-    --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route,-bootstrapsigner,-tokencleaner' \
-    --node-monitor-grace-period=60s --feature-gates="$feature_gates"
+    --controllers="$kcm_controllers" \
+    --node-monitor-grace-period=60s "${gates[@]}"
   start_scheduler
   wait_for kube-controller-manager 60 "${cp_exec[@]}" curl -skf "https://127.0.0.1:$kcm_port/healthz"
   if [ "$fake" -gt 0 ]; then
@@ -317,6 +347,24 @@ up() {
   fi
   log "up in $((SECONDS - t0))s: $fake fake GPU nodes, $real_nodes real nodes; KUBECONFIG=$kubeconfig"
   echo "$kubeconfig"
+}
+
+# link_tools: $bin's links to this cluster's versions of every tool, and the Kubernetes release in k8s-version.
+link_tools() {
+  local b
+  rm -rf "$bin"
+  mkdir -p "$bin"
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; do
+    ln -s "$cache/tools/kubernetes-$k8s_version/$b" "$bin/$b"
+  done
+  ln -s "$cache/tools/etcd-$ETCD_VERSION/etcd" "$bin/etcd"
+  for b in kwok kwokctl; do ln -s "$cache/tools/kwok-$KWOK_VERSION/$b" "$bin/$b"; done
+  ln -s "$cache/tools/helm-$HELM_VERSION/helm" "$bin/helm"
+  ln -s "$cache/tools/registry-$REGISTRY_VERSION/registry" "$bin/registry"
+  for b in containerd containerd-shim-runc-v2 ctr; do ln -s "$cache/tools/containerd-$CONTAINERD_VERSION/$b" "$bin/$b"; done
+  ln -s "$cache/tools/coredns-$COREDNS_VERSION/coredns" "$bin/coredns"
+  ln -s "$cache/tools/kueue-$KUEUE_VERSION/kueue" "$bin/kueue"
+  echo "$k8s_version" >"$dir/k8s-version"
 }
 
 add_nodes() {

@@ -7,7 +7,7 @@
 #                                    ADDR/<name>:<tag>; an image whose content tag ADDR already has is skipped
 #   images.sh registry-config DIR PORT [ADDR]
 #                                    write DIR/config.yml for the distribution registry (tools.sh builds
-#                                    $KUBEDIST_CACHE/bin/registry): storage under DIR/storage, plain http on
+#                                    $KUBEDIST_CACHE/tools/registry-*/registry): storage under DIR/storage, plain http on
 #                                    ADDR:PORT (default ADDR 127.0.0.1), no auth; prints the file's path
 #   images.sh serve-registry DIR PORT [ADDR]
 #                                    registry-config, then exec `registry serve DIR/config.yml` (foreground)
@@ -280,9 +280,12 @@ EOF
 cmd_serve_registry() {
   local config
   config=$(cmd_registry_config "$@")
-  [ -x "$cache/bin/registry" ] || die "no $cache/bin/registry: run deploy/local/tools.sh"
+  local registry
+  # shellcheck source=versions.sh
+  registry="$cache/tools/registry-$(. "$here/versions.sh" && echo "$REGISTRY_VERSION")/registry"
+  [ -x "$registry" ] || die "no $registry: run deploy/local/tools.sh"
   # The registry would otherwise try to export traces to an OpenTelemetry collector.
-  OTEL_TRACES_EXPORTER=none exec "$cache/bin/registry" serve "$config"
+  OTEL_TRACES_EXPORTER=none exec "$registry" serve "$config"
 }
 
 case ${1:-} in

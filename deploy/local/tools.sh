@@ -4,6 +4,15 @@
 # with the ordinary go client, once per version: the binaries
 # are kept under $KUBEDIST_CACHE/tools/<tool>-<version>/ and linked into $KUBEDIST_CACHE/bin. A second run
 # only checks that they are there. Go's own build and module caches make a rebuild after a clean cheap.
+# cluster.sh and the tests use the versioned folders (so several versions coexist); $KUBEDIST_CACHE/bin is for a
+# shell's PATH (KUBEDIST_TOOLS_LINK=0 leaves it as it is, for a second checkout sharing the cache).
+#
+#   tools.sh          the pinned tools (versions.sh)
+#   tools.sh bench    also what only the benchmarks run (Kubeflow's Training Operator)
+#   tools.sh matrix [VERSION...]
+#                     also the control planes of KUBERNETES_MATRIX_VERSIONS, or of the VERSIONs named among them
+#                     (kube-apiserver, -controller-manager, -scheduler and kubectl of each; ctest -L matrix), one
+#                     release after the other, about 10 minutes of 2 cores each
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -44,21 +53,33 @@ build() {
     done
     log "built $name $version in $((SECONDS - start))s"
   fi
+  [ "${KUBEDIST_TOOLS_LINK:-1}" = 0 ] && return 0
   for spec in "$@"; do
     bin=${spec%%=*}
     ln -sfn "$dest/$bin" "$cache/bin/$bin"
   done
 }
 
-k8s_minor=${KUBERNETES_VERSION#v1.}
-k8s_minor=${k8s_minor%%.*}
-k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
--X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor \
--X k8s.io/component-base/version.gitTreeState=clean \
--X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION \
--X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$k8s_minor"
+# k8s_module VERSION: the module folder that pins Kubernetes VERSION (versions.sh).
+k8s_module() {
+  local minor=${1#v1.}
+  if [ "$1" = "$KUBERNETES_VERSION" ]; then echo "$here/tools/kubernetes"; else echo "$here/tools/kubernetes-1.${minor%%.*}"; fi
+}
 
-require_pin "$here/tools/kubernetes" k8s.io/kubernetes "$KUBERNETES_VERSION"
+# k8s_ldflags VERSION: what `kubectl version` and the version endpoint report, as a release build sets it.
+k8s_ldflags() {
+  local minor=${1#v1.}
+  minor=${minor%%.*}
+  echo "-X k8s.io/component-base/version.gitVersion=$1 \
+-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
+-X k8s.io/component-base/version.gitTreeState=clean \
+-X k8s.io/client-go/pkg/version.gitVersion=$1 \
+-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+}
+
+for v in $KUBERNETES_VERSION $KUBERNETES_MATRIX_VERSIONS; do
+  require_pin "$(k8s_module "$v")" k8s.io/kubernetes "$v"
+done
 require_pin "$here/tools/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 require_pin "$here/tools/kwok" sigs.k8s.io/kwok "$KWOK_VERSION"
 require_pin "$here/tools/helm" helm.sh/helm/v4 "$HELM_VERSION"
@@ -69,7 +90,7 @@ require_pin "$here/tools/kueue" sigs.k8s.io/kueue "$KUEUE_VERSION"
 require_pin "$here/tools/kubeflow" github.com/kubeflow/training-operator "$KUBEFLOW_TRAINING_OPERATOR_VERSION"
 
 build etcd "$ETCD_VERSION" "$here/tools/etcd" "" etcd=go.etcd.io/etcd/server/v3
-build kubernetes "$KUBERNETES_VERSION" "$here/tools/kubernetes" "$k8s_ldflags" \
+build kubernetes "$KUBERNETES_VERSION" "$here/tools/kubernetes" "$(k8s_ldflags "$KUBERNETES_VERSION")" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
@@ -100,5 +121,22 @@ build kueue "$KUEUE_VERSION" "$here/tools/kueue" "-X sigs.k8s.io/kueue/pkg/versi
 if [ "${1:-}" = bench ]; then
   build kubeflow "$KUBEFLOW_TRAINING_OPERATOR_VERSION" "$here/tools/kubeflow" "" \
     training-operator=github.com/kubeflow/training-operator/cmd/training-operator.v1
+fi
+# `tools.sh matrix`: the control planes of the version matrix (fake nodes only: no kubelet or kube-proxy), never
+# linked into $cache/bin; cluster.sh runs one with KUBEDIST_K8S_VERSION.
+if [ "${1:-}" = matrix ]; then
+  matrix_versions=("${@:2}")
+  [ ${#matrix_versions[@]} -gt 0 ] || read -ra matrix_versions <<<"$KUBERNETES_MATRIX_VERSIONS"
+  for v in "${matrix_versions[@]}"; do
+    [[ " $KUBERNETES_MATRIX_VERSIONS " == *" $v "* ]] ||
+      { echo "tools: $v is not in KUBERNETES_MATRIX_VERSIONS ($KUBERNETES_MATRIX_VERSIONS)" >&2; exit 2; }
+  done
+  for v in "${matrix_versions[@]}"; do
+    KUBEDIST_TOOLS_LINK=0 build kubernetes "$v" "$(k8s_module "$v")" "$(k8s_ldflags "$v")" \
+      kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+      kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+      kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+      kubectl=k8s.io/kubernetes/cmd/kubectl
+  done
 fi
 log "tools ready in $cache/bin"

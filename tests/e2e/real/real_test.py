@@ -140,6 +140,11 @@ def ranks_in(text):
     return sorted({int(m) for m in re.findall(r"^start: RANK=(\d+) ", text, re.M)})
 
 
+# The pinned Kubernetes release (deploy/local/versions.sh), which the real nodes' kubelets run.
+with open(os.path.join(os.environ["KUBEDIST_SOURCE_DIR"], "deploy", "local", "versions.sh")) as f:
+    KUBERNETES_VERSION = re.search(r"^KUBERNETES_VERSION=(\S+)$", f.read(), re.M).group(1)
+
+
 # ---- scenarios ---------------------------------------------------------------------------------------------
 def scenario_nodes():
     nodes = kget("nodes")["items"]
@@ -148,7 +153,7 @@ def scenario_nodes():
         info = n["status"]["nodeInfo"]
         ready = [c["status"] for c in n["status"]["conditions"] if c["type"] == "Ready"]
         check(ready == ["True"] and info["containerRuntimeVersion"].startswith("containerd://2.")
-              and info["kubeletVersion"].startswith("v1.36"),
+              and info["kubeletVersion"] == KUBERNETES_VERSION,
               f"{n['metadata']['name']}: Ready, kubelet {info['kubeletVersion']}, {info['containerRuntimeVersion']}")
         check(n["status"]["allocatable"].get("nvidia.com/gpu") == "4",
               f"{n['metadata']['name']} advertises nvidia.com/gpu 4 (an extended resource in node status)")
