@@ -54,6 +54,23 @@ lint = run("helm", "lint", "--strict", CHART, ok=False)
 check(lint.returncode == 0 and "[WARNING]" not in lint.stdout and "[ERROR]" not in lint.stdout,
       "helm lint --strict is clean" + ("" if lint.returncode == 0 else ": " + lint.stdout + lint.stderr))
 
+# kubeVersion: the chart installs on the oldest release the version matrix tests (deploy/local/versions.sh) and
+# newer, vendors' builds of them included, and refuses an older cluster, saying which releases it needs.
+with open(os.path.join(SRC, "deploy", "local", "versions.sh")) as f:
+    matrix = next(line for line in f if line.startswith("KUBERNETES_MATRIX_VERSIONS=")).split("=", 1)[1]
+oldest_minor = min(int(v.split(".")[1]) for v in matrix.strip().strip('"').split())
+with open(os.path.join(CHART, "Chart.yaml")) as f:
+    kube_version = yaml.safe_load(f)["kubeVersion"]
+check(kube_version == f">=1.{oldest_minor}.0-0",
+      f"Chart.yaml's kubeVersion {kube_version} starts at the matrix's oldest release 1.{oldest_minor}")
+for v in (f"v1.{oldest_minor}.0", f"v1.{oldest_minor}.2-eks-4096f2b", "v1.37.2", "v1.40.0"):
+    p = run("helm", "template", "kd", CHART, "--kube-version", v, ok=False)
+    check(p.returncode == 0, f"the chart renders for Kubernetes {v}" + ("" if p.returncode == 0 else ": " + p.stderr))
+too_old = f"v1.{oldest_minor - 1}.9"
+p = run("helm", "template", "kd", CHART, "--kube-version", too_old, ok=False)
+check(p.returncode != 0 and f"chart requires kubeVersion: {kube_version}" in p.stderr and too_old in p.stderr,
+      f"the chart refuses Kubernetes {too_old}, naming the releases it needs: {p.stderr.strip()}")
+
 # The chart's CRD is crd/kubedist.io_trainingjobs.yaml itself.
 with open(os.path.join(SRC, "crd", "kubedist.io_trainingjobs.yaml")) as f:
     crd_file = yaml.safe_load(f)
