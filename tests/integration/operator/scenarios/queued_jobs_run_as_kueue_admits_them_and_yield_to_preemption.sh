@@ -122,7 +122,9 @@ eventually 10 "Admitted event on c" has_event c Admitted
 [ "$(metric kubedist_job_waiting_for_admission c)" = 0 ] || fail "c still counted as waiting"
 waited=$(metric kubedist_job_last_admission_wait_seconds c)
 [ -n "$waited" ] && [ "${waited%.*}" -ge 1 ] || fail "kubedist_job_last_admission_wait_seconds of c: '$waited' (c waited for a to finish)"
-curl -fsS "http://127.0.0.1:$OP_PORT/metrics" | grep -q "^kubedist_admission_wait_seconds_count{job_namespace=\"$NS\"} [1-9]" ||
+# Read whole, then searched: grep -q would close the pipe at its match, and curl, still writing, fail the pipeline.
+scrape=$(curl -fsS "http://127.0.0.1:$OP_PORT/metrics")
+grep -q "^kubedist_admission_wait_seconds_count{job_namespace=\"$NS\"} [1-9]" <<<"$scrape" ||
   fail "kubedist_admission_wait_seconds counts no admission"
 pass "a finished job's Workload is marked Finished, its quota admits the waiting job (metrics: waiting 1 then 0, time to admission ${waited}s)"
 
