@@ -2,7 +2,7 @@
 # Builds kubedist and runs every test: unit, integration (against the real local control plane, which
 # ctest starts once and stops at the end) and e2e. This is the README's test command; .ci/run calls it.
 # Arguments go to ctest. The version matrix (label matrix: the core scenarios on every Kubernetes release of
-# deploy/local/versions.sh, about an hour the first time) runs only when asked: tests/run.sh -L matrix (which
+# deploy/local/versions.sh, about 30 minutes the first time, 5 after) runs only when asked: tests/run.sh -L matrix (which
 # configures the build with -DKUBEDIST_MATRIX=ON; a run without "matrix" in its arguments turns it off again).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

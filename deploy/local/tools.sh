@@ -12,7 +12,7 @@
 #   tools.sh matrix [VERSION...]
 #                     also the control planes of KUBERNETES_MATRIX_VERSIONS, or of the VERSIONs named among them
 #                     (kube-apiserver, -controller-manager, -scheduler and kubectl of each; ctest -L matrix), one
-#                     release after the other, about 10 minutes of 2 cores each
+#                     release after the other, 6 to 10 minutes of 2 cores each
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)

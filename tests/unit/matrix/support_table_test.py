@@ -48,7 +48,7 @@ check(p.returncode == 0 and [r.split(" |")[0] for r in rows] == ["| v1.37.2", "|
 check("`scheduling.k8s.io/v1beta1`" in rows[0] and "pass (2 of 2), 2026-12-05, 2 min" in rows[0],
       f"1.37's row names the gang API, the count and the last day: {rows[0]}")
 check("**fail**: kueue (0 of 1 passed)" in rows[1], f"a failed scenario is named: {rows[1]}")
-check("pass (2 of 2)" in rows[2] and "a gang job fails saying why (no Workload API served)" in rows[2]
+check("pass (2 of 2)" in rows[2] and "a gang job fails saying why (no Workload API the operator knows)" in rows[2]
       and "| none |" in rows[2], f"the latest record wins, and a release without the Workload API says so: {rows[2]}")
 
 p = run([rec("v1.35.4", "succeed", server="v1.36.3")])
