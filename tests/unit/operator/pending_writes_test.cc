@@ -69,6 +69,16 @@ TEST(PendingWrites, WritesTheSchedulersVerdictOnAGangAtOnce) {
   EXPECT_GT(w.hold("ns/j", placed, more, t0 + seconds(2)).count(), 0);
 }
 
+TEST(PendingWrites, WritesTheApiServersRefusalOfThePodsAndItsEndAtOnce) {
+  PendingWrites w(seconds(30));
+  Status refused = pending(0, 0);
+  refused.conditions.push_back({ConditionType::kPodsRefused, "True", "PodSecurity", "forbidden", ""});
+  EXPECT_EQ(w.hold("ns/j", pending(0, 0), refused, t0), milliseconds(0));
+  Status taken = pending(2, 0);
+  taken.conditions.push_back({ConditionType::kPodsRefused, "False", "PodsCreated", "taken", ""});
+  EXPECT_EQ(w.hold("ns/j", refused, taken, t0 + seconds(1)), milliseconds(0));
+}
+
 TEST(PendingWrites, ForgetsADeletedJob) {
   PendingWrites w(seconds(30));
   w.hold("ns/j", Status{}, pending(8, 0), t0);

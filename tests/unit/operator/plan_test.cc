@@ -6,6 +6,7 @@
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/failures.h"
 #include "trainingjob/decide/lost_pods.h"
+#include "trainingjob/decide/ranks.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -482,6 +483,90 @@ TEST(Decide, APodCreateTheApiServerRefusedFailsTheJobOnceForThatSpecOnly) {
   auto other = decide(fresh, o, kNow);
   EXPECT_EQ(other.status.phase, JobPhase::kPending);
   EXPECT_EQ(other.create_ranks.size(), 4u);
+}
+
+TEST(Decide, AForbiddenPodIsAConditionAndOneWarningEventAndCreatesWaitForTheBackoffWithoutAClaim) {
+  auto job = testing::example_job();
+  Observed o;
+  o.service_exists = true;
+  const std::string why = "pods \"resnet-node-0\" is forbidden: violates PodSecurity \"restricted:latest\": "
+                          "privileged (container \"trainer\" must not set securityContext.privileged=true)";
+  o.pod_refused = PodRefusal{"resnet-node-0", why, 1, kNow + 5};
+  auto p = decide(job, o, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_TRUE(p.creates_held);
+  EXPECT_EQ(p.requeue_after_s, 5);
+  EXPECT_FALSE(condition_true(p.status, ConditionType::kCreated));  // nothing claimed
+  EXPECT_FALSE(has_event(p, "Created"));
+  EXPECT_NE(p.status.phase, JobPhase::kFailed);  // the namespace's rules may change; the spec is not at fault
+  const Condition* c = find_condition(p.status, ConditionType::kPodsRefused);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, "True");
+  EXPECT_EQ(c->reason, "PodSecurity");
+  EXPECT_EQ(c->message, "the API server refused pod resnet-node-0: " + why);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].type, "Warning");
+  EXPECT_EQ(p.events[0].reason, "PodsRefused");
+
+  // Once written: no second Event, nothing created before retry_at, then the pods are tried again.
+  job.status = p.status;
+  auto held = decide(job, o, kNow + 3);
+  EXPECT_TRUE(held.events.empty());
+  EXPECT_TRUE(held.create_ranks.empty());
+  EXPECT_EQ(held.requeue_after_s, 2);
+  EXPECT_EQ(held.status, job.status);
+  auto retry = decide(job, o, kNow + 5);
+  EXPECT_EQ(retry.create_ranks.size(), 4u);
+  EXPECT_FALSE(retry.creates_held);
+  EXPECT_TRUE(retry.events.empty());
+  EXPECT_FALSE(condition_true(retry.status, ConditionType::kCreated));
+
+  // The server took them: the next pass sees the pods and says so.
+  Observed taken;
+  taken.service_exists = true;
+  taken.pods = pods(4, "Pending");
+  auto after = decide(job, taken, kNow + 7);
+  EXPECT_TRUE(after.create_ranks.empty());
+  EXPECT_TRUE(condition_true(after.status, ConditionType::kCreated));
+  c = find_condition(after.status, ConditionType::kPodsRefused);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, "False");
+  EXPECT_EQ(c->reason, "PodsCreated");
+}
+
+TEST(Decide, AQuotaThatRefusesTheSecondPodKeepsTheFirstAndRetriesOnlyTheMissingOne) {
+  auto job = testing::example_job();
+  job.spec.replicas = 2;
+  Observed o;
+  o.service_exists = true;
+  o.pods = pods(1, "Pending");
+  o.pod_refused = PodRefusal{"resnet-node-1",
+                             "pods \"resnet-node-1\" is forbidden: exceeded quota: one, requested: pods=1, used: "
+                             "pods=1, limited: pods=1",
+                             3, kNow + 20};
+  auto p = decide(job, o, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.requeue_after_s, 20);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kPodsRefused)->reason, "ResourceQuota");
+  EXPECT_TRUE(has_event(p, "PodsRefused"));
+  EXPECT_EQ(decide(job, o, kNow + 20).create_ranks, std::vector<int>{1});
+}
+
+TEST(RefusedCreateBackoff, DoublesFromFiveSecondsToFiveMinutes) {
+  EXPECT_EQ(refused_create_backoff_s(1), 5);
+  EXPECT_EQ(refused_create_backoff_s(2), 10);
+  EXPECT_EQ(refused_create_backoff_s(3), 20);
+  EXPECT_EQ(refused_create_backoff_s(7), 300);
+  EXPECT_EQ(refused_create_backoff_s(1000), 300);
+}
+
+TEST(RefusalReason, NamesTheAdmissionThatRefusedFromTheServersMessage) {
+  EXPECT_EQ(refusal_reason("pods \"a\" is forbidden: violates PodSecurity \"restricted:latest\": ..."), "PodSecurity");
+  EXPECT_EQ(refusal_reason("pods \"a\" is forbidden: exceeded quota: q, requested: pods=1"), "ResourceQuota");
+  EXPECT_EQ(refusal_reason("pods \"a\" is forbidden: failed quota: q: must specify limits.cpu"), "ResourceQuota");
+  EXPECT_EQ(refusal_reason("admission webhook \"deny.example.com\" denied the request: no"), "AdmissionWebhook");
+  EXPECT_EQ(refusal_reason("pods is forbidden: User \"system:serviceaccount:x:y\" cannot create resource"),
+            "Forbidden");
 }
 
 TEST(Decide, TheFirstPodToFailIsTheLastFailureAndItsMessageReachesTheEvent) {

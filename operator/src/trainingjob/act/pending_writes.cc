@@ -6,11 +6,14 @@ namespace kubedist::trainingjob {
 
 std::chrono::milliseconds PendingWrites::hold(const std::string& key, const Status& before, const Status& after,
                                               Clock::time_point now, bool unschedulable) {
-  // An integration's verdict (a gang that waits whole, or was placed) is news a user waits for, never mere progress.
+  // An integration's verdict (a gang that waits whole, or was placed) and the API server's refusal of the pods are
+  // news a user waits for, never mere progress.
   const auto verdicts = [](const Status& s) {
     std::string all;
     for (const auto& c : s.conditions) {
-      if (!is_core(c.type)) all += to_string(c.type) + "=" + c.status + "/" + c.reason + ";";
+      if (!is_core(c.type) || c.type == ConditionType::kPodsRefused) {
+        all += to_string(c.type) + "=" + c.status + "/" + c.reason + ";";
+      }
     }
     return all;
   };

@@ -83,6 +83,14 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
         o.pod_rejected = rejection;
       }
     }
+    auto refused = refused_.find(key);
+    if (refused != refused_.end()) {
+      if (refused->second.first != job.uid) {
+        refused_.erase(refused);  // a job of the same name created anew
+      } else {
+        o.pod_refused = refused->second.second;
+      }
+    }
   }
   o.pods = std::move(pods);
   o.service_exists = service_exists;
@@ -170,6 +178,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     }
     written_.erase(key);
     rejected_.erase(key);
+    refused_.erase(key);
     return ReconcileResult::done();
   }
   if (metrics_ != nullptr) metrics_->seen(*job);
@@ -207,6 +216,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   Expectations expect;
   std::optional<ReconcileResult> first_error;
   std::optional<PodRejection> rejected;
+  std::optional<PodRefusal> refused;
   for (const Write& pod : plan.writes) {
     if (pod.kind != "Pod") continue;
     auto r = client_.create(pod.path, pod.body);
@@ -220,6 +230,13 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
       rejected = PodRejection{pod.name, r.error().message, job->generation};
       break;
     }
+    if (r.error().kind == Error::Kind::kForbidden) {
+      // Admission (Pod Security, a quota, a webhook) or RBAC: the next pods would be refused alike, and retrying at
+      // once would only repeat the refusal.
+      const int attempts = observed.pod_refused ? observed.pod_refused->attempts + 1 : 1;
+      refused = PodRefusal{pod.name, r.error().message, attempts, now_unix() + refused_create_backoff_s(attempts)};
+      break;
+    }
     if (!first_error) first_error = ReconcileResult::failed("create pod " + pod.name, r.error());
   }
   const auto remember_expected = [&] {
@@ -228,13 +245,20 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_[key] = std::move(expect);
   };
-  if (rejected) {
-    // A fact for decide(), which fails the job for it: the rest of this plan was made without it, so it is
-    // dropped and the job reconciled again at once.
+  if (rejected || refused) {
+    // A fact for decide(), which fails the job for a rejection and holds its creates after a refusal: the rest of
+    // this plan was made without it (it may claim the pods created), so it is dropped and the job reconciled again
+    // at once.
     remember_expected();
     std::lock_guard<std::mutex> lock(mu_);
-    rejected_[key] = {job->uid, *rejected};
+    if (rejected) rejected_[key] = {job->uid, *rejected};
+    if (refused) refused_[key] = {job->uid, *refused};
     return ReconcileResult::requeue_after(std::chrono::milliseconds(0));
+  }
+  if (observed.pod_refused && !plan.creates_held && first_error == std::nullopt) {
+    // Every pod this plan wanted was created (or none is missing any more): the refusal is over.
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_.erase(key);
   }
   for (const auto& d : plan.delete_pods) {
     json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};

@@ -97,6 +97,9 @@ class Reconciler {
   // The pod create the API server last refused, per job key, with the job's uid: a fact decide() needs until the
   // job's status shows the failure (or its spec changes), kept here because no cache holds a refused object.
   std::map<std::string, std::pair<std::string, PodRejection>> rejected_;
+  // The pod create the API server last forbade (403), per job key, with the job's uid: the namespace's rules, kept
+  // with its backoff until a pass creates the job's missing pods unrefused.
+  std::map<std::string, std::pair<std::string, PodRefusal>> refused_;
 };
 
 }  // namespace kubedist::trainingjob

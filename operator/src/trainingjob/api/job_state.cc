@@ -6,7 +6,8 @@ namespace kubedist::trainingjob {
 
 std::vector<ConditionType> core_condition_types() {
   return {ConditionType::kCreated,   ConditionType::kRunning, ConditionType::kRestarting,
-          ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended};
+          ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended,
+          ConditionType::kPodsRefused};
 }
 
 bool is_core(ConditionType type) {

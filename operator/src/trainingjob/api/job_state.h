@@ -18,6 +18,8 @@ struct ConditionType {
   bool operator==(const ConditionType& o) const { return name == o.name; }
 
   static const ConditionType kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended;
+  // The API server forbids the job's pods (Pod Security, a ResourceQuota, an admission webhook, RBAC).
+  static const ConditionType kPodsRefused;
 };
 inline constexpr ConditionType ConditionType::kCreated{"Created"};
 inline constexpr ConditionType ConditionType::kRunning{"Running"};
@@ -25,6 +27,7 @@ inline constexpr ConditionType ConditionType::kRestarting{"Restarting"};
 inline constexpr ConditionType ConditionType::kSucceeded{"Succeeded"};
 inline constexpr ConditionType ConditionType::kFailed{"Failed"};
 inline constexpr ConditionType ConditionType::kSuspended{"Suspended"};
+inline constexpr ConditionType ConditionType::kPodsRefused{"PodsRefused"};
 
 // The core's condition types, which every status reader keeps.
 std::vector<ConditionType> core_condition_types();

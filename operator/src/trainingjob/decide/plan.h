@@ -38,6 +38,20 @@ struct PodRejection {
   bool operator==(const PodRejection&) const = default;
 };
 
+// The API server forbade one of the job's pods (403: Pod Security admission, a ResourceQuota, an admission webhook,
+// RBAC): the namespace's rules refused it, not the spec's form, and they may change. decide() says so in condition
+// PodsRefused with one Warning Event and creates nothing before retry_at (a backoff that grows with each refusal).
+struct PodRefusal {
+  std::string pod;           // the pod refused last
+  std::string message;       // the server's reason
+  int attempts = 1;          // refusals in a row
+  UnixSeconds retry_at = 0;  // no pod of the job is created before this
+  bool operator==(const PodRefusal&) const = default;
+};
+
+// Seconds to wait after the n-th refusal in a row before creating again: 5 s doubling to 5 minutes.
+int64_t refused_create_backoff_s(int attempts);
+
 // Everything decide() reads besides the job: the caches' facts, the launcher's report and the operator's graces.
 struct Observed {
   std::vector<PodFacts> pods;
@@ -51,6 +65,8 @@ struct Observed {
   PodOptions pod_options;  // what new pods get from the operator's configuration (launcher image, ...)
   // A pod create the API server refused; one from an older generation says nothing of this spec.
   std::optional<PodRejection> pod_rejected;
+  // The latest pod create the API server forbade, until a pass creates the job's missing pods without a refusal.
+  std::optional<PodRefusal> pod_refused;
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
 };
@@ -62,6 +78,7 @@ struct Plan {
   // The integrations' objects (before the pods), then the pods of create_ranks, rendered for the job as it runs.
   std::vector<Write> writes;
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
+  bool creates_held = false;              // pods are missing but wait for the backoff after a refusal (pod_refused)
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed
   Status status;                          // the status to write (unchanged == nothing to write)

@@ -1,9 +1,49 @@
 #include "trainingjob/decide/ranks.h"
 
+#include <algorithm>
+
 #include "trainingjob/render/render.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
+namespace {
+
+constexpr int64_t kRefusedBackoffFirstS = 5;
+constexpr int64_t kRefusedBackoffMaxS = 300;
+
+// Whether the job's missing pods may be created now; otherwise they wait for retry_at. Either way the refusal is
+// the job's condition PodsRefused, and a new reason (or the first refusal) its Warning Event.
+bool note_refusal(DecideState& s, const PodRefusal& refused) {
+  Status& st = s.plan.status;
+  const std::string reason = refusal_reason(refused.message);
+  const Condition* before = find_condition(st, ConditionType::kPodsRefused);
+  const std::string message = "the API server refused pod " + refused.pod + ": " + refused.message;
+  if (before == nullptr || before->status != "True" || before->reason != reason) {
+    s.emit("Warning", "PodsRefused", message + " (retrying with backoff)");
+  }
+  set_condition(st, ConditionType::kPodsRefused, true, reason, message, s.now);
+  if (s.now >= refused.retry_at) return true;
+  s.plan.creates_held = true;
+  s.requeue(refused.retry_at - s.now);
+  return false;
+}
+
+}  // namespace
+
+int64_t refused_create_backoff_s(int attempts) {
+  int64_t s = kRefusedBackoffFirstS;
+  for (int i = 1; i < attempts && s < kRefusedBackoffMaxS; ++i) s *= 2;
+  return std::min(s, kRefusedBackoffMaxS);
+}
+
+std::string refusal_reason(const std::string& message) {
+  if (message.find("violates PodSecurity") != std::string::npos) return "PodSecurity";
+  if (message.find("exceeded quota") != std::string::npos || message.find("failed quota") != std::string::npos) {
+    return "ResourceQuota";
+  }
+  if (message.find("admission webhook") != std::string::npos) return "AdmissionWebhook";
+  return "Forbidden";
+}
 
 Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost_uids, bool elastic_changed) {
   Ranks r;
@@ -48,6 +88,14 @@ void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::s
     }
     s.plan.create_ranks.push_back(rank);
     created.push_back(pod_name(job.name, rank));
+  }
+  if (s.obs.pod_refused && !created.empty()) {
+    // Nothing is claimed until the server takes the pods: no Created condition, no Created Event.
+    if (!note_refusal(s, *s.obs.pod_refused)) s.plan.create_ranks.clear();
+    return;
+  }
+  if (created.empty() && condition_true(st, ConditionType::kPodsRefused)) {
+    set_condition(st, ConditionType::kPodsRefused, false, "PodsCreated", "the API server took the job's pods", s.now);
   }
   if (!created.empty()) {
     if (!condition_true(st, ConditionType::kCreated)) {

@@ -21,8 +21,13 @@ Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost
 
 // Creates the ranks below target that hold no pod, once any old pod of the same name is gone (node 0 first), sets
 // the Created condition and says why with one Event; a rank whose pod vanished unseen from a Running job counts
-// as node_lost.
+// as node_lost. After a refusal (Observed::pod_refused) it claims nothing: condition PodsRefused says why, with one
+// Warning Event, and the missing pods are created again only from the refusal's retry_at on.
 void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::set<std::string>& lost_uids,
                     bool elastic_changed);
+
+// The reason condition PodsRefused gives a refusal, from the server's message: PodSecurity, ResourceQuota,
+// AdmissionWebhook, or Forbidden (RBAC, or an admission plugin it does not name).
+std::string refusal_reason(const std::string& message);
 
 }  // namespace kubedist::trainingjob
