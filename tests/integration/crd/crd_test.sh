@@ -103,7 +103,7 @@ reject mounts-operator-volume 'a container of the template may not mount them' \
   "$(tmpl_with ', volumeMounts: [{name: kubedist-rendezvous, mountPath: /key}]')"
 reject init-mounts-operator-volume 'a container of the template may not mount them' \
   "$(tmpl_with '' ', initContainers: [{name: peek, image: x, volumeMounts: [{name: kubedist-bin, mountPath: /b}]}]')"
-reject mount-under-kubedist 'mount paths under /kubedist are reserved' \
+reject mount-under-kubedist "mount paths /kubedist/bin, /kubedist/rdzv and /kubedist/rendezvous are the operator's" \
   "$(tmpl_with ', volumeMounts: [{name: data, mountPath: /kubedist/bin}]' ', volumes: [{name: data, emptyDir: {}}]')"
 reject reserved-volume-name 'volume names kubedist-bin, kubedist-rendezvous and kubedist-rdzv are reserved' \
   "$(tmpl_with '' ', volumes: [{name: kubedist-rdzv, emptyDir: {}}]')"

@@ -98,9 +98,10 @@ const std::vector<Case>& hostile_cases() {
        "\"kubedist-rdzv\" is reserved"},
       {"a mount at /kubedist/bin", "/spec/containers/0/volumeMounts",
        json::parse(R"([{"name": "data", "mountPath": "/kubedist/bin"}])"),
-       "spec.template.spec.containers[0].volumeMounts[0].mountPath: \"/kubedist/bin\" lies under /kubedist"},
-      {"a mount at /kubedist", "/spec/containers/0/volumeMounts",
-       json::parse(R"([{"name": "data", "mountPath": "/kubedist"}])"), "lies under /kubedist"},
+       "spec.template.spec.containers[0].volumeMounts[0].mountPath: \"/kubedist/bin\" lies under /kubedist/bin"},
+      {"a mount inside /kubedist/rendezvous", "/spec/containers/0/volumeMounts",
+       json::parse(R"([{"name": "data", "mountPath": "/kubedist/rendezvous/key"}])"),
+       "\"/kubedist/rendezvous/key\" lies under /kubedist/rendezvous"},
       {"a container named kubedist-launcher", "/spec/containers/0/name", "kubedist-launcher",
        "spec.template.spec.containers[0].name: \"kubedist-launcher\" is the name of the operator's init container"},
   };
@@ -142,7 +143,8 @@ TEST(CheckTemplate, TemplatesKubernetesAllowsRenderWithoutThrowing) {
             "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}, {"name": "S", "valueFrom": {"secretKeyRef":
             {"name": "wandb", "key": "token"}}}], "envFrom": [{"configMapRef": {"name": "c"}}, {"secretRef":
             {"name": "s"}}], "ports": [{"name": "tb", "containerPort": 6006}, {"containerPort": 29500}],
-            "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "s", "mountPath": "/kubedistx"}]}],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "s", "mountPath": "/kubedistx"},
+                             {"name": "data", "mountPath": "/kubedist/workdir"}]}],
           "volumes": [{"name": "data", "emptyDir": {}}, {"name": "s", "secret": {"secretName": "wandb"}},
                       {"name": "p", "projected": {"sources": [{"secret": {"name": "other"}}]}}],
           "initContainers": [{"name": "fetch", "image": "x"}]}})",

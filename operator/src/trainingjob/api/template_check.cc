@@ -108,10 +108,11 @@ Check check_mount(const json& mount, const std::string& where) {
                           "launcher and the rendezvous key): a container of the template may not mount it");
   }
   const std::string path = mount.at("mountPath").get<std::string>();
-  const std::string dir = kReservedMountDir;
-  if (path == dir || path.rfind(dir + "/", 0) == 0) {
-    return Error::invalid(where + ".mountPath: \"" + path + "\" lies under " + dir +
-                          ", which is reserved for the volumes the operator mounts");
+  for (const std::string dir : kReservedMountDirs) {
+    if (path == dir || path.rfind(dir + "/", 0) == 0) {
+      return Error::invalid(where + ".mountPath: \"" + path + "\" lies under " + dir +
+                            ", where the operator mounts the launcher or the rendezvous key");
+    }
   }
   return std::nullopt;
 }
