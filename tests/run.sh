@@ -31,5 +31,7 @@ if [ "$matrix" = ON ]; then
   done
 fi
 trap 'for c in "${clusters[@]}"; do deploy/local/cluster.sh down "$c" >/dev/null 2>&1 || true; done' EXIT
+# Without arguments every test but the ones labelled manual (long scenarios: docs/development.md names them).
+[ $# -gt 0 ] || set -- -LE manual
 ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
 echo "[run] all tests done in $((SECONDS - start))s"

@@ -6,6 +6,9 @@ the CPU example's (the plugin's default), the namespace the kubeconfig context's
 usage: plugin_test.py PLUGIN SCENARIO   (environment as for real_test.py)
 scenarios:
   legacy    python -m torch.distributed.launch --nproc_per_node=2 --use_env train.py: Succeeded, exit 0, ranks 0-1
+  localrank python -m torch.distributed.launch --nproc_per_node=2 legacy_train.py (no --use_env), the script a torch
+            1.x one that declares only --local_rank: the launcher's --local-rank-style=auto reads the image's torch
+            (Debian's 1.13) and passes --local_rank=N; Succeeded, exit 0, ranks 0-1
   torchrun  torchrun --nnodes=2 --nproc_per_node=2 train.py: Succeeded, exit 0, ranks 0-3 from both pods; then
             status and list show it
   elastic   torchrun --nnodes=1:2 --nproc_per_node=2 train.py: Succeeded, exit 0
@@ -46,6 +49,22 @@ dist.barrier()
 if rank == 1:
     raise ValueError("boom on rank 1")
 dist.barrier()
+'''
+
+# A torch 1.x torch.distributed.launch script as users wrote them: argparse knows only --local_rank (a --local-rank
+# would be exit code 2), checked against LOCAL_RANK; then the CPU example trains with the remaining arguments.
+LEGACY_TRAIN_PY = '''import argparse
+import os
+import runpy
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, required=True)
+args, rest = parser.parse_known_args()
+assert args.local_rank == int(os.environ["LOCAL_RANK"]), (args.local_rank, os.environ["LOCAL_RANK"])
+print(f"--local_rank={args.local_rank} given", flush=True)
+sys.argv = ["train.py"] + rest
+runpy.run_path("train.py", run_name="__main__")
 '''
 
 USEPKG_PY = '''import kdtestpkg
@@ -112,6 +131,25 @@ def scenario_legacy(plugin):
         env_names = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
         check(env_names.get("PET_LEGACY_LAUNCH") == "1" and env_names.get("PET_USE_ENV") == "1",
               "the legacy form reached the launcher as PET_LEGACY_LAUNCH=1 and PET_USE_ENV=1")
+
+
+def scenario_localrank(plugin):
+    with user("plg-localrank", plugin) as (ns, project, env):
+        with open(os.path.join(project, "legacy_train.py"), "w") as f:
+            f.write(LEGACY_TRAIN_PY)
+        code, out = kubedist(env, project, "kubectl kubedist run -- python -m torch.distributed.launch "
+                                           "--nproc_per_node=2 legacy_train.py --epochs 2")
+        check(re.search(r"kubedist-launcher: --local-rank-style=auto: torch 1\.\S+ \(\S+/torch/version\.py\): "
+                        r"passing --local_rank=N", out) is not None,
+              "the launcher chose torch 1.x's --local_rank from the image's torch, and said so")
+        check(sorted(int(r) for r in re.findall(r"^\[rank (\d+)\]: --local_rank=\1 given$", out, re.M)) == [0, 1],
+              "each worker got --local_rank=N with its own LOCAL_RANK")
+        succeeded(code, out, [0, 1])
+        pod = rt.kget("-n", ns, "pod", f"{job_name(out)}-node-0")
+        env_names = {e["name"] for e in pod["spec"]["containers"][0]["env"]}
+        check("PET_LEGACY_LAUNCH" in env_names and not env_names & {"PET_USE_ENV", "PET_LOCAL_RANK_STYLE",
+                                                                     "KUBEDIST_LOCAL_RANK_STYLE"},
+              "the plugin asked for the legacy form and left the spelling to the launcher's default (auto)")
 
 
 def scenario_torchrun(plugin):
@@ -266,7 +304,7 @@ if __name__ == "__main__":
     plugin, scenario = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
-        sys.exit("usage: plugin_test.py PLUGIN legacy|torchrun|elastic|fail|dryrun|pip|detach")
+        sys.exit("usage: plugin_test.py PLUGIN legacy|localrank|torchrun|elastic|fail|dryrun|pip|detach")
     try:
         fn(plugin)
     except (Failure, RuntimeError, subprocess.TimeoutExpired) as e:

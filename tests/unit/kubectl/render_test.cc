@@ -85,6 +85,27 @@ TEST(RenderJob, LegacyLaunchTravelsAsLauncherVariables) {
   EXPECT_EQ(r->job["spec"]["nprocPerNode"], 2);
 }
 
+// torch.distributed.launch without --use_env passes the local rank after the script. The plugin leaves its spelling
+// to the launcher's --local-rank-style=auto (the torch in the image: --local_rank under 1.x, --local-rank from 2.0),
+// which finds the interpreter and the script in the trainer's command.
+TEST(RenderJob, LegacyLaunchLeavesTheLocalRankSpellingToTheTorchInTheImage) {
+  auto r = render_job(inputs({"python", "-m", "torch.distributed.launch", "--nproc_per_node=2", "t.py", "--lr=1"}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const json& trainer = r->job["spec"]["template"]["spec"]["containers"][0];
+  json env = env_of(trainer);
+  EXPECT_EQ(env["PET_LEGACY_LAUNCH"], "1");
+  EXPECT_FALSE(env.contains("PET_USE_ENV"));
+  EXPECT_FALSE(env.contains("PET_LOCAL_RANK_STYLE"));
+  EXPECT_FALSE(env.contains("KUBEDIST_LOCAL_RANK_STYLE"));
+  EXPECT_EQ(trainer["command"], json({"python3", "-u", "t.py", "--lr=1"}));
+  // A user who knows better says so, as they would to the launcher.
+  RunOptions o;
+  o.env = {{"PET_LOCAL_RANK_STYLE", "underscore"}};
+  auto forced = render_job(inputs({"python", "-m", "torch.distributed.launch", "t.py"}, o));
+  ASSERT_TRUE(forced.ok()) << forced.error().message;
+  EXPECT_EQ(env_of(forced->job["spec"]["template"]["spec"]["containers"][0])["PET_LOCAL_RANK_STYLE"], "underscore");
+}
+
 TEST(RenderJob, OptionsBecomeResourcesQueueGangAndEnvironment) {
   RunOptions o;
   o.gpus_per_node = 8;
