@@ -146,8 +146,11 @@ Result<FollowResult> follow_job(Cluster& cluster, const std::string& name, const
       } else if (last_restarts.empty()) {
         last_restarts = r;
       }
-      if (auto p = progress_text(st); !p.empty() && p != last_progress) out << "[tj/" << name << "] progress: " << p << "\n";
-      last_progress = progress_text(st);
+      // A line each time the operator writes new progress (at most every 30 s), not each time the eta moves.
+      if (const auto p = st.find("progress"); p != st.end() && p->is_object() && p->dump() != last_progress) {
+        last_progress = p->dump();
+        if (auto text = progress_text(st, now_unix()); !text.empty()) out << "[tj/" << name << "] progress: " << text << "\n";
+      }
       out << std::flush;
     }
     auto pods = list_pods(cluster, name);

@@ -1,7 +1,9 @@
 #include "kubectl/act/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 namespace kubedist::kubectl {
@@ -17,6 +19,11 @@ std::string str(const json& j, const char* key) {
 int num(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+int64_t count(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
 const json& field(const json& j, const char* key) {
@@ -88,26 +95,35 @@ std::string last_failure_text(const json& status) {
   return out;
 }
 
-std::string progress_text(const json& status) {
-  auto it = status.find("progress");
-  if (it == status.end() || it->is_null()) return "";
-  if (!it->is_object()) return it->dump();
-  const json& p = *it;
+std::string progress_text(const json& status, UnixSeconds now) {
+  const json& p = field(status, "progress");
+  if (p.empty()) return "";
   std::string out;
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
-  // The fields issue 21 names; whatever else the object holds follows as key=value.
-  const bool has_step = p.contains("step");
-  if (has_step) {
-    std::string s = "step " + (p["step"].is_string() ? p["step"].get<std::string>() : p["step"].dump());
-    if (p.contains("totalSteps")) s += "/" + p["totalSteps"].dump();
+  auto number = [](const json& v, int digits) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << v.get<double>();
+    return s.str();
+  };
+  // The operator's summary is what `kubectl get tj` shows under PROGRESS ("24% (240/1000)" or "step 240").
+  if (!str(p, "summary").empty()) add(str(p, "summary"));
+  else if (p.contains("step")) add("step " + std::to_string(count(p, "step")) +
+                                   (p.contains("totalSteps") ? "/" + std::to_string(count(p, "totalSteps")) : ""));
+  if (p.contains("epoch")) add("epoch " + std::to_string(count(p, "epoch")));
+  if (auto v = p.find("stepsPerSecond"); v != p.end() && v->is_number() && v->get<double>() > 0)
+    add(number(*v, v->get<double>() >= 10 ? 1 : 3) + " steps/s");
+  for (const auto& [k, v] : field(p, "metrics").items())
+    if (v.is_number()) add(k + " " + number(v, 4));
+  if (auto eta = parse_rfc3339(str(p, "estimatedCompletionTime")); eta && *eta > now)
+    add("eta " + human_duration(*eta - now));
+  if (const json& slow = field(p, "slowestRank"); slow.contains("rank")) {
+    std::string s = "slowest rank " + std::to_string(num(slow, "rank"));
+    if (!str(slow, "pod").empty()) s += " on " + str(slow, "pod");
+    if (auto r = slow.find("ratio"); r != slow.end() && r->is_number()) s += " (" + number(*r, 1) + "x the others' step time)";
     add(s);
   }
-  if (p.contains("percent")) add(p["percent"].dump() + "%");
-  if (p.contains("eta")) add("eta " + (p["eta"].is_string() ? p["eta"].get<std::string>() : p["eta"].dump()));
-  for (const auto& [k, v] : p.items()) {
-    if (k == "step" || k == "totalSteps" || k == "percent" || k == "eta") continue;
-    add(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
-  }
+  if (auto g = p.find("goodput"); g != p.end() && g->is_number())
+    add("goodput " + std::to_string(static_cast<int>(std::lround(g->get<double>() * 100))) + "%");
   return out;
 }
 
@@ -128,7 +144,7 @@ std::string status_report(const json& job, const std::vector<json>& pods, UnixSe
   out << "  nodes:        " << nodes << "\n";
   out << "  world size:   " << num(st, "worldSize") << "\n";
   out << "  restarts:     " << restarts_text(st) << "\n";
-  if (auto p = progress_text(st); !p.empty()) out << "  progress:     " << p << "\n";
+  if (auto p = progress_text(st, now); !p.empty()) out << "  progress:     " << p << "\n";
   if (auto lf = last_failure_text(st); !lf.empty()) out << "  last failure: " << lf << "\n";
   if (auto it = st.find("conditions"); it != st.end() && it->is_array()) {
     for (const auto& c : *it) {

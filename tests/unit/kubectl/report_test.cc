@@ -52,10 +52,23 @@ TEST(Report, FinalReportSaysPhaseDurationRestartsAndWhy) {
   EXPECT_NE(r.find("last failure: pod train-x-node-1"), std::string::npos) << r;
 }
 
+// status.progress as the operator writes it from the workers' reports (issue 21); timestamps and goodput's counters
+// are not shown, the time left is counted from now.
 TEST(Report, ProgressWhenTheJobReportsIt) {
-  EXPECT_EQ(progress_text(json::object()), "");
-  json st = {{"progress", {{"step", 40}, {"totalSteps", 100}, {"percent", 40}, {"eta", "1m20s"}, {"epoch", 2}}}};
-  EXPECT_EQ(progress_text(st), "step 40/100, 40%, eta 1m20s, epoch=2");
+  const UnixSeconds now = *parse_rfc3339("2026-01-01T00:10:00Z");
+  EXPECT_EQ(progress_text(json::object(), now), "");
+  json st = json::parse(R"j({"progress": {"step": 40, "totalSteps": 100, "percent": 40, "summary": "40% (40/100)",
+      "epoch": 2, "samples": 1280, "stepsPerSecond": 3.1, "metrics": {"loss": 0.41},
+      "lastStepTime": "2026-01-01T00:09:59Z", "estimatedCompletionTime": "2026-01-01T00:10:20Z",
+      "slowestRank": {"rank": 3, "pod": "train-x-node-1", "node": "worker-1", "stepSeconds": 0.5, "ratio": 1.83},
+      "startedAt": "2026-01-01T00:00:00Z", "productiveSeconds": 582, "lostSeconds": 18, "goodput": 0.97}})j");
+  EXPECT_EQ(progress_text(st, now),
+            "40% (40/100), epoch 2, 3.100 steps/s, loss 0.4100, eta 20s, slowest rank 3 on train-x-node-1 (1.8x the "
+            "others' step time), goodput 97%");
+  // Without a total: steps only; an estimate already past is not shown.
+  json bare = {{"progress", {{"step", 7}, {"estimatedCompletionTime", "2026-01-01T00:09:00Z"}}}};
+  EXPECT_EQ(progress_text(bare, now), "step 7");
+  EXPECT_EQ(progress_text(json{{"progress", "garbage"}}, now), "");
 }
 
 TEST(Report, StatusShowsNodesConditionsAndAPodTable) {
@@ -68,6 +81,10 @@ TEST(Report, StatusShowsNodesConditionsAndAPodTable) {
   EXPECT_NE(s.find("0/2 running (elastic 1..2)"), std::string::npos) << s;
   EXPECT_NE(s.find("restarts:     3 (pod_failure 1, worker_crash 2)"), std::string::npos) << s;
   EXPECT_NE(s.find("condition:    Failed=True PodFailed: pod x failed"), std::string::npos) << s;
+  EXPECT_EQ(s.find("progress:"), std::string::npos) << s;  // the job reported none
+  json job = failed_job();
+  job["status"]["progress"] = {{"step", 5}, {"summary", "step 5"}};
+  EXPECT_NE(status_report(job, {pod}, 0).find("  progress:     step 5\n"), std::string::npos);
   EXPECT_NE(s.find("POD"), std::string::npos);
   EXPECT_NE(s.find("train-x-node-1   1           Failed   worker-0   10.244.0.3   3      1m30s"), std::string::npos) << s;
 }
