@@ -25,13 +25,13 @@ std::string base64(const std::string& data) {
 // the script's arguments, so nothing needs quoting) into their volume; PIP_INDEX_URL and PIP_TRUSTED_HOST say where.
 constexpr const char* kSetupScript =
     "set -e\n"
-    "if [ -d /kubedist/code ]; then\n"
-    "  cat /kubedist/code/workdir.tar.* | tar -x -f - -C /kubedist/workdir\n"
-    "  echo \"kubedist-setup: working directory unpacked ($(find /kubedist/workdir -type f | wc -l) files)\"\n"
+    "if [ -d /kubedist-run/code ]; then\n"
+    "  cat /kubedist-run/code/workdir.tar.* | tar -x -f - -C /kubedist-run/workdir\n"
+    "  echo \"kubedist-setup: working directory unpacked ($(find /kubedist-run/workdir -type f | wc -l) files)\"\n"
     "fi\n"
     "if [ \"$#\" -gt 0 ]; then\n"
     "  python3 -m pip install --no-cache-dir --disable-pip-version-check --no-warn-script-location "
-    "--target /kubedist/pip \"$@\"\n"
+    "--target /kubedist-run/pip \"$@\"\n"
     "fi\n";
 
 std::string host_of(const std::string& url) {

@@ -14,9 +14,9 @@
 namespace kubedist::kubectl {
 
 // Where things live in the pod.
-inline constexpr const char* kWorkdirPath = "/kubedist/workdir";  // the workers' working directory
-inline constexpr const char* kCodePath = "/kubedist/code";        // the ConfigMaps' archive chunks
-inline constexpr const char* kPipPath = "/kubedist/pip";          // --pip packages (on PYTHONPATH)
+inline constexpr const char* kWorkdirPath = "/kubedist-run/workdir";  // the workers' working directory
+inline constexpr const char* kCodePath = "/kubedist-run/code";        // the ConfigMaps' archive chunks
+inline constexpr const char* kPipPath = "/kubedist-run/pip";          // --pip packages (on PYTHONPATH)
 inline constexpr const char* kSetupContainer = "kubedist-setup";  // unpacks the code, installs --pip packages
 inline constexpr const char* kWorkdirLabel = "kubedist.io/workdir-of";
 inline constexpr const char* kChunkKeyPrefix = "workdir.tar.";

@@ -255,7 +255,7 @@ def scenario_pip(plugin):
         check(code == 0, f"exit code 0 (got {code})")
         check(re.search(r"^\[node 0 setup\] Successfully installed kdtestpkg-0\.1", out, re.M) is not None,
               "pip installed the package from the cluster's index in the setup container")
-        check(re.search(r"^\[rank 0\]: using kdtestpkg 0\.1 from the test index from /kubedist/pip/kdtestpkg/",
+        check(re.search(r"^\[rank 0\]: using kdtestpkg 0\.1 from the test index from /kubedist-run/pip/kdtestpkg/",
                         out, re.M) is not None, "the script imported it from the pod's package volume")
         code, out = kubedist(env, project, "kubectl kubedist run --pip kdtest-no-such-package --pip-index-url "
                                            f"http://pkgindex.{ns}.svc:8000/simple --detach -- usepkg.py")

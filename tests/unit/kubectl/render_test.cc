@@ -14,6 +14,7 @@
 #include "kubectl/render/job.h"
 #include "kubectl/render/workdir.h"
 #include "trainingjob/api/parse_spec.h"
+#include "trainingjob/api/template_check.h"
 
 namespace kubedist::kubectl {
 namespace {
@@ -138,7 +139,7 @@ TEST(RenderJob, ShippedCodeIsUnpackedByTheSetupContainerFromConfigMaps) {
   JobInputs in = inputs({"torchrun", "train.py"});
   in.chunks = {std::string("ab\0c", 4), "d"};
   auto r = render_job(in);
-  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->config_maps.size(), 2u);
   EXPECT_EQ(r->config_maps[0]["metadata"]["name"], "train-abcde-workdir-0");
   EXPECT_EQ(r->config_maps[0]["metadata"]["labels"][kWorkdirLabel], "train-abcde");
@@ -150,6 +151,13 @@ TEST(RenderJob, ShippedCodeIsUnpackedByTheSetupContainerFromConfigMaps) {
   EXPECT_EQ(pod["initContainers"][0]["image"], "img:1");
   EXPECT_EQ(pod["containers"][0]["workingDir"], kWorkdirPath);
   EXPECT_EQ(pod["volumes"][0]["projected"]["sources"].size(), 2u);
+  // The operator's own template rules (and the CRD's CEL twins: nothing mounted under /kubedist) accept the volumes
+  // and paths the plugin adds; the setup script unpacks where the trainer works.
+  auto checked = trainingjob::check_template(r->job["spec"]["template"]);
+  EXPECT_TRUE(checked.ok()) << checked.error().message;
+  const std::string script = pod["initContainers"][0]["command"][2];
+  EXPECT_NE(script.find(std::string("cat ") + kCodePath + "/workdir.tar.* | tar -x -f - -C " + kWorkdirPath),
+            std::string::npos) << script;
   json owned = owned_by_job(r->config_maps[0], {{"metadata", {{"name", "train-abcde"}, {"uid", "u-1"}}}});
   EXPECT_EQ(owned["metadata"]["ownerReferences"][0]["uid"], "u-1");
   EXPECT_EQ(owned["metadata"]["ownerReferences"][0]["kind"], "TrainingJob");
@@ -161,9 +169,10 @@ TEST(RenderJob, PipPackagesGoToAVolumeOnThePythonPath) {
   o.pip_index_url = "http://index.ns.svc:8000/simple";
   o.env = {{"PYTHONPATH", "/mine"}};
   auto r = render_job(inputs({"torchrun", "train.py"}, o));
-  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r.ok()) << r.error().message;
   const json& pod = r->job["spec"]["template"]["spec"];
   const json& setup = pod["initContainers"][0];
+  EXPECT_NE(setup["command"][2].get<std::string>().find(std::string("--target ") + kPipPath), std::string::npos);
   const json cmd = setup["command"];
   EXPECT_EQ(cmd[cmd.size() - 2], "kdtestpkg==0.1");
   EXPECT_EQ(cmd[cmd.size() - 1], "numpy");
