@@ -181,7 +181,7 @@ try:
     check(inst.returncode == 0, "helm install into the local control plane" + ("" if inst.returncode == 0 else ": " + inst.stderr))
     sa = f"system:serviceaccount:{ns}:{release}-kubedist"
 
-    def can(verb, resource, namespace="default"):
+    def can(verb, resource, namespace="default", sa=sa):
         resource, _, sub = resource.partition("/")
         name = ""
         if "=" in resource:  # "secrets=NAME": that object only
@@ -221,8 +221,29 @@ try:
           (f" (it may: {readable})" if readable else ""))
     dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", ok=False)
     check(dep.returncode == 0, "the operator Deployment exists in the cluster")
+
+    # The namespaced install (watchNamespace): a Role in the watched namespace, nothing in any other.
+    jobs_ns = f"{ns}-jobs"
+    run("kubectl", "create", "namespace", jobs_ns)
+    inst = run("helm", "install", "kdns", CHART, "--namespace", ns, "--set", f"watchNamespace={jobs_ns}",
+               "--wait=false", ok=False)
+    check(inst.returncode == 0, "helm install of the namespaced mode" + ("" if inst.returncode == 0 else ": " + inst.stderr))
+    nsa = f"system:serviceaccount:{ns}:kdns-kubedist"
+    there = [(v, r) for v, r in needed if r != "nodes" and not can(v, r, jobs_ns, nsa)]
+    check(not there, "namespaced: the operator may do what it needs in the watched namespace" +
+          (f" (missing: {there})" if there else ""))
+    elsewhere = [f"{v} {r}" for v, r in needed if can(v, r, "default", nsa)]
+    check(not elsewhere, "namespaced: and nothing in another namespace, nor on nodes" +
+          (f" (it may: {elsewhere})" if elsewhere else ""))
+    readable = [f"{v} {r}" for v, r in [("get", "secrets"), ("list", "secrets"), ("watch", "secrets"),
+                                         ("get", "secrets=db-password")] if can(v, r, jobs_ns, nsa)]
+    check(not readable and can("get", "secrets=kubedist-rendezvous", jobs_ns, nsa),
+          "namespaced, kubectl auth can-i: it may read Secret kubedist-rendezvous of the watched namespace and no "
+          "other Secret" + (f" (it may: {readable})" if readable else ""))
 finally:
+    run("helm", "uninstall", "kdns", "--namespace", ns, ok=False)
     run("helm", "uninstall", release, "--namespace", ns, ok=False)
+    run("kubectl", "delete", "namespace", f"{ns}-jobs", "--wait=false", ok=False)
     run("kubectl", "delete", "namespace", ns, "--wait=false", ok=False)
 
 print(f"chart_test: {'all checks passed' if not failures else str(len(failures)) + ' failed'}")
