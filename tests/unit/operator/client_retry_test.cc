@@ -7,6 +7,10 @@
 #include "kube/client.h"
 #include "kube/trusted_ca.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <boost/asio/ssl/context.hpp>
+
 namespace kubedist::kube {
 namespace {
 
@@ -53,6 +57,28 @@ TEST(IsCaBundle, RefusesWhatHoldsNoCertificate) {
   EXPECT_FALSE(is_ca_bundle(""));
   EXPECT_FALSE(is_ca_bundle("not a certificate\n"));
   EXPECT_FALSE(is_ca_bundle("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"));
+}
+
+// How many certificates a fresh TLS context holds once filled as cpprest fills it for each new connection.
+int default_roots_loaded() {
+  boost::asio::ssl::context ctx(boost::asio::ssl::context::sslv23);
+  ctx.set_default_verify_paths();
+  STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx.native_handle()));
+  return sk_X509_OBJECT_num(objects);
+}
+
+TEST(LeaveSystemRootsUnloaded, NewTlsContextsReadNoSystemRoots) {
+  const char* file = std::getenv("SSL_CERT_FILE");
+  const char* dir = std::getenv("SSL_CERT_DIR");
+  const std::string saved_file = file ? file : "", saved_dir = dir ? dir : "";
+  const int before = default_roots_loaded();
+  leave_system_roots_unloaded();
+  const int after = default_roots_loaded();
+  // Put the environment back for the tests after this one.
+  if (file) ::setenv("SSL_CERT_FILE", saved_file.c_str(), 1); else ::unsetenv("SSL_CERT_FILE");
+  if (dir) ::setenv("SSL_CERT_DIR", saved_dir.c_str(), 1); else ::unsetenv("SSL_CERT_DIR");
+  if (before == 0) GTEST_SKIP() << "this machine has no system CA bundle to leave unloaded";
+  EXPECT_EQ(after, 0) << "the system's " << before << " roots were still loaded";
 }
 
 }  // namespace

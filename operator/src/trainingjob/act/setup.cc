@@ -8,6 +8,7 @@
 #include "kube/config.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
+#include "kube/trusted_ca.h"
 #include "metrics/operator_metrics.h"
 #include "rendezvous/rdzv_auth.h"
 #include "trainingjob/act/integrations.h"
@@ -36,6 +37,8 @@ std::string identity() {
 Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   auto config = kube::load_default_config(options.kubeconfig, options.context);
   if (!config) return config.error();
+  // The cluster's CA alone is trusted (kube/trusted_ca.h): the system's roots need not be read for each connection.
+  if (!config->ca_pem.empty()) kube::leave_system_roots_unloaded();
   kube::Client::set_io_threads(4);
   metrics::OperatorMetrics metrics;  // before the client: the client reports to it until the client is gone
   auto client = kube::Client::create(*config);
