@@ -1,11 +1,14 @@
 #include "agent.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "progress/python_helper.h"
+#include "progress/stacks.h"
 #include "workers/failure_summary.h"
 #include "util/fs_util.h"
 #include "workers/output_routes.h"
@@ -20,6 +23,23 @@ std::string host_name() {
   return gethostname(name, sizeof name - 1) == 0 ? name : "unknown-host";
 }
 
+constexpr auto kForwardEvery = std::chrono::milliseconds(250);
+constexpr auto kStackPoll = std::chrono::milliseconds(100);
+constexpr int kStackPolls = 20;  // 2 s for the workers' faulthandler to write
+
+long file_size(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && stat(path.c_str(), &st) == 0 ? static_cast<long>(st.st_size) : -1;
+}
+
+std::string dir_of_self() {
+  char path[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "";
+  std::string p(path, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
 }  // namespace
 
 Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
@@ -32,11 +52,34 @@ Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world
       metrics_(metrics),
       terminal_(terminal),
       trace_(std::move(trace)),
-      logs_(loop) {}
+      logs_(loop),
+      channel_(loop, [this](int lr, std::string_view data, size_t size) { on_report(lr, data, size); }) {
+  if (auto opened = channel_.open(local_world_size_); !opened) {
+    say("warning: workers cannot report progress: " + opened.error());
+    return;
+  }
+  // The helper goes where the run's files go, else beside the launcher (in a pod: the launcher's emptyDir).
+  std::string why;
+  for (const std::string& dir : {run_dir_ + "/python", dir_of_self() + "/python"}) {
+    auto installed = install_python_helper(dir);
+    if (installed) {
+      python_dir_ = *installed;
+      return;
+    }
+    why += (why.empty() ? "" : "; ") + installed.error();
+  }
+  say("warning: `from kubedist import progress` will not work in the workers: " + why);
+}
+
+Agent::~Agent() {
+  if (forward_timer_) loop_.cancel(forward_timer_);
+  if (stacks_timer_) loop_.cancel(stacks_timer_);
+}
 
 MemberEvents Agent::member_events() {
   return MemberEvents{[this](const Assignment& a) { on_round(a); }, [this] { on_stop(); },
-                      [this](int code, const std::string& reason) { on_end(code, reason); }};
+                      [this](int code, const std::string& reason) { on_end(code, reason); },
+                      [this](int round) { on_dump(round); }, [this](const std::string& m) { on_hang(m); }};
 }
 
 void Agent::start(RendezvousMember& member) {
@@ -57,19 +100,27 @@ void Agent::on_round(const Assignment& a) {
   failure_line_.clear();
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(a.restart_count);
   std::vector<WorkerLaunch> launches;
+  std::vector<int> ranks;
+  stack_files_.assign(static_cast<size_t>(local_world_size_), "");
+  forwarded_this_round_ = false;
   for (int lr = 0; lr < local_world_size_; ++lr) {
     WorkerLaunch w;
     const std::string dir = attempt_dir + "/" + std::to_string(lr);
-    make_dirs(dir);
+    const bool dir_ok = make_dirs(dir);
     w.local_rank = lr;
     w.rank = a.rank_offset + lr;
+    ranks.push_back(w.rank);
     w.error_file = dir + "/error.json";
     w.spec = render_worker(config_, a, local_world_size_, lr, w.error_file, base_env_);
+    if (dir_ok) stack_files_[static_cast<size_t>(lr)] = dir + "/stacks.txt";
+    add_progress_env(w.spec.env, channel_.address(lr), stack_files_[static_cast<size_t>(lr)], python_dir_);
     w.out = route_for(config_, lr, w.rank, 1, dir);
     w.err = route_for(config_, lr, w.rank, 2, dir);
     w.stdin_mode = stdin_for(terminal_, lr);
     launches.push_back(std::move(w));
   }
+  local_.start_round(ranks);
+  metrics_.rank_step_seconds.clear();
   group_ = std::make_unique<WorkerGroup>(
       loop_, logs_,
       WorkerGroup::Events{[this](const WorkerExit& e) { on_worker_failure(e); },
@@ -98,6 +149,92 @@ void Agent::on_round(const Assignment& a) {
     stop_workers(SIGTERM);
     member_->failed(a.round, 1, "cannot start workers: " + started.error());
   }
+}
+
+void Agent::on_report(int local_rank, std::string_view datagram, size_t size) {
+  const std::string warning = local_.take(local_rank, datagram, size, std::chrono::steady_clock::now());
+  if (!warning.empty()) say("warning: " + warning);
+  metrics_.progress_reports_dropped_total = local_.dropped();
+  metrics_.progress_reports_malformed_total = local_.malformed();
+  if (!local_.changed() || forward_timer_ || state_ != State::Running) return;
+  const auto now = std::chrono::steady_clock::now();
+  const auto delay = forwarded_this_round_ ? last_forward_ + kForwardEvery - now : std::chrono::nanoseconds(0);
+  forward_timer_ = loop_.after(std::max(delay, std::chrono::steady_clock::duration(0)), [this] {
+    forward_timer_ = 0;
+    forward_progress();
+  });
+}
+
+void Agent::forward_progress() {
+  if (state_ != State::Running || !local_.changed()) return;
+  last_forward_ = std::chrono::steady_clock::now();
+  forwarded_this_round_ = true;
+  metrics_.rank_step_seconds = local_.step_seconds();
+  member_->progress(assignment_.round, local_.summary());
+}
+
+void Agent::on_dump(int round) {
+  if (stacks_) return;  // one at a time
+  if (state_ != State::Running || round != assignment_.round || !group_) return member_->stacks(round, {});
+  StackRequest req;
+  req.round = round;
+  for (const auto& t : local_.stack_targets()) {
+    StackTarget target;
+    target.rank = t.rank;
+    target.file = stack_files_[static_cast<size_t>(t.local_rank)];
+    target.before = std::max(0L, file_size(target.file));
+    // Only a process of this worker (its process group) that armed faulthandler on that signal: any other
+    // signal could kill it, and a pid from a report is no proof of who it is.
+    const pid_t worker = group_->pid_of(t.local_rank);
+    if (t.pid > 0 && t.signal > 0 && worker > 0 && !target.file.empty() && getpgid(t.pid) == worker)
+      target.signalled = kill(t.pid, t.signal) == 0;
+    req.targets.push_back(target);
+  }
+  stacks_ = std::move(req);
+  stacks_timer_ = loop_.after(kStackPoll, [this] { poll_stacks(); });
+}
+
+void Agent::poll_stacks() {
+  stacks_timer_ = 0;
+  if (!stacks_) return;
+  StackRequest& req = *stacks_;
+  bool waiting = false;
+  for (auto& t : req.targets) {
+    if (!t.signalled) continue;
+    const long size = file_size(t.file);
+    if (size > t.before && size == t.last) ++t.stable;
+    else t.stable = 0;
+    t.last = size;
+    waiting = waiting || t.stable < 2;  // written, and no more for 200 ms
+  }
+  if (waiting && ++req.polls < kStackPolls) {
+    stacks_timer_ = loop_.after(kStackPoll, [this] { poll_stacks(); });
+    return;
+  }
+  std::map<int, StackSummary> stacks;
+  const std::string host = host_name();
+  for (const auto& t : req.targets) {
+    StackSummary s;
+    if (t.signalled) {
+      const std::string dump = read_file_prefix(t.file, 1 << 20);
+      const std::string mine = static_cast<size_t>(t.before) < dump.size() ? dump.substr(static_cast<size_t>(t.before)) : "";
+      s = summarize_stacks(mine);
+      if (!mine.empty()) write_all(2, "kubedist-launcher: rank " + std::to_string(t.rank) + "'s stacks:\n" + mine);
+    }
+    s.host = host;
+    stacks[t.rank] = s;
+  }
+  const int round = req.round;
+  stacks_.reset();
+  member_->stacks(round, stacks);
+}
+
+void Agent::on_hang(const std::string& message) {
+  // Now, not only when the launcher exits: the pod may be killed in a hang's aftermath, and whoever looks at it
+  // should read why.
+  if (config_.termination_log.empty()) return;
+  auto written = kubedist::launcher::write_termination_log(config_.termination_log, one_line("hang: " + message));
+  if (!written) say("warning: " + written.error());
 }
 
 void Agent::on_worker_failure(const WorkerExit& e) {

@@ -3,15 +3,19 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/event_loop.h"
 #include "cli/launch_config.h"
 #include "io/log_mux.h"
 #include "io/metrics.h"
 #include "io/trace.h"
+#include "progress/local_progress.h"
+#include "progress/progress_channel.h"
 #include "rendezvous/member.h"
 #include "process/terminal.h"
 #include "workers/worker_group.h"
@@ -23,6 +27,9 @@ class Agent {
   // run_dir holds attempt_N/LOCAL_RANK/{error.json,stdout.log,stderr.log}.
   Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world_size, std::string run_dir,
         LauncherMetrics& metrics, TerminalState terminal = {}, EventTrace trace = {});
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
   MemberEvents member_events();
   void start(RendezvousMember& member);
   // A SIGCHLD arrived: reaps every child (workers and orphans re-parented to us) without blocking.
@@ -42,6 +49,13 @@ class Agent {
   void finish(int code);
   void write_termination_log(int code);
   void join();
+  // Progress: a worker's report arrived; node 0 hears of it at most every kForwardEvery (at once for a round's
+  // first); DUMP takes the workers' stacks; node 0's hang message goes to the termination log at once.
+  void on_report(int local_rank, std::string_view datagram, size_t size);
+  void forward_progress();
+  void on_dump(int round);
+  void poll_stacks();
+  void on_hang(const std::string& message);
 
   EventLoop& loop_;
   LaunchConfig config_;
@@ -63,6 +77,30 @@ class Agent {
   std::string end_reason_;    // why the job ended, when no local worker failed (another node's did)
   int shutdown_signal_ = 0;
   std::optional<int> exit_code_;
+
+  ProgressChannel channel_;
+  LocalProgress local_;
+  std::string python_dir_;               // where the helper is (PYTHONPATH's last entry); "" if nowhere
+  std::vector<std::string> stack_files_;  // this round's, by local rank ("" if none)
+  EventLoop::TimerId forward_timer_ = 0;
+  std::chrono::steady_clock::time_point last_forward_;
+  bool forwarded_this_round_ = false;
+  // A DUMP being answered: the workers signalled, their faulthandler output awaited.
+  struct StackTarget {
+    int rank = 0;
+    std::string file;
+    long before = 0;  // the file's size before the signal
+    long last = -1;
+    int stable = 0;   // polls the size stayed the same after growing
+    bool signalled = false;
+  };
+  struct StackRequest {
+    int round = 0;
+    int polls = 0;
+    std::vector<StackTarget> targets;
+  };
+  std::optional<StackRequest> stacks_;
+  EventLoop::TimerId stacks_timer_ = 0;
 };
 
 }  // namespace kubedist::launcher

@@ -1,14 +1,26 @@
 // The STATUS line: node 0's rendezvous service answers a "STATUS" request with it (the launcher encodes it) and
 // the operator's poller parses it. One encoder and one parser, so the two halves cannot drift apart.
 //
-//   STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet
+//   STATUS round=3 restarts=4 hang=0 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running
+//          run=resnet [step=1200 total=5000 epoch=2 samples=76800 sps=2.5 age_ms=400 up_ms=600000
+//          busy_ms=540000 lost_ms=12000 m.loss=0.53 slow=3,1,1.85,0.21 hang_age_ms=90000 hang_msg=rank%201...]
 //
 // key=value words after the verb: round, restarts, one word per restart cause (restart_cause.h), nodes,
 // world_size, phase and run. A reader takes any other key with a count as a cause it does not know yet, so the
-// launcher can add causes without breaking older operators. Values are single words: nothing is escaped (the run
-// id is one word on the rendezvous' JOIN line too).
+// launcher can add causes without breaking older operators. Values are single words: the run id is one word on
+// the rendezvous' JOIN line too; the one free text, hang_msg, is percent-escaped.
+//
+// The words in brackets are the job's progress (once a worker has reported a step; see StatusProgress), omitted
+// before. sps always has a decimal point, which readers older than progress refuse as a count: they drop such a
+// line whole rather than count "step" as a restart cause. A reader ignores keys it does not know whose value is
+// no count, so later fields of that kind break nobody.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -17,6 +29,36 @@
 namespace kubedist::contract {
 
 inline constexpr const char* kStatusVerb = "STATUS";  // the request ("STATUS") and the answer's first word
+
+// How far the job is, as node 0's launcher saw its workers' reports (launcher-sidecar/src/progress).
+struct StatusProgress {
+  std::int64_t step = 0;          // the job's step: the lowest last step of the ranks that report
+  std::int64_t total_steps = -1;  // -1: not reported
+  std::int64_t epoch = -1;        // -1: not reported
+  std::int64_t samples = -1;      // -1: not reported
+  double steps_per_second = 0;    // over the last minute or so; 0 while unknown
+  std::int64_t step_age_ms = 0;   // since the job's step last advanced (the reader's clock minus this: lastStepTime)
+  // Goodput (the launcher's clock, since node 0's launcher started): up = busy + lost + the rest (starting up,
+  // the first rendezvous); busy: making steps; lost: from a failure, hang or re-form to the first step after it.
+  std::int64_t up_ms = 0;
+  std::int64_t busy_ms = 0;
+  std::int64_t lost_ms = 0;
+  std::map<std::string, double> metrics;  // the lowest reporting rank's last numeric metrics (loss, ...)
+  // The straggler: a rank persistently slower than the others (rank -1: none).
+  int slow_rank = -1;
+  int slow_node_rank = -1;       // its launcher's node rank: pod J-node-<this>
+  double slow_ratio = 0;         // its step time over the median of the other ranks'
+  double slow_step_seconds = 0;  // its step time
+  // The last hang the launchers restarted the group for (hang_message empty: none): which ranks were stuck where.
+  std::string hang_message;
+  std::int64_t hang_age_ms = 0;  // since it was detected
+  bool operator==(const StatusProgress&) const = default;
+};
+
+// Bounds the encoder keeps and the parser enforces, so that a report stays one short line.
+inline constexpr size_t kMaxStatusMetrics = 8;
+inline constexpr size_t kMaxMetricName = 32;        // [A-Za-z0-9_] only
+inline constexpr size_t kMaxHangMessage = 1024;     // bytes before escaping
 
 // The state of the rendezvous at one moment.
 struct StatusReport {
@@ -28,16 +70,103 @@ struct StatusReport {
   std::string phase;  // gathering | running | over
   std::string run_id;  // whose rendezvous this is (the job), so that a poller cannot credit another job; "" from
                        // launchers older than the field
+  std::optional<StatusProgress> progress;  // none until a worker reports a step (and from older launchers)
   bool operator==(const StatusReport&) const = default;
 };
 
+namespace status_line_detail {
+
+// A metric name the line can carry: 1 to kMaxMetricName of [A-Za-z0-9_].
+inline bool is_metric_name(const std::string& name) {
+  if (name.empty() || name.size() > kMaxMetricName) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// A finite number, short: "%.6g", always with a '.' or an exponent when `dot` (see the header: sps).
+inline std::string number(double v, bool dot = false) {
+  if (!std::isfinite(v)) v = 0;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::string s = buf;
+  if (dot && s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Percent-escapes controls, space, '%' and every byte from 0x7f (UTF-8 included): the line stays plain ASCII words.
+inline std::string escape(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c <= 0x20 || c == '%' || c >= 0x7f) {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// The text escape() made, or nullopt for a '%' without two hex digits.
+inline std::optional<std::string> unescape(const std::string& word) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (word[i] != '%') {
+      out += word[i];
+      continue;
+    }
+    if (word.size() < i + 3) return std::nullopt;
+    const int hi = nibble(word[i + 1]), lo = nibble(word[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace status_line_detail
+
 // The line, with its '\n'.
 inline std::string encode_status_line(const StatusReport& r) {
+  using status_line_detail::number;
   std::string line = std::string(kStatusVerb) + " round=" + std::to_string(r.round) +
                      " restarts=" + std::to_string(r.restarts);
   for (const auto& [cause, n] : r.restarts_by_cause) line += " " + cause + "=" + std::to_string(n);
-  return line + " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) +
-         " phase=" + r.phase + " run=" + r.run_id + "\n";
+  line += " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) + " phase=" + r.phase +
+          " run=" + r.run_id;
+  if (const auto& p = r.progress) {
+    line += " step=" + std::to_string(p->step);
+    if (p->total_steps >= 0) line += " total=" + std::to_string(p->total_steps);
+    if (p->epoch >= 0) line += " epoch=" + std::to_string(p->epoch);
+    if (p->samples >= 0) line += " samples=" + std::to_string(p->samples);
+    line += " sps=" + number(p->steps_per_second, true) + " age_ms=" + std::to_string(p->step_age_ms) +
+            " up_ms=" + std::to_string(p->up_ms) + " busy_ms=" + std::to_string(p->busy_ms) +
+            " lost_ms=" + std::to_string(p->lost_ms);
+    size_t n = 0;
+    for (const auto& [name, value] : p->metrics) {
+      if (n == kMaxStatusMetrics || !status_line_detail::is_metric_name(name)) continue;
+      line += " m." + name + "=" + number(value);
+      ++n;
+    }
+    if (p->slow_rank >= 0) {
+      line += " slow=" + std::to_string(p->slow_rank) + "," + std::to_string(p->slow_node_rank) + "," +
+              number(p->slow_ratio) + "," + number(p->slow_step_seconds);
+    }
+    if (!p->hang_message.empty()) {
+      line += " hang_age_ms=" + std::to_string(p->hang_age_ms) +
+              " hang_msg=" + status_line_detail::escape(p->hang_message.substr(0, kMaxHangMessage));
+    }
+  }
+  return line + "\n";
 }
 
 // A parsed line, or why it is not one (error non-empty, report empty).
@@ -48,19 +177,85 @@ struct ParsedStatusLine {
 
 namespace status_line_detail {
 
-// A count: 0, or 1 to 9 digits without a leading zero (so it fits an int); "-1" only where allowed (round).
-inline bool is_count(const std::string& v, bool minus_one_ok) {
+// A count: 0, or 1 to max_digits digits without a leading zero (9 fit an int, 18 an int64); "-1" only where allowed
+// (round).
+inline bool is_count(const std::string& v, bool minus_one_ok, size_t max_digits = 9) {
   if (v == "-1") return minus_one_ok;
-  if (v.empty() || v.size() > 9 || (v[0] == '0' && v.size() > 1)) return false;
+  if (v.empty() || v.size() > max_digits || (v[0] == '0' && v.size() > 1)) return false;
   for (char c : v)
     if (c < '0' || c > '9') return false;
   return true;
 }
 
+// A finite decimal number as number() writes it (digits, '.', '-', an exponent); nullopt for anything else.
+inline std::optional<double> parse_number(const std::string& v) {
+  if (v.empty() || v.size() > 32 || v.find_first_not_of("0123456789.eE+-") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() + v.size() || !std::isfinite(d)) return std::nullopt;
+  return d;
+}
+
+// Reads one progress word into p; false when its value is malformed.
+inline bool read_progress_word(const std::string& key, const std::string& value, StatusProgress& p) {
+  std::int64_t* counts[] = {&p.step, &p.total_steps, &p.epoch, &p.samples, &p.step_age_ms,
+                            &p.up_ms, &p.busy_ms,    &p.lost_ms, &p.hang_age_ms};
+  const char* names[] = {"step", "total", "epoch", "samples", "age_ms", "up_ms", "busy_ms", "lost_ms", "hang_age_ms"};
+  for (size_t i = 0; i < std::size(names); ++i) {
+    if (key != names[i]) continue;
+    if (!is_count(value, false, 18)) return false;
+    *counts[i] = std::stoll(value);
+    return true;
+  }
+  if (key == "sps") {
+    const auto v = parse_number(value);
+    if (!v || *v < 0) return false;
+    p.steps_per_second = *v;
+    return true;
+  }
+  if (key.rfind("m.", 0) == 0) {
+    const auto v = parse_number(value);
+    const std::string name = key.substr(2);
+    if (!v || !is_metric_name(name) || (p.metrics.size() >= kMaxStatusMetrics && !p.metrics.count(name))) return false;
+    p.metrics[name] = *v;
+    return true;
+  }
+  if (key == "slow") {  // rank,node_rank,ratio,step_seconds
+    std::string parts[4];
+    size_t n = 0;
+    for (char c : value) {
+      if (c != ',') parts[n] += c;
+      else if (++n == 4) return false;
+    }
+    if (n != 3 || !is_count(parts[0], false) || !is_count(parts[1], false)) return false;
+    const auto ratio = parse_number(parts[2]), secs = parse_number(parts[3]);
+    if (!ratio || !secs || *ratio < 0 || *secs < 0) return false;
+    p.slow_rank = std::stoi(parts[0]);
+    p.slow_node_rank = std::stoi(parts[1]);
+    p.slow_ratio = *ratio;
+    p.slow_step_seconds = *secs;
+    return true;
+  }
+  // hang_msg
+  const auto text = unescape(value);
+  if (!text || text->size() > kMaxHangMessage) return false;
+  p.hang_message = *text;
+  return true;
+}
+
+inline bool is_progress_key(const std::string& key) {
+  for (const char* k : {"step", "total", "epoch", "samples", "sps", "age_ms", "up_ms", "busy_ms", "lost_ms", "slow",
+                        "hang_age_ms", "hang_msg"})
+    if (key == k) return true;
+  return key.rfind("m.", 0) == 0;
+}
+
 }  // namespace status_line_detail
 
-// Reads a line with or without its '\n'. Refuses another verb, a word that is not key=count (phase and run take
-// any word), a count out of range and a line without round, restarts, nodes or world_size.
+// Reads a line with or without its '\n'. Refuses another verb, a word without '=', a known field with a bad value
+// (a count out of range, a malformed number, a metric beyond kMaxStatusMetrics, a hang message beyond
+// kMaxHangMessage), progress without step, and a line without round, restarts, nodes or world_size. An unknown key
+// with a count is a restart cause; one with any other value is ignored (a field of a newer launcher).
 inline ParsedStatusLine parse_status_line(const std::string& line) {
   std::istringstream in(line);
   std::string word;
@@ -68,17 +263,30 @@ inline ParsedStatusLine parse_status_line(const std::string& line) {
     return {std::nullopt, "the rendezvous service answered '" + line + "', not a STATUS report"};
   }
   StatusReport r;
-  bool round = false, restarts = false, nodes = false, world = false;
+  StatusProgress progress;
+  bool round = false, restarts = false, nodes = false, world = false, any_progress = false, step = false;
+  const auto bad = [&] {
+    return ParsedStatusLine{std::nullopt, "bad field '" + word + "' in the rendezvous STATUS report '" + line + "'"};
+  };
   while (in >> word) {
     const size_t eq = word.find('=');
     const std::string key = eq == std::string::npos ? word : word.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+    if (key.empty() || eq == std::string::npos) return bad();
     if (key == "phase" || key == "run") {
       (key == "phase" ? r.phase : r.run_id) = value;
       continue;
     }
-    if (key.empty() || eq == std::string::npos || !status_line_detail::is_count(value, key == "round")) {
-      return {std::nullopt, "bad field '" + word + "' in the rendezvous STATUS report '" + line + "'"};
+    if (status_line_detail::is_progress_key(key)) {
+      if (!status_line_detail::read_progress_word(key, value, progress)) return bad();
+      any_progress = true;
+      step = step || key == "step";
+      continue;
+    }
+    const bool known = key == "round" || key == "restarts" || key == "nodes" || key == "world_size";
+    if (!status_line_detail::is_count(value, key == "round")) {
+      if (known || status_line_detail::parse_number(value) || value.empty()) return bad();
+      continue;  // a newer launcher's field
     }
     const int n = std::stoi(value);
     if (key == "round") round = true, r.round = n;
@@ -90,6 +298,8 @@ inline ParsedStatusLine parse_status_line(const std::string& line) {
   if (!round || !restarts || !nodes || !world) {
     return {std::nullopt, "the rendezvous STATUS report '" + line + "' lacks round, restarts, nodes or world_size"};
   }
+  if (any_progress && !step) return {std::nullopt, "the rendezvous STATUS report '" + line + "' has progress without step"};
+  if (any_progress) r.progress = progress;
   return {r, ""};
 }
 

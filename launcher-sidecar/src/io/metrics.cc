@@ -25,6 +25,18 @@ std::string render_metrics(const LauncherMetrics& m) {
          std::to_string(m.workers_running));
   metric(out, "kubedist_launcher_last_recovery_seconds", "gauge",
          "Seconds from the last failure seen on this node to its replacement workers starting.", seconds);
+  metric(out, "kubedist_launcher_progress_reports_dropped_total", "counter",
+         "Progress reports dropped because a worker sent more than its rate limit.",
+         std::to_string(m.progress_reports_dropped_total));
+  metric(out, "kubedist_launcher_progress_reports_malformed_total", "counter",
+         "Progress reports ignored because they were malformed or too long.",
+         std::to_string(m.progress_reports_malformed_total));
+  out += "# HELP kubedist_rank_step_seconds Seconds per training step of each rank on this node, as it reports.\n"
+         "# TYPE kubedist_rank_step_seconds gauge\n";
+  for (const auto& [rank, secs] : m.rank_step_seconds) {
+    std::snprintf(seconds, sizeof seconds, "%.6f", secs);
+    out += "kubedist_rank_step_seconds{rank=\"" + std::to_string(rank) + "\"} " + seconds + "\n";
+  }
   return out;
 }
 

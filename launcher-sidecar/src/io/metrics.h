@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace kubedist::launcher {
@@ -12,6 +13,9 @@ struct LauncherMetrics {
   int rendezvous_round = -1;                 // the current round (generation)
   int workers_running = 0;
   double last_recovery_seconds = 0;          // from a failure seen here to the replacement workers starting
+  std::map<int, double> rank_step_seconds;   // by global rank: this node's workers' time per step (progress)
+  std::uint64_t progress_reports_dropped_total = 0;    // beyond a worker's rate limit
+  std::uint64_t progress_reports_malformed_total = 0;  // not a report (progress/worker_report.h)
 };
 
 std::string render_metrics(const LauncherMetrics& m);

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "contract/restart_cause.h"
 #include "contract/signed_line.h"
+#include "contract/status_line.h"
 #include "io/log_mux.h"
 #include "io/net.h"
 #include "rendezvous/wire.h"
@@ -60,6 +62,14 @@ void TcpMember::leave() {
   if (retry_timer_) loop_.cancel(retry_timer_);
   retry_timer_ = 0;
   close_socket();
+}
+
+void TcpMember::progress(int round, const NodeProgress& p) {
+  if (connected_ && host_speaks_progress_) send_line(encode_progress(round, p));
+}
+
+void TcpMember::stacks(int round, const std::map<int, StackSummary>& s) {
+  if (connected_ && host_speaks_progress_) send_line(encode_stacks(round, s));
 }
 
 void TcpMember::connect_soon(std::chrono::milliseconds delay) {
@@ -119,6 +129,8 @@ void TcpMember::on_ready(std::uint32_t events) {
     write_all(2, "kubedist-launcher: joined the rendezvous at " + host_ + ":" + std::to_string(port_) + " (" + ip +
                      ")\n");
     loop_.modify(fd_, EPOLLIN);
+    host_speaks_progress_ = false;
+    send_line(encode_status());
     if (want_join_) send_line(encode_join(*want_join_));
     return;
   }
@@ -188,6 +200,11 @@ void TcpMember::on_ready(std::uint32_t events) {
       } else if (line.rfind("HELLO ", 0) == 0) {
         return give_up("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
       }
+      if (line.rfind(contract::kStatusVerb, 0) == 0) {  // the answer to our STATUS
+        const auto status = contract::parse_status_line(line);
+        host_speaks_progress_ = status.report && status.report->restarts_by_cause.count(contract::kCauseHang);
+        continue;
+      }
       auto m = parse_message(line);
       if (!m) return lost(m.error());
       switch (m->kind) {
@@ -197,6 +214,9 @@ void TcpMember::on_ready(std::uint32_t events) {
           break;
         case RendezvousMessage::Kind::Stop:
           loop_.defer([this] { events_.on_stop(); });
+          break;
+        case RendezvousMessage::Kind::Dump:
+          if (events_.on_dump) loop_.defer([this, round = m->round] { events_.on_dump(round); });
           break;
         case RendezvousMessage::Kind::Fail:
           ended_ = true;

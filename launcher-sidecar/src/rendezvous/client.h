@@ -22,6 +22,8 @@ class TcpMember : public RendezvousMember {
   void failed(int round, int exit_code, const std::string& summary) override;
   void done(int round) override;
   void leave() override;
+  void progress(int round, const NodeProgress& progress) override;
+  void stacks(int round, const std::map<int, StackSummary>& stacks) override;
 
  private:
   void connect_soon(std::chrono::milliseconds delay);
@@ -53,6 +55,9 @@ class TcpMember : public RendezvousMember {
   bool nonce_unanswered_ = false;     // sent our NONCE; no line of node 0 verified since
   bool earlier_host_ = false;         // node 0 closed on our NONCE: join without one (auth.h)
   bool nonce_proven_ = false;         // node 0 once answered after our NONCE: never join without one again
+  // Node 0 knows PROGRESS and STACKS (older launchers drop a connection that sends them): learnt from its answer to
+  // the STATUS this member asks on every connection, which counts hangs once it does.
+  bool host_speaks_progress_ = false;
   std::string unsent_;                // plain lines waiting for that HELLO
   EventLoop::TimerId retry_timer_ = 0;
   EventLoop::TimerId hello_timer_ = 0;  // with a secret: node 0's HELLO is due

@@ -106,6 +106,24 @@ void RendezvousCoordinator::done(MemberId id, int round, Clock::time_point) {
   if (round_finished()) end(0, "job finished");
 }
 
+void RendezvousCoordinator::hang(const std::string& reason, Clock::time_point now) {
+  if (phase_ != Phase::Running) return;
+  if (any_done_) return end(kHangExitCode, "hang: " + reason + " after other nodes had finished");
+  new_round("hang: " + reason, kHangExitCode, kCauseHang, now);
+}
+
+std::vector<MemberId> RendezvousCoordinator::round_members() const {
+  std::vector<MemberId> out;
+  for (const auto& [id, m] : members_)
+    if (m.in_round && !m.done) out.push_back(id);
+  return out;
+}
+
+int RendezvousCoordinator::node_rank_of(MemberId id) const {
+  auto it = members_.find(id);
+  return it == members_.end() ? -1 : it->second.info.node_rank;
+}
+
 bool RendezvousCoordinator::round_finished() const {
   return std::all_of(members_.begin(), members_.end(), [](auto& m) { return !m.second.in_round || m.second.done; });
 }
@@ -211,7 +229,8 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
 
 RendezvousReport RendezvousCoordinator::report() const {
   const char* phase = phase_ == Phase::Gathering ? "gathering" : phase_ == Phase::Running ? "running" : "over";
-  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase, settings_.run_id};
+  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase, settings_.run_id,
+          std::nullopt};
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -9,9 +9,12 @@
 //                      (closing the connection)      the node left: its launcher died or lost the network
 //   anyone  -> service  STATUS                        one STATUS report line back (round, restarts by cause,
 //                                                     nodes, world size); the operator polls this
+//                      PROGRESS round ranks...       how far this node's workers are (progress/job_progress.h)
+//                      STACKS round stacks...        the stacks DUMP asked for
 //   service -> member  ROUND assignment              start workers: round, restart count, group rank/size, ranks
 //                                                     [, the workers' store the host chose: address and port]
 //                      STOP round                    stop your workers, then JOIN again
+//                      DUMP round                    the job hangs: take your workers' stacks and send STACKS
 //                      FAIL exit_code text           the job is over: exit with this code (0: finished)
 // Rounds: the service gathers JOINs. A round forms at once when MAX nodes have joined; with MIN..MAX-1 nodes it
 // forms after the last-call period, once every connected node has joined (nodes still stopping their workers are
@@ -25,8 +28,9 @@
 // Below MIN nodes the service waits join_timeout for nodes to (re)join, then ends the job
 // with a message saying how many nodes were missing. When every node of the round is DONE the job has finished.
 // A failure or loss after some node is already DONE ends the job (the finished nodes are gone).
-// Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE) or scale (a node
-// joined the running group, or left it with LEAVE). STATUS reports the counts by cause.
+// Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE), scale (a node
+// joined the running group, or left it with LEAVE) or hang (the job's step stopped advancing: the host's
+// JobProgress decides, hang() restarts, charged like a failure). STATUS reports the counts by cause.
 #pragma once
 
 #include <chrono>
@@ -43,6 +47,9 @@
 namespace kubedist::launcher {
 
 using MemberId = std::uint64_t;
+
+// The launcher's exit code when the job ends for a hang (restarts spent): GNU timeout's, "timed out".
+inline constexpr int kHangExitCode = 124;
 
 struct CoordinatorSettings {
   std::string run_id;
@@ -67,14 +74,15 @@ struct JoinRequest {
 };
 
 struct RendezvousMessage {
-  enum class Kind { Round, Stop, Fail } kind = Kind::Round;
+  enum class Kind { Round, Stop, Fail, Dump } kind = Kind::Round;
   Assignment assignment;  // Round
-  int round = 0;          // Stop
+  int round = 0;          // Stop, Dump (take your workers' stacks: the job hangs; see progress/job_progress.h)
   int exit_code = 0;      // Fail
   std::string reason;     // Fail
 };
 
 // Causes of a restart, the keys of RendezvousReport::restarts_by_cause (the operator's restart reasons).
+using contract::kCauseHang;
 using contract::kCauseNodeLost;
 using contract::kCauseScale;
 using contract::kCauseWorkerCrash;
@@ -97,11 +105,19 @@ class RendezvousCoordinator {
   void leave(MemberId id, Clock::time_point now, bool graceful = false);
   void failed(MemberId id, int round, int exit_code, const std::string& summary, Clock::time_point now);
   void done(MemberId id, int round, Clock::time_point now);
+  // The job's step stopped advancing (see JobProgress): a new round, cause hang, charged to --max-restarts; with
+  // none left the job ends with kHangExitCode. Ignored unless a round is running.
+  void hang(const std::string& reason, Clock::time_point now);
   void tick(Clock::time_point now);  // call at next_deadline()
   std::optional<Clock::time_point> next_deadline() const;
   std::vector<Outgoing> take_outbox();
 
   bool over() const { return phase_ == Phase::Over; }
+  bool running() const { return phase_ == Phase::Running; }
+  int round() const { return round_; }
+  // The members in the running round (not yet DONE), and a member's node rank (-1: not a member).
+  std::vector<MemberId> round_members() const;
+  int node_rank_of(MemberId id) const;
   int rounds_formed() const { return round_ + 1; }
   int restart_count() const { return restart_count_; }
   RendezvousReport report() const;
@@ -130,7 +146,8 @@ class RendezvousCoordinator {
   int round_ = -1;
   int restart_count_ = 0;     // rounds re-formed, for whatever cause
   int charged_restarts_ = 0;  // those charged to --max-restarts
-  std::map<std::string, int> restarts_by_cause_{{kCauseWorkerCrash, 0}, {kCauseNodeLost, 0}, {kCauseScale, 0}};
+  std::map<std::string, int> restarts_by_cause_{
+      {kCauseWorkerCrash, 0}, {kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseHang, 0}};
   int round_nodes_ = 0;
   int round_world_size_ = 0;
   bool any_done_ = false;

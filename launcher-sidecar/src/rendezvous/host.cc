@@ -19,6 +19,8 @@ namespace kubedist::launcher {
 namespace {
 constexpr MemberId kLocalMember = std::numeric_limits<MemberId>::max();
 constexpr size_t kMaxPendingReplies = 64 * 1024;  // a STATUS asker that never reads gets closed
+// How long a hang waits for the nodes' stacks (each node waits up to 2 s for its workers' faulthandler).
+constexpr auto kStacksWait = std::chrono::seconds(3);
 
 std::string peer_of(int fd) {
   sockaddr_in addr{};
@@ -55,6 +57,10 @@ class RendezvousHost::LocalMember : public RendezvousMember {
     host_.own_->coordinator.leave(kLocalMember, RendezvousCoordinator::Clock::now(), true);
     host_.flush();
   }
+  void progress(int round, const NodeProgress& progress) override { host_.on_progress(kLocalMember, round, progress); }
+  void stacks(int round, const std::map<int, StackSummary>& stacks) override {
+    host_.on_stacks(kLocalMember, round, stacks);
+  }
 
  private:
   RendezvousHost& host_;
@@ -64,7 +70,11 @@ RendezvousHost::Run::Run(CoordinatorSettings settings)
     : coordinator(std::move(settings), RendezvousCoordinator::Clock::now()) {}
 
 RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings, HostGuard guard)
-    : loop_(loop), guard_(std::move(guard)), admission_({guard_.max_strangers, guard_.max_members}), listener_(loop) {
+    : loop_(loop),
+      guard_(std::move(guard)),
+      admission_({guard_.max_strangers, guard_.max_members}),
+      listener_(loop),
+      progress_(ProgressSettings{}, JobProgress::Clock::now()) {
   std::string id = settings.run_id;
   own_ = runs_.emplace(id, std::make_unique<Run>(std::move(settings))).first->second.get();
 }
@@ -72,6 +82,8 @@ RendezvousHost::RendezvousHost(EventLoop& loop, CoordinatorSettings settings, Ho
 RendezvousHost::~RendezvousHost() {
   for (auto& [id, run] : runs_)
     if (run->deadline_timer) loop_.cancel(run->deadline_timer);
+  if (hang_timer_) loop_.cancel(hang_timer_);
+  if (hang_ && hang_->deadline) loop_.cancel(hang_->deadline);
   while (!connections_.empty()) {
     int fd = connections_.begin()->first;
     if (connections_.begin()->second.idle_timer) loop_.cancel(connections_.begin()->second.idle_timer);
@@ -177,8 +189,111 @@ std::unique_ptr<RendezvousMember> RendezvousHost::local_member(MemberEvents even
   return std::make_unique<LocalMember>(*this);
 }
 
+void RendezvousHost::watch_progress(ProgressSettings settings) {
+  progress_ = JobProgress(settings, JobProgress::Clock::now());
+  arm_hang_check();
+}
+
+void RendezvousHost::follow_rounds() {
+  const RendezvousCoordinator& c = own_->coordinator;
+  const auto now = JobProgress::Clock::now();
+  if (c.restart_count() != seen_restarts_) {
+    seen_restarts_ = c.restart_count();
+    progress_.incident(now);
+  }
+  if (c.running() && c.round() != seen_round_) {
+    seen_round_ = c.round();
+    progress_.start_round(seen_round_, now);
+  }
+}
+
+void RendezvousHost::on_progress(MemberId id, int round, const NodeProgress& progress) {
+  const int node_rank = own_->coordinator.node_rank_of(id);
+  if (node_rank < 0) return;
+  progress_.update(round, node_rank, progress, JobProgress::Clock::now());
+  arm_hang_check();
+}
+
+void RendezvousHost::arm_hang_check() {
+  if (hang_timer_) loop_.cancel(hang_timer_);
+  hang_timer_ = 0;
+  if (hang_) return;
+  if (const auto at = progress_.next_hang_check()) {
+    hang_timer_ = loop_.at(*at, [this] {
+      hang_timer_ = 0;
+      if (progress_.hang_due(JobProgress::Clock::now())) return start_hang_check();
+      arm_hang_check();
+    });
+  }
+}
+
+void RendezvousHost::start_hang_check() {
+  RendezvousCoordinator& c = own_->coordinator;
+  if (!c.running()) return;
+  const auto now = JobProgress::Clock::now();
+  HangCheck h;
+  h.round = c.round();
+  h.stuck = progress_.stuck_ranks(now);
+  h.stalled = progress_.since_last_step(now);
+  progress_.hang_handling();
+  write_all(2, "kubedist-launcher: no step for " + std::to_string(h.stalled.count() / 1000) +
+                   " s (--hang-timeout " + std::to_string(progress_.settings().hang_timeout.count() / 1000) +
+                   " s): taking the workers' stacks\n");
+  RendezvousMessage dump;
+  dump.kind = RendezvousMessage::Kind::Dump;
+  dump.round = h.round;
+  for (MemberId id : c.round_members()) {
+    if (id == kLocalMember) {
+      if (!local_events_.on_dump) continue;
+      h.waiting.push_back(id);
+      loop_.defer([this, round = h.round] {
+        if (local_events_.on_dump) local_events_.on_dump(round);
+      });
+      continue;
+    }
+    auto it = connections_.find(static_cast<int>(id));
+    if (it == connections_.end() || !it->second.progress) continue;  // an older launcher: no stacks to ask for
+    h.waiting.push_back(id);
+    send_line(it->first, encode_message(dump));
+  }
+  h.deadline = loop_.after(kStacksWait, [this] {
+    hang_->deadline = 0;
+    finish_hang_check();
+  });
+  hang_ = std::move(h);
+  if (hang_->waiting.empty()) finish_hang_check();
+}
+
+void RendezvousHost::on_stacks(MemberId id, int round, const std::map<int, StackSummary>& stacks) {
+  if (!hang_ || round != hang_->round) return;
+  for (const auto& [rank, s] : stacks) hang_->stacks[rank] = s;
+  auto& waiting = hang_->waiting;
+  waiting.erase(std::remove(waiting.begin(), waiting.end(), id), waiting.end());
+  if (waiting.empty()) finish_hang_check();
+}
+
+void RendezvousHost::finish_hang_check() {
+  if (!hang_) return;
+  HangCheck h = std::move(*hang_);
+  hang_.reset();
+  if (h.deadline) loop_.cancel(h.deadline);
+  RendezvousCoordinator& c = own_->coordinator;
+  if (!c.running() || c.round() != h.round) return arm_hang_check();  // the group re-formed meanwhile anyway
+  const auto now = JobProgress::Clock::now();
+  const std::string message = hang_message(h.stuck, h.stacks, h.stalled, progress_.settings().hang_timeout);
+  progress_.hang_detected(message, now);
+  write_all(2, "kubedist-launcher: hang: " + message + "\n");
+  if (local_events_.on_hang) loop_.defer([this, message] {
+    if (local_events_.on_hang) local_events_.on_hang(message);
+  });
+  c.hang(message, now);
+  flush();
+}
+
 void RendezvousHost::flush() {
   for (auto& [id, run] : runs_) flush(*run);
+  follow_rounds();
+  arm_hang_check();
   if (others_over_ && other_runs_active().empty()) loop_.defer(std::exchange(others_over_, nullptr));
 }
 
@@ -277,7 +392,9 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
   if (r.kind == MemberRequest::Kind::Status) {
     // A reader (the operator), not a member: answer for this launcher's job and let it close the connection.
     if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
-    send_line(fd, contract::encode_status_line(own_->coordinator.report()));
+    contract::StatusReport report = own_->coordinator.report();
+    report.progress = progress_.status(JobProgress::Clock::now());
+    send_line(fd, contract::encode_status_line(report));
     return;
   }
   if (r.kind == MemberRequest::Kind::Join && !c.run) {
@@ -290,14 +407,22 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
       c.run = own_;  // a joiner that sends no settings: only this job can take it (it refuses another run id)
     }
   }
-  if (!c.run) return;  // FAILED, DONE or LEAVE before any JOIN: nothing to say it about
+  if (!c.run) return;  // FAILED, DONE, LEAVE, PROGRESS or STACKS before any JOIN: nothing to say it about
+  if (r.kind == MemberRequest::Kind::Progress || r.kind == MemberRequest::Kind::Stacks) {
+    if (c.run != own_) return;  // another job's on this endpoint: its progress is its own node 0's business
+    c.progress = true;
+    if (r.kind == MemberRequest::Kind::Progress) return on_progress(id, r.round, r.progress);
+    return on_stacks(id, r.round, r.stacks);
+  }
   RendezvousCoordinator& coordinator = c.run->coordinator;
   switch (r.kind) {
     case MemberRequest::Kind::Join: coordinator.join(id, r.join, now); break;
     case MemberRequest::Kind::Failed: coordinator.failed(id, r.round, r.exit_code, r.summary, now); break;
     case MemberRequest::Kind::Done: coordinator.done(id, r.round, now); break;
     case MemberRequest::Kind::Leave: coordinator.leave(id, now, true); break;
-    case MemberRequest::Kind::Status: break;
+    case MemberRequest::Kind::Status:
+    case MemberRequest::Kind::Progress:
+    case MemberRequest::Kind::Stacks: break;
   }
   flush();
 }
@@ -314,6 +439,7 @@ void RendezvousHost::drop(int fd) {
   if (!run) return;
   run->coordinator.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());
   flush();
+  if (hang_) on_stacks(static_cast<MemberId>(fd), hang_->round, {});  // no stacks will come from it
 }
 
 }  // namespace kubedist::launcher

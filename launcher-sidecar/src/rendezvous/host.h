@@ -14,6 +14,7 @@
 #include "io/admission.h"
 #include "io/event_loop.h"
 #include "io/listener.h"
+#include "progress/job_progress.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/coordinator.h"
 #include "rendezvous/member.h"
@@ -52,6 +53,10 @@ class RendezvousHost {
   // or --master-port keeps its own.
   void announce_store(std::string addr);
   const RendezvousCoordinator& coordinator() const { return own_->coordinator; }
+  // Node 0 judges this job's progress from every node's reports (STATUS carries it) and restarts the group when it
+  // hangs (settings.hang_timeout), after asking every node for its workers' stacks.
+  void watch_progress(ProgressSettings settings);
+  const JobProgress& progress() const { return progress_; }
   // Runs of other jobs hosted here that are not over yet: this launcher keeps serving them after its own job.
   std::vector<std::string> other_runs_active() const;
   // Called (once) when the last active run of another job is over.
@@ -66,6 +71,15 @@ class RendezvousHost {
     int store_round = -1;                   // the round store_port was chosen for
     int store_port = 0;
   };
+  // A hang being handled: the stacks asked of each node of the round, until they answer or kStacksWait passes.
+  struct HangCheck {
+    int round = 0;
+    std::vector<StuckRank> stuck;
+    std::chrono::milliseconds stalled{0};
+    std::vector<MemberId> waiting;
+    std::map<int, StackSummary> stacks;
+    EventLoop::TimerId deadline = 0;
+  };
   struct Connection {
     std::string in;
     std::string out;
@@ -73,6 +87,7 @@ class RendezvousHost {
     std::optional<AuthSession> auth;     // with a secret
     EventLoop::TimerId idle_timer = 0;   // until it is a member (admission_)
     Run* run = nullptr;                  // set by its first JOIN
+    bool progress = false;               // sent PROGRESS: it knows DUMP too
   };
   void accept_connection(int fd, std::uint32_t source);
   void send_line(int fd, const std::string& line);  // seals it when there is a secret
@@ -84,6 +99,12 @@ class RendezvousHost {
   void connection_ready(int fd, std::uint32_t events);
   void drop(int fd);
   void handle_line(int fd, const std::string& line);
+  void on_progress(MemberId id, int round, const NodeProgress& progress);
+  void on_stacks(MemberId id, int round, const std::map<int, StackSummary>& stacks);
+  void follow_rounds();   // tells progress_ of the own run's restarts and rounds
+  void arm_hang_check();
+  void start_hang_check();
+  void finish_hang_check();
 
   EventLoop& loop_;
   std::map<std::string, std::unique_ptr<Run>> runs_;  // by run id
@@ -97,6 +118,10 @@ class RendezvousHost {
   MemberEvents local_events_;
   std::function<void()> others_over_;
   std::string store_addr_;  // empty: rounds name no store (the launchers' --master-addr/--master-port hold)
+  JobProgress progress_;
+  int seen_restarts_ = 0, seen_round_ = -1;
+  EventLoop::TimerId hang_timer_ = 0;
+  std::optional<HangCheck> hang_;
 };
 
 }  // namespace kubedist::launcher

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "contract/status_line.h"
+
 namespace kubedist::launcher {
 namespace {
 
@@ -19,7 +21,99 @@ std::string rest_of(std::istringstream& in) {
   return rest;
 }
 
+using contract::status_line_detail::escape;
+using contract::status_line_detail::is_count;
+using contract::status_line_detail::number;
+using contract::status_line_detail::parse_number;
+using contract::status_line_detail::unescape;
+
+bool parse_count64(const std::string& v, std::int64_t& out) {
+  if (!is_count(v, false, 18)) return false;
+  out = std::stoll(v);
+  return true;
+}
+
+// "rank:step:step_seconds"
+bool parse_rank_summary(const std::string& word, RankSummary& r) {
+  const auto a = word.find(':'), b = word.find(':', a == std::string::npos ? a : a + 1);
+  if (a == std::string::npos || b == std::string::npos || word.find(':', b + 1) != std::string::npos) return false;
+  const std::string rank = word.substr(0, a);
+  const auto secs = parse_number(word.substr(b + 1));
+  if (!is_count(rank, false) || !parse_count64(word.substr(a + 1, b - a - 1), r.step) || !secs || *secs < 0)
+    return false;
+  r.rank = std::stoi(rank);
+  r.step_seconds = *secs;
+  return true;
+}
+
+bool parse_progress_words(std::istringstream& in, NodeProgress& p) {
+  std::string word;
+  while (in >> word) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) {
+      RankSummary r;
+      if (!p.metrics.empty() || p.total_steps || p.epoch || p.samples || !parse_rank_summary(word, r)) return false;
+      p.ranks.push_back(r);
+      continue;
+    }
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    std::int64_t n = 0;
+    if (key == "total" || key == "epoch" || key == "samples") {
+      if (!parse_count64(value, n)) return false;
+      (key == "total" ? p.total_steps : key == "epoch" ? p.epoch : p.samples) = n;
+    } else if (key.rfind("m.", 0) == 0) {
+      const auto v = parse_number(value);
+      if (!v || !contract::status_line_detail::is_metric_name(key.substr(2)) ||
+          p.metrics.size() >= contract::kMaxStatusMetrics)
+        return false;
+      p.metrics[key.substr(2)] = *v;
+    } else {
+      return false;
+    }
+  }
+  return !p.ranks.empty();
+}
+
+bool parse_stack_words(std::istringstream& in, std::map<int, StackSummary>& stacks) {
+  std::string rank, host, where, trace;
+  while (in >> rank) {
+    if (!is_count(rank, false) || !(in >> host >> where >> trace)) return false;
+    StackSummary s;
+    for (auto [word, out] : {std::pair{&host, &s.host}, {&where, &s.where}, {&trace, &s.trace}}) {
+      if (word->empty() || (*word)[0] != ':') return false;
+      auto text = unescape(word->substr(1));
+      if (!text) return false;
+      *out = *text;
+    }
+    stacks[std::stoi(rank)] = std::move(s);
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string encode_progress(int round, const NodeProgress& p) {
+  std::string line = "PROGRESS " + std::to_string(round);
+  for (const auto& r : p.ranks)
+    line += " " + std::to_string(r.rank) + ":" + std::to_string(r.step) + ":" + number(r.step_seconds);
+  if (p.total_steps) line += " total=" + std::to_string(*p.total_steps);
+  if (p.epoch) line += " epoch=" + std::to_string(*p.epoch);
+  if (p.samples) line += " samples=" + std::to_string(*p.samples);
+  size_t n = 0;
+  for (const auto& [name, value] : p.metrics) {
+    if (n == contract::kMaxStatusMetrics || !contract::status_line_detail::is_metric_name(name)) continue;
+    line += " m." + name + "=" + number(value);
+    ++n;
+  }
+  return line + "\n";
+}
+
+std::string encode_stacks(int round, const std::map<int, StackSummary>& stacks) {
+  std::string line = "STACKS " + std::to_string(round);
+  for (const auto& [rank, s] : stacks)
+    line += " " + std::to_string(rank) + " :" + escape(s.host) + " :" + escape(s.where) + " :" + escape(s.trace);
+  return line + "\n";
+}
 
 std::string encode_join(const JoinRequest& join) {
   // A stream, not "literal" + std::string: GCC 12 warns falsely (-Wrestrict) about the latter here in Release.
@@ -56,6 +150,8 @@ std::string encode_message(const RendezvousMessage& m) {
       return "STOP " + std::to_string(m.round) + "\n";
     case RendezvousMessage::Kind::Fail:
       return "FAIL " + std::to_string(m.exit_code) + " " + one_line(m.reason) + "\n";
+    case RendezvousMessage::Kind::Dump:
+      return "DUMP " + std::to_string(m.round) + "\n";
   }
   return "";
 }
@@ -96,6 +192,12 @@ Result<MemberRequest> parse_request(const std::string& line) {
   } else if (verb == "DONE") {
     r.kind = MemberRequest::Kind::Done;
     if (in >> r.round) return r;
+  } else if (verb == "PROGRESS") {
+    r.kind = MemberRequest::Kind::Progress;
+    if (in >> r.round && r.round >= 0 && parse_progress_words(in, r.progress)) return r;
+  } else if (verb == "STACKS") {
+    r.kind = MemberRequest::Kind::Stacks;
+    if (in >> r.round && r.round >= 0 && parse_stack_words(in, r.stacks)) return r;
   } else if (verb == "LEAVE" || verb == contract::kStatusVerb) {
     r.kind = verb == "LEAVE" ? MemberRequest::Kind::Leave : MemberRequest::Kind::Status;
     std::string extra;
@@ -122,8 +224,8 @@ Result<RendezvousMessage> parse_message(const std::string& line) {
         return m;
       }
     }
-  } else if (verb == "STOP") {
-    m.kind = RendezvousMessage::Kind::Stop;
+  } else if (verb == "STOP" || verb == "DUMP") {
+    m.kind = verb == "STOP" ? RendezvousMessage::Kind::Stop : RendezvousMessage::Kind::Dump;
     if (in >> m.round) return m;
   } else if (verb == "FAIL") {
     m.kind = RendezvousMessage::Kind::Fail;

@@ -3,29 +3,40 @@
 
 #include <string>
 
+#include <map>
+
+#include "progress/local_progress.h"
+#include "progress/stacks.h"
 #include "rendezvous/coordinator.h"
 #include "util/result.h"
 
 namespace kubedist::launcher {
 
 struct MemberRequest {
-  enum class Kind { Join, Failed, Done, Leave, Status } kind = Kind::Join;
+  enum class Kind { Join, Failed, Done, Leave, Status, Progress, Stacks } kind = Kind::Join;
   JoinRequest join;
   int round = 0;
   int exit_code = 0;
   std::string summary;
+  NodeProgress progress;                // Progress
+  std::map<int, StackSummary> stacks;   // Stacks, by rank
 };
 
 // The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0]\n" (the optional joiner's settings:
 // min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n",
 // "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
+// A node's progress for node 0 (only to a host whose STATUS counts hangs, which knows the verb):
+// "PROGRESS round rank:step:step_seconds... [total=N] [epoch=N] [samples=N] [m.name=value...]\n"; the stacks it
+// took when told DUMP: "STACKS round rank :host :where :trace ...\n" (each text percent-escaped after its ':').
 // parse_request() reads any of them back into a MemberRequest.
+std::string encode_progress(int round, const NodeProgress& progress);
+std::string encode_stacks(int round, const std::map<int, StackSummary>& stacks);
 std::string encode_join(const JoinRequest& join);
 std::string encode_failed(int round, int exit_code, const std::string& summary);
 std::string encode_done(int round);
 std::string encode_leave();
 std::string encode_status();
-// "ROUND r rc g gws off ws [master_addr master_port]\n", "STOP r\n", "FAIL c text\n"
+// "ROUND r rc g gws off ws [master_addr master_port]\n", "STOP r\n", "FAIL c text\n", "DUMP r\n"
 std::string encode_message(const RendezvousMessage& message);
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);

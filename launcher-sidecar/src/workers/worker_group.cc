@@ -201,6 +201,12 @@ void WorkerGroup::stop(int signal, std::chrono::milliseconds grace) {
   });
 }
 
+pid_t WorkerGroup::pid_of(int local_rank) const {
+  for (const auto& w : workers_)
+    if (w.local_rank == local_rank && w.alive) return w.pid;
+  return 0;
+}
+
 void WorkerGroup::signal_all(int signal) {
   for (const auto& w : workers_) kill(-w.pid, signal);
 }

@@ -65,6 +65,8 @@ class WorkerGroup {
   // Sends `signal` to every worker's process group, then SIGKILL after `grace`; on_stopped when all are gone.
   void stop(int signal, std::chrono::milliseconds grace);
   int running() const { return running_; }
+  // The pid of local_rank's worker while it runs (its process group's id too), else 0.
+  pid_t pid_of(int local_rank) const;
   bool stopping() const { return stopping_; }
 
  private:

@@ -8,7 +8,7 @@ namespace kubedist::contract {
 namespace {
 
 StatusReport running_report() {
-  return {3, 4, {{kCauseNodeLost, 1}, {kCauseScale, 2}, {kCauseWorkerCrash, 1}}, 2, 8, "running", "resnet"};
+  return {3, 4, {{kCauseNodeLost, 1}, {kCauseScale, 2}, {kCauseWorkerCrash, 1}}, 2, 8, "running", "resnet", std::nullopt};
 }
 
 TEST(StatusLine, EncodesEveryFieldInOrderAsOneLine) {
@@ -20,8 +20,8 @@ TEST(StatusLine, EncodesEveryFieldInOrderAsOneLine) {
 TEST(StatusLine, RoundTripsWithAndWithoutTheNewline) {
   const StatusReport reports[] = {
       running_report(),
-      {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job"},
-      {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c"},
+      {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job", std::nullopt},
+      {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c", std::nullopt},
   };
   for (const auto& r : reports) {
     const std::string line = encode_status_line(r);
@@ -57,9 +57,10 @@ TEST(StatusLine, RefusesBadLinesSayingWhatIsWrong) {
       {"STATUS round=3 restarts=4 nodes=", "bad field 'nodes='"},
       {"STATUS round=1 restarts=0", "lacks round, restarts, nodes or world_size"},
       {"STATUS round=1 nodes=1 world_size=1", "lacks round, restarts, nodes or world_size"},
-      // unknown fields without a count
-      {"STATUS round=1 restarts=0 nodes=1 world_size=1 color=red", "bad field 'color=red'"},
+      // words without a key, or without a value where a count or number belongs
       {"STATUS round=1 restarts=0 nodes=1 world_size=1 =3", "bad field '=3'"},
+      {"STATUS round=1 restarts=0 nodes=1 world_size=1 scale=", "bad field 'scale='"},
+      {"STATUS round=1 restarts=0 nodes=1 world_size=1 scale=1.5", "bad field 'scale=1.5'"},
       {"STATUS round=1 restarts=x nodes=1 world_size=1", "bad field 'restarts=x'"},
       // out of range: negative, leading zeros, more than an int holds
       {"STATUS round=1 restarts=0 nodes=1 world_size=1 scale=-1", "bad field 'scale=-1'"},
@@ -73,6 +74,125 @@ TEST(StatusLine, RefusesBadLinesSayingWhatIsWrong) {
     const ParsedStatusLine p = parse_status_line(line);
     EXPECT_FALSE(p.report) << line;
     EXPECT_NE(p.error.find(want), std::string::npos) << line << " -> " << p.error;
+  }
+}
+
+TEST(StatusLine, IgnoresAnUnknownFieldWhoseValueIsNoCount) {
+  // A newer launcher's field: an older reader goes on with what it knows.
+  const ParsedStatusLine p = parse_status_line("STATUS round=1 restarts=0 nodes=1 world_size=1 color=red run=j");
+  ASSERT_TRUE(p.report) << p.error;
+  EXPECT_TRUE(p.report->restarts_by_cause.empty());
+  EXPECT_EQ(p.report->run_id, "j");
+}
+
+StatusProgress full_progress() {
+  StatusProgress p;
+  p.step = 1200;
+  p.total_steps = 5000;
+  p.epoch = 2;
+  p.samples = 76800000000;  // more than an int holds
+  p.steps_per_second = 2.5;
+  p.step_age_ms = 400;
+  p.up_ms = 600000;
+  p.busy_ms = 540000;
+  p.lost_ms = 12000;
+  p.metrics = {{"loss", 0.53125}, {"lr", 1e-05}, {"grad_norm", -3.0}};
+  p.slow_rank = 3;
+  p.slow_node_rank = 1;
+  p.slow_ratio = 1.85;
+  p.slow_step_seconds = 0.21;
+  p.hang_message = "rank 1 on j-node-1 stuck 31 s in recv (train.py:57) 100% \xc3\xa9\ttab\nline";
+  p.hang_age_ms = 90000;
+  return p;
+}
+
+TEST(StatusLine, CarriesTheJobsProgressAfterTheRestartFields) {
+  StatusReport r = running_report();
+  r.progress = StatusProgress{};
+  r.progress->step = 7;
+  r.progress->steps_per_second = 2;
+  EXPECT_EQ(encode_status_line(r),
+            "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running "
+            "run=resnet step=7 sps=2.0 age_ms=0 up_ms=0 busy_ms=0 lost_ms=0\n");
+  r.progress = full_progress();
+  const std::string line = encode_status_line(r);
+  EXPECT_NE(line.find(" step=1200 total=5000 epoch=2 samples=76800000000 sps=2.5 age_ms=400 up_ms=600000 "
+                      "busy_ms=540000 lost_ms=12000 m.grad_norm=-3 m.loss=0.53125 m.lr=1e-05 slow=3,1,1.85,0.21 "
+                      "hang_age_ms=90000 hang_msg=rank%201%20on%20j-node-1%20stuck%2031%20s%20in%20recv%20"
+                      "(train.py:57)%20100%25%20%C3%A9%09tab%0Aline\n"),
+            std::string::npos)
+      << line;
+}
+
+TEST(StatusLine, RoundTripsProgress) {
+  StatusReport r = running_report();
+  r.restarts_by_cause[kCauseHang] = 1;
+  r.progress = full_progress();
+  const ParsedStatusLine back = parse_status_line(encode_status_line(r));
+  ASSERT_TRUE(back.report) << back.error;
+  EXPECT_EQ(*back.report, r);
+  r.progress = StatusProgress{};  // step 0 and nothing else reported
+  const ParsedStatusLine bare = parse_status_line(encode_status_line(r));
+  ASSERT_TRUE(bare.report) << bare.error;
+  EXPECT_EQ(*bare.report, r);
+}
+
+TEST(StatusLine, AnOlderReaderWouldRefuseProgressRatherThanCountItAsARestart) {
+  // The readers before progress took every key=count as a cause: "sps" always has a '.', which they refused.
+  StatusReport r = running_report();
+  r.progress = StatusProgress{};
+  r.progress->steps_per_second = 3;
+  EXPECT_NE(encode_status_line(r).find(" sps=3.0 "), std::string::npos);
+  r.progress->steps_per_second = 1e20;
+  EXPECT_NE(encode_status_line(r).find(" sps=1e+20 "), std::string::npos);
+}
+
+TEST(StatusLine, KeepsTheLineShortWhateverTheWorkersReported) {
+  StatusReport r = running_report();
+  r.progress = full_progress();
+  for (int i = 0; i < 20; ++i) r.progress->metrics["metric_with_a_long_name_" + std::to_string(100 + i)] = -1e-300;
+  r.progress->metrics["bad name"] = 1;
+  r.progress->metrics[std::string(40, 'x')] = 1;
+  r.progress->hang_message = std::string(5000, '\n');  // every byte escaped to three
+  const std::string line = encode_status_line(r);
+  const ParsedStatusLine back = parse_status_line(line);
+  ASSERT_TRUE(back.report) << back.error;
+  EXPECT_EQ(back.report->progress->metrics.size(), kMaxStatusMetrics);
+  EXPECT_FALSE(back.report->progress->metrics.count("bad name"));
+  EXPECT_EQ(back.report->progress->hang_message, std::string(kMaxHangMessage, '\n'));
+  // The poller reads at most 4096 bytes, the signed framing ("MAC n <64 hex> ") included.
+  EXPECT_LT(line.size() + 100, 4096u) << line.size();
+}
+
+TEST(StatusLine, RefusesMalformedProgress) {
+  const std::string head = "STATUS round=1 restarts=0 nodes=1 world_size=1 run=j ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"step=-1", "bad field 'step=-1'"},
+      {"step=1e3", "bad field 'step=1e3'"},
+      {"step=1 total=x", "bad field 'total=x'"},
+      {"step=1 samples=1234567890123456789", "bad field 'samples=1234567890123456789'"},
+      {"step=1 sps=nan", "bad field 'sps=nan'"},
+      {"step=1 sps=inf", "bad field 'sps=inf'"},
+      {"step=1 sps=1e999", "bad field 'sps=1e999'"},
+      {"step=1 sps=-0.5", "bad field 'sps=-0.5'"},
+      {"step=1 sps=0x10", "bad field 'sps=0x10'"},
+      {"step=1 m.=1", "bad field 'm.=1'"},
+      {"step=1 m.bad-name=1", "bad field 'm.bad-name=1'"},
+      {"step=1 m.loss=", "bad field 'm.loss='"},
+      {"step=1 m.a=1 m.b=1 m.c=1 m.d=1 m.e=1 m.f=1 m.g=1 m.h=1 m.i=1", "bad field 'm.i=1'"},
+      {"step=1 slow=1,0,2", "bad field 'slow=1,0,2'"},
+      {"step=1 slow=1,0,2,0.5,9", "bad field 'slow=1,0,2,0.5,9'"},
+      {"step=1 slow=-1,0,2,0.5", "bad field 'slow=-1,0,2,0.5'"},
+      {"step=1 slow=1,0,x,0.5", "bad field 'slow=1,0,x,0.5'"},
+      {"step=1 hang_msg=%G1", "bad field 'hang_msg=%G1'"},
+      {"step=1 hang_msg=ab%4", "bad field 'hang_msg=ab%4'"},
+      {"step=1 hang_msg=" + std::string(kMaxHangMessage + 1, 'a'), "bad field 'hang_msg=aaa"},
+      {"sps=1.0 age_ms=3", "has progress without step"},
+  };
+  for (const auto& [words, want] : cases) {
+    const ParsedStatusLine p = parse_status_line(head + words);
+    EXPECT_FALSE(p.report) << words;
+    EXPECT_NE(p.error.find(want), std::string::npos) << words << " -> " << p.error;
   }
 }
 

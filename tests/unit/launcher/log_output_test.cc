@@ -53,8 +53,13 @@ TEST(OutputRoutes, RedirectTeeAndFilter) {
 }
 
 TEST(Metrics, RendersPrometheusTextWithEveryLauncherMetric) {
-  LauncherMetrics m{3, 4, 3, 2, 0.25};
+  LauncherMetrics m{3, 4, 3, 2, 0.25, {{3, 0.21}, {12, 1.5}}, 7, 2};
   auto text = render_metrics(m);
+  EXPECT_NE(text.find("# TYPE kubedist_rank_step_seconds gauge\nkubedist_rank_step_seconds{rank=\"3\"} 0.210000\n"
+                      "kubedist_rank_step_seconds{rank=\"12\"} 1.500000\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("kubedist_launcher_progress_reports_dropped_total 7\n"), std::string::npos);
+  EXPECT_NE(text.find("kubedist_launcher_progress_reports_malformed_total 2\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE kubedist_launcher_worker_restarts_total counter\nkubedist_launcher_worker_restarts_total 3\n"), std::string::npos);
   EXPECT_NE(text.find("kubedist_launcher_rendezvous_rounds_total 4\n"), std::string::npos);
   EXPECT_NE(text.find("kubedist_launcher_workers_running 2\n"), std::string::npos);

@@ -133,12 +133,12 @@ TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
 
 TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   Harness h(1, 3, 10);
-  std::map<std::string, int> zero{{"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
-  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job"}));
+  std::map<std::string, int> zero{{"hang", 0}, {"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
+  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt}));
   h.run_two_nodes();
   h.advance(1001ms);
   h.out();
-  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job"}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt}));
   // A worker crash on node 1: worker_crash.
   h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
   h.join(1, 0);
@@ -162,13 +162,46 @@ TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   h.advance(1001ms);
   h.out();
   const RendezvousReport r = h.c.report();
-  EXPECT_EQ(r.restarts_by_cause, (std::map<std::string, int>{{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}));
+  EXPECT_EQ(r.restarts_by_cause,
+            (std::map<std::string, int>{{"hang", 0}, {"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}));
   EXPECT_EQ(r.restarts, 4);
   EXPECT_EQ(r.restarts, h.c.restart_count());
   EXPECT_EQ(r.round, 4);
   EXPECT_EQ(r.nodes, 1);
   EXPECT_EQ(r.world_size, 2);
   EXPECT_EQ(r.phase, "running");
+}
+
+TEST(RendezvousCoordinator, AHangRestartsTheGroupChargedAndCountedAsHang) {
+  Harness h(2, 2, 1);
+  h.run_two_nodes();
+  EXPECT_EQ(h.c.round_members(), (std::vector<MemberId>{1, 2}));
+  EXPECT_EQ(h.c.node_rank_of(2), 1);
+  EXPECT_EQ(h.c.node_rank_of(99), -1);
+  h.c.hang("no step for 30 s: rank 3 stuck", h.t);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].kind, Kind::Stop);
+  EXPECT_EQ(m[2].kind, Kind::Stop);
+  EXPECT_EQ(h.c.report().restarts_by_cause.at("hang"), 1);
+  EXPECT_EQ(h.c.report().restarts, 1);
+  h.join(1, 0);
+  h.join(2, 1);
+  ASSERT_EQ(by_member(h.out())[1].kind, Kind::Round);
+  // The second hang finds --max-restarts spent: the job ends with the hang's code and message.
+  h.c.hang("no step for 30 s: rank 0 stuck", h.t);
+  m = by_member(h.out());
+  EXPECT_EQ(m[1].kind, Kind::Fail);
+  EXPECT_EQ(m[1].exit_code, kHangExitCode);
+  EXPECT_NE(m[1].reason.find("hang: no step for 30 s: rank 0 stuck"), std::string::npos) << m[1].reason;
+  EXPECT_TRUE(h.c.over());
+}
+
+TEST(RendezvousCoordinator, AHangIsIgnoredWhileNoRoundRuns) {
+  Harness h(2, 2);
+  h.join(1, 0);
+  h.c.hang("late", h.t);
+  EXPECT_TRUE(h.out().empty());
+  EXPECT_EQ(h.c.report().restarts, 0);
 }
 
 TEST(RendezvousCoordinator, AGracefulLeaveIsNotCountedWhenNoRestartHappens) {

@@ -110,5 +110,55 @@ TEST(RendezvousWire, LeaveAndStatusRequestsTakeNoArguments) {
 
 // The STATUS answer has one encoder and one parser for both halves: tests/unit/contract/status_line_test.cc.
 
+TEST(RendezvousWire, ProgressRoundTripsWithEachRankAndTheLowestOnesCounts) {
+  NodeProgress p;
+  p.ranks = {{2, 120, 0.25}, {3, 119, 0}};
+  p.total_steps = 1000;
+  p.epoch = 1;
+  p.samples = 12345678901234;
+  p.metrics = {{"loss", 0.5}, {"lr", 1e-4}};
+  const std::string line = encode_progress(7, p);
+  EXPECT_EQ(line, "PROGRESS 7 2:120:0.25 3:119:0 total=1000 epoch=1 samples=12345678901234 m.loss=0.5 m.lr=0.0001\n");
+  auto back = parse_request(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->kind, MemberRequest::Kind::Progress);
+  EXPECT_EQ(back->round, 7);
+  EXPECT_EQ(back->progress, p);
+}
+
+TEST(RendezvousWire, StacksRoundTripWithAnyText) {
+  std::map<int, StackSummary> s{{1, {"j-node-1", "in recv (train.py:40)", "recv c10d.py:9 < main train.py:40"}},
+                                {3, {"j-node-1", "", ""}}};
+  const std::string line = encode_stacks(4, s);
+  EXPECT_EQ(line, "STACKS 4 1 :j-node-1 :in%20recv%20(train.py:40) :recv%20c10d.py:9%20<%20main%20train.py:40 "
+                  "3 :j-node-1 : :\n");
+  auto back = parse_request(line);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->kind, MemberRequest::Kind::Stacks);
+  EXPECT_EQ(back->round, 4);
+  EXPECT_EQ(back->stacks, s);
+  auto dump = parse_message("DUMP 4");
+  ASSERT_TRUE(dump.ok());
+  EXPECT_EQ(dump->kind, RendezvousMessage::Kind::Dump);
+  EXPECT_EQ(dump->round, 4);
+  RendezvousMessage m;
+  m.kind = RendezvousMessage::Kind::Dump;
+  m.round = 4;
+  EXPECT_EQ(encode_message(m), "DUMP 4\n");
+}
+
+TEST(RendezvousWire, RefusesMalformedProgressAndStacks) {
+  for (const char* line : {"PROGRESS", "PROGRESS 1", "PROGRESS -1 0:1:0", "PROGRESS 1 0:1", "PROGRESS 1 0:1:0:0",
+                           "PROGRESS 1 x:1:0", "PROGRESS 1 0:-1:0", "PROGRESS 1 0:1:nan", "PROGRESS 1 0:1:-1",
+                           "PROGRESS 1 total=5", "PROGRESS 1 0:1:0 total=x", "PROGRESS 1 0:1:0 color=red",
+                           "PROGRESS 1 0:1:0 m.bad-name=1", "PROGRESS 1 0:1:0 total=5 1:1:0",
+                           "PROGRESS 1 0:1:0 m.a=1 m.b=1 m.c=1 m.d=1 m.e=1 m.f=1 m.g=1 m.h=1 m.i=1",
+                           "STACKS", "STACKS 1 0 :h :w", "STACKS 1 0 h :w :t", "STACKS 1 0 :h :w :%ZZ",
+                           "STACKS 1 x :h :w :t", "DUMP", "DUMP x"}) {
+    if (std::string(line).rfind("DUMP", 0) == 0) EXPECT_FALSE(parse_message(line).ok()) << line;
+    else EXPECT_FALSE(parse_request(line).ok()) << line;
+  }
+}
+
 }  // namespace
 }  // namespace kubedist::launcher

@@ -1,0 +1,21 @@
+// The Python helper the launcher ships (launcher-sidecar/python/kubedist, built into the binary): written into a
+// directory that every worker's PYTHONPATH ends with, so that `from kubedist import progress` works in any image
+// without installing anything.
+#pragma once
+
+#include <string>
+
+#include "util/result.h"
+#include "cli/launch_config.h"
+
+namespace kubedist::launcher {
+
+// Writes DIR/kubedist/{__init__,progress}.py (DIR created if missing); DIR on success.
+Result<std::string> install_python_helper(const std::string& dir);
+
+// The environment that connects a worker to the progress channel (pure): KUBEDIST_PROGRESS (address), and when
+// given, KUBEDIST_STACK_FILE (where its faulthandler writes stacks) and python_dir appended to PYTHONPATH.
+void add_progress_env(Env& env, const std::string& address, const std::string& stack_file,
+                      const std::string& python_dir);
+
+}  // namespace kubedist::launcher

@@ -1,0 +1,68 @@
+#include "progress/worker_report.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "contract/status_line.h"
+
+namespace kubedist::launcher {
+namespace {
+
+using nlohmann::json;
+
+// A count in JSON: a non-negative integer (1e3 or 2.0 are not).
+std::optional<std::int64_t> count_of(const json& v) {
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX))
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return v.get<std::int64_t>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<WorkerReport> parse_worker_report(std::string_view datagram) {
+  if (datagram.size() > kMaxReportBytes)
+    return make_error("a report of " + std::to_string(datagram.size()) + " bytes (at most " +
+                      std::to_string(kMaxReportBytes) + ")");
+  while (!datagram.empty() && (datagram.back() == '\n' || datagram.back() == '\r')) datagram.remove_suffix(1);
+  const json j = json::parse(datagram, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return make_error("a report that is not JSON");
+  if (!j.is_object()) return make_error("a report that is no JSON object");
+  WorkerReport r;
+  const auto step = j.find("step");
+  if (step == j.end()) return make_error("a report without \"step\"");
+  const auto step_count = count_of(*step);
+  if (!step_count) return make_error("a report whose \"step\" is no count: " + step->dump());
+  r.step = *step_count;
+  const std::pair<const char*, std::optional<std::int64_t>*> counts[] = {
+      {"total_steps", &r.total_steps}, {"epoch", &r.epoch}, {"samples", &r.samples}};
+  for (const auto& [key, slot] : counts) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    *slot = count_of(*it);
+    if (!*slot) return make_error(std::string("a report whose \"") + key + "\" is no count: " + it->dump());
+  }
+  if (const auto it = j.find("step_time"); it != j.end() && it->is_number()) {
+    const double t = it->get<double>();
+    if (std::isfinite(t) && t > 0) r.step_time = t;
+  }
+  if (const auto it = j.find("pid"); it != j.end() && it->is_number_integer()) {
+    const auto pid = it->get<std::int64_t>();
+    if (pid > 1 && pid <= INT32_MAX) r.pid = static_cast<int>(pid);
+  }
+  if (const auto it = j.find("stack_signal"); it != j.end() && it->is_number_integer()) {
+    const auto sig = it->get<std::int64_t>();
+    if (sig > 0 && sig < 65) r.stack_signal = static_cast<int>(sig);
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (r.metrics.size() == kMaxReportMetrics) break;
+    if (key == "step" || key == "total_steps" || key == "epoch" || key == "samples" || key == "step_time" ||
+        key == "pid" || key == "stack_signal" || !value.is_number() || value.is_boolean())
+      continue;
+    const double v = value.get<double>();
+    if (std::isfinite(v) && contract::status_line_detail::is_metric_name(key)) r.metrics[key] = v;
+  }
+  return r;
+}
+
+}  // namespace kubedist::launcher
