@@ -152,6 +152,11 @@ std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
                    0, 3600000, "0 (off) or a duration from 100ms to 1h (e.g. 10s)"),
        "  --launcher-poll-interval D   ask each running job's node-0 launcher for its STATUS (in-place restarts by\n"
        "                           reason) every D; 0 disables (default 10s)\n"},
+      {{"--progress-write-interval"}, false,
+       duration_ms([o](long ms) { o->progress_write_interval_ms = ms; }, [](long) { return true; }, 0, 3600000,
+                   "0 (no bound) or a duration up to 1h (e.g. 30s)"),
+       "  --progress-write-interval D  a job's status is written for its progress alone (status.progress) at most\n"
+       "                           every D; 0: at every change the STATUS poll brings (default 30s)\n"},
       {{"--gang-scheduling"}, false,
        [o](const std::string& v) -> std::optional<std::string> {
          const std::map<std::string, GangMode> modes = {

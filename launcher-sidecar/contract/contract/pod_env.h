@@ -48,6 +48,7 @@ inline constexpr const char* kFlagNodeRank = "node-rank";
 inline constexpr const char* kFlagNnodes = "nnodes";
 inline constexpr const char* kFlagNprocPerNode = "nproc-per-node";
 inline constexpr const char* kFlagMaxRestarts = "max-restarts";
+inline constexpr const char* kFlagHangTimeout = "hang-timeout";  // seconds; spec.hangTimeout
 
 // Node rank 0's rendezvous service listens on MASTER_PORT + this (also where the operator asks for STATUS).
 inline constexpr int kRendezvousPortOffset = 1;

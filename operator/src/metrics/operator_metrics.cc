@@ -25,7 +25,7 @@ const std::vector<std::string>& job_phases() {
 }
 
 const std::vector<std::string>& restart_reasons() {
-  static const std::vector<std::string> reasons = {"worker_crash", "pod_failure", "node_lost", "scale"};
+  static const std::vector<std::string> reasons = {"worker_crash", "pod_failure", "node_lost", "scale", "hang"};
   return reasons;
 }
 
@@ -38,7 +38,8 @@ OperatorMetrics::OperatorMetrics()
       failed_(BuildCounter().Name("kubedist_jobs_failed_total").Help("TrainingJobs that ended Failed")
                   .Register(*registry_)),
       restarts_(BuildCounter().Name("kubedist_restarts_total")
-                    .Help("Group restarts and pod recreations by reason (worker_crash, pod_failure, node_lost, scale)")
+                    .Help("Group restarts and pod recreations by reason (worker_crash, pod_failure, node_lost, scale, "
+                          "hang)")
                     .Register(*registry_)),
       nodes_(BuildGauge().Name("kubedist_job_nodes").Help("Pods running per TrainingJob").Register(*registry_)),
       target_nodes_(BuildGauge().Name("kubedist_job_target_nodes")
@@ -62,6 +63,18 @@ OperatorMetrics::OperatorMetrics()
       admission_wait_seconds_(BuildHistogram().Name("kubedist_admission_wait_seconds")
                                   .Help("Seconds TrainingJobs waited for Kueue's admission, by namespace")
                                   .Register(*registry_)),
+      step_(BuildGauge().Name("kubedist_job_step")
+                .Help("The TrainingJob's training step, as its workers report it (status.progress.step)")
+                .Register(*registry_)),
+      steps_per_second_(BuildGauge().Name("kubedist_job_steps_per_second")
+                            .Help("The TrainingJob's training steps per second over about the last minute")
+                            .Register(*registry_)),
+      eta_(BuildGauge().Name("kubedist_job_estimated_completion_timestamp_seconds")
+               .Help("When the TrainingJob should reach its total steps at its current rate (Unix time; its ETA)")
+               .Register(*registry_)),
+      goodput_(BuildGauge().Name("kubedist_job_goodput")
+                   .Help("Share of the TrainingJob's wall time since its first pod started spent making steps")
+                   .Register(*registry_)),
       reconcile_duration_(BuildHistogram().Name("kubedist_reconcile_duration_seconds")
                               .Help("Duration of one reconcile of one TrainingJob").Register(*registry_)
                               .Add({}, prometheus::Histogram::BucketBoundaries{
@@ -188,6 +201,27 @@ void OperatorMetrics::job_admitted(const std::string& ns, const std::string& nam
       .Observe(waited_seconds);
 }
 
+void OperatorMetrics::job_progress(const std::string& ns, const std::string& name, double step,
+                                   double steps_per_second, std::optional<double> eta_unix,
+                                   std::optional<double> goodput) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobSeries& s = job_locked(ns, name);
+  const Labels labels = job_labels(ns, name);
+  if (s.step == nullptr) s.step = &step_.Add(labels);
+  if (s.steps_per_second == nullptr) s.steps_per_second = &steps_per_second_.Add(labels);
+  s.step->Set(step);
+  s.steps_per_second->Set(steps_per_second);
+  // An optional value is a series while known and none while not (a stale ETA would mislead a dashboard).
+  const auto set = [&](prometheus::Family<prometheus::Gauge>& family, prometheus::Gauge*& gauge,
+                       std::optional<double> v) {
+    if (v && gauge == nullptr) gauge = &family.Add(labels);
+    if (v) gauge->Set(*v);
+    if (!v && gauge != nullptr) family.Remove(gauge), gauge = nullptr;
+  };
+  set(eta_, s.eta, eta_unix);
+  set(goodput_, s.goodput, goodput);
+}
+
 void OperatorMetrics::forget_job(const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find({ns, name});
@@ -202,6 +236,10 @@ void OperatorMetrics::forget_job(const std::string& ns, const std::string& name)
   if (s.recovery != nullptr) recovery_.Remove(s.recovery);
   if (s.waiting != nullptr) waiting_.Remove(s.waiting);
   if (s.admission_wait != nullptr) admission_wait_.Remove(s.admission_wait);
+  if (s.step != nullptr) step_.Remove(s.step);
+  if (s.steps_per_second != nullptr) steps_per_second_.Remove(s.steps_per_second);
+  if (s.eta != nullptr) eta_.Remove(s.eta);
+  if (s.goodput != nullptr) goodput_.Remove(s.goodput);
   jobs_.erase(it);
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -54,6 +55,10 @@ class OperatorMetrics {
   void job_waiting_for_admission(const std::string& ns, const std::string& name, bool waiting);
   // Kueue admitted the job after it waited this long (since it was queued, or requeued after an eviction).
   void job_admitted(const std::string& ns, const std::string& name, double waited_seconds);
+  // How far the job is (status.progress): its step, steps per second, the estimated completion as a Unix time
+  // (nullopt: unknown) and its goodput (nullopt: unknown); series only for jobs that report progress.
+  void job_progress(const std::string& ns, const std::string& name, double step, double steps_per_second,
+                    std::optional<double> eta_unix, std::optional<double> goodput);
   // Removes every series of the job (it was deleted).
   void forget_job(const std::string& ns, const std::string& name);
 
@@ -69,6 +74,10 @@ class OperatorMetrics {
     prometheus::Gauge* recovery = nullptr;                 // absent until the job first recovers
     prometheus::Gauge* waiting = nullptr;                  // absent unless the job is queued for Kueue
     prometheus::Gauge* admission_wait = nullptr;           // absent until Kueue first admits the job
+    prometheus::Gauge* step = nullptr;                     // these four absent until the job reports progress
+    prometheus::Gauge* steps_per_second = nullptr;
+    prometheus::Gauge* eta = nullptr;                      // absent while unknown
+    prometheus::Gauge* goodput = nullptr;                  // absent while unknown
   };
   JobSeries& job_locked(const std::string& ns, const std::string& name);
 
@@ -86,6 +95,10 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& waiting_;
   prometheus::Family<prometheus::Gauge>& admission_wait_;
   prometheus::Family<prometheus::Histogram>& admission_wait_seconds_;  // by job_namespace
+  prometheus::Family<prometheus::Gauge>& step_;
+  prometheus::Family<prometheus::Gauge>& steps_per_second_;
+  prometheus::Family<prometheus::Gauge>& eta_;
+  prometheus::Family<prometheus::Gauge>& goodput_;
   prometheus::Histogram& reconcile_duration_;
   prometheus::Gauge& workqueue_depth_;
   prometheus::Counter& workqueue_retries_;

@@ -64,9 +64,20 @@ TEST(LauncherReport, KeepsEveryFieldOfTheStatusLineAndNamesThePod) {
   const auto status = contract::parse_status_line(
       "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running run=resnet");
   ASSERT_TRUE(status.report) << status.error;
-  EXPECT_EQ(launcher_report(*status.report, "pod-0"),
-            (LauncherReport{"pod-0", 3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8, "running",
-                            "resnet"}));
+  LauncherReport report = launcher_report(*status.report, "pod-0");
+  EXPECT_NEAR(report.polled_at, now_unix(), 5);
+  report.polled_at = 0;
+  EXPECT_EQ(report, (LauncherReport{"pod-0", 3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8,
+                                    "running", "resnet", std::nullopt, 0}));
+  const auto with_progress = contract::parse_status_line(
+      "STATUS round=3 restarts=4 hang=1 nodes=2 world_size=8 phase=running run=resnet step=7 sps=1.5 age_ms=0 "
+      "up_ms=9 busy_ms=8 lost_ms=1 m.loss=0.5 hang_age_ms=3 hang_msg=stuck");
+  ASSERT_TRUE(with_progress.report) << with_progress.error;
+  const LauncherReport r = launcher_report(*with_progress.report, "pod-0");
+  ASSERT_TRUE(r.progress);
+  EXPECT_EQ(r.progress->step, 7);
+  EXPECT_EQ(r.progress->hang_message, "stuck");
+  EXPECT_EQ(r.restarts_by_reason.at("hang"), 1);
 }
 
 TEST(QueryLauncher, ABadAddressIsRefusedWithoutConnecting) {

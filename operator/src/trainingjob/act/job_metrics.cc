@@ -48,11 +48,24 @@ StatusTransition status_transition(const Spec& spec, const Status& before, const
   return t;
 }
 
+namespace {
+
+void progress_metrics(metrics::OperatorMetrics& m, const std::string& ns, const std::string& name, const Status& s) {
+  if (!s.progress) return;
+  const ProgressStatus& p = *s.progress;
+  std::optional<double> eta;
+  if (const auto t = parse_rfc3339(p.estimated_completion_time)) eta = static_cast<double>(*t);
+  m.job_progress(ns, name, static_cast<double>(p.step), p.steps_per_second, eta, p.goodput);
+}
+
+}  // namespace
+
 void JobMetrics::seen(const TrainingJob& job) {
   if (job.name.empty()) return;  // an object the informer could not parse: nothing to label series with
   const Status& s = job.status;
   metrics_.job_state(job.ns, job.name, s.ready_replicas, target_nodes(job.spec, s), s.world_size, to_string(s.phase));
   if (const auto waiting = waiting_for_admission(s)) metrics_.job_waiting_for_admission(job.ns, job.name, *waiting);
+  progress_metrics(metrics_, job.ns, job.name, s);
 }
 
 void JobMetrics::written(const TrainingJob& before, const Status& after) {
@@ -70,6 +83,7 @@ void JobMetrics::written(const TrainingJob& before, const Status& after) {
   }
   metrics_.job_state(before.ns, before.name, after.ready_replicas, target_nodes(before.spec, after), after.world_size,
                      to_string(after.phase));
+  progress_metrics(metrics_, before.ns, before.name, after);
 }
 
 void JobMetrics::forget(const std::string& ns, const std::string& name) { metrics_.forget_job(ns, name); }

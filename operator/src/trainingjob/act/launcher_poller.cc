@@ -11,8 +11,8 @@
 namespace kubedist::trainingjob {
 
 LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid) {
-  return {pod_uid, status.round, status.restarts, status.restarts_by_cause, status.nodes, status.world_size,
-          status.phase, status.run_id};
+  return {pod_uid,      status.round,  status.restarts,  status.restarts_by_cause, status.nodes, status.world_size,
+          status.phase, status.run_id, status.progress, now_unix()};
 }
 
 Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
@@ -103,7 +103,9 @@ void LauncherPoller::poll_once() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto& slot = latest_[t.job_key];
-      changed = !(slot == *report);
+      LauncherReport same_time = *report;
+      same_time.polled_at = slot.polled_at;  // a report is news for what it says, not for when it was asked
+      changed = !(slot == same_time);
       slot = *report;
     }
     if (changed && on_change_) on_change_(t.job_key);

@@ -68,6 +68,12 @@ std::chrono::milliseconds Reconciler::hold_pending(const std::string& key, const
   return pending_writes_.hold(key, before, after, std::chrono::steady_clock::now(), unschedulable);
 }
 
+std::chrono::milliseconds Reconciler::hold_progress(const std::string& key, const Status& before,
+                                                   const Status& after) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return progress_writes_.hold(key, before, after, std::chrono::steady_clock::now());
+}
+
 Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) {
   const std::string key = job.ns + "/" + job.name;
   Observed o;
@@ -113,7 +119,8 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
 
 Result<std::string> Reconciler::write_status(const TrainingJob& job, const Status& status) {
   // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
-  const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}}, {"status", status_to_json(status)}};
+  const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}},
+                      {"status", status_patch(job.status, status)}};
   auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
   if (!r.ok()) return r.error();
   if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
@@ -171,6 +178,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     expectations_.erase(key);
     pending_writes_.forget(key);
+    progress_writes_.forget(key);
     // Gone from the cache: deleted (the informer's delete event brought us here).
     if (metrics_ != nullptr) {
       const auto slash = key.find('/');
@@ -274,8 +282,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
 
   std::chrono::milliseconds held_back{0};
-  if (!(plan.status == job->status) &&
-      (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0) {
+  if (!(plan.status == job->status) && (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0 &&
+      (held_back = hold_progress(key, job->status, plan.status)).count() == 0) {
     auto r = write_status(*job, plan.status);
     if (!r && r.error().kind == Error::Kind::kConflict) {
       // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
@@ -285,9 +293,10 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     if (!r && r.error().kind != Error::Kind::kNotFound) {
       return ReconcileResult::failed("update status of " + key, r.error());
     }
-    if (r && !r->empty()) {
+    if (r) {
       std::lock_guard<std::mutex> lock(mu_);
-      written_[key] = {*r, std::chrono::steady_clock::now()};
+      progress_writes_.written(key, std::chrono::steady_clock::now());
+      if (!r->empty()) written_[key] = {*r, std::chrono::steady_clock::now()};
     }
   }
   if (plan.delete_job) {

@@ -14,6 +14,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "trainingjob/act/integrations.h"
+#include "trainingjob/act/progress_writes.h"
 #include "trainingjob/act/job_metrics.h"
 #include "trainingjob/act/pending_writes.h"
 #include "trainingjob/decide/plan.h"
@@ -41,6 +42,7 @@ struct ReconcilerExtras {
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
+  std::chrono::milliseconds progress_write_interval{30000};  // see ProgressWrites; 0: no bound
 };
 
 // Index value of pods and services: the owning job's "namespace/name".
@@ -52,7 +54,8 @@ class Reconciler {
              kube::EventRecorder& events, PodOptions pod_options, ReconcilerExtras extras = {},
              JobMetrics* metrics = nullptr)
       : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
-        pod_options_(std::move(pod_options)), extras_(std::move(extras)), metrics_(metrics) {}
+        pod_options_(std::move(pod_options)), extras_(std::move(extras)), metrics_(metrics),
+        progress_writes_(extras_.progress_write_interval) {}
 
   // Level-triggered and idempotent: reads only the caches, never the event that woke it.
   ReconcileResult reconcile(const std::string& key);
@@ -67,6 +70,7 @@ class Reconciler {
   // Whether to hold this status write back for a while (returns how long), or write it now (zero).
   std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after,
                                          const std::vector<PodFacts>& pods);
+  std::chrono::milliseconds hold_progress(const std::string& key, const Status& before, const Status& after);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
   // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
@@ -94,6 +98,7 @@ class Reconciler {
   // The resourceVersion of each job's last status write we have not yet seen in the cache, and since when.
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_;
   PendingWrites pending_writes_;
+  ProgressWrites progress_writes_;
   // The pod create the API server last refused, per job key, with the job's uid: a fact decide() needs until the
   // job's status shows the failure (or its spec changes), kept here because no cache holds a refused object.
   std::map<std::string, std::pair<std::string, PodRejection>> rejected_;

@@ -136,6 +136,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   }
   extras.unschedulable_grace_s = options.unschedulable_grace_s;
   extras.node_lost_grace_s = options.node_lost_grace_s;
+  extras.progress_write_interval = std::chrono::milliseconds(options.progress_write_interval_ms);
   Reconciler reconciler(api, jobs, pods, services, recorder, pod_options, std::move(extras), &job_metrics);
   return mgr.run(stop, [&](const std::string& key) {
     const auto start = std::chrono::steady_clock::now();

@@ -2,6 +2,9 @@
 // or of another type reads as empty.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +53,22 @@ inline std::string first_line(const std::string& text, size_t max) {
     line.resize(cut);
   }
   return line;
+}
+
+// obj[key] when it is an integer that fits an int64, else nullopt.
+inline std::optional<int64_t> int64_at(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+// obj[key] when it is a finite number, else nullopt.
+inline std::optional<double> number_at(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
 
 }  // namespace kubedist::trainingjob

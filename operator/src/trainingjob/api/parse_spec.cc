@@ -37,6 +37,26 @@ Result<std::optional<int64_t>> read_optional_int(const json& spec, const char* f
   return std::optional<int64_t>(*v);
 }
 
+// spec.hangTimeout: a duration of whole hours, minutes and seconds ("90s", "10m", "1h30m"), 1 s to 30 days.
+Result<std::optional<int64_t>> read_hang_timeout(const json& spec) {
+  auto it = spec.find("hangTimeout");
+  if (it == spec.end() || it->is_null()) return std::optional<int64_t>();
+  const std::string err = "spec.hangTimeout: must be a duration from 1s to 720h such as 90s, 10m or 1h30m, got ";
+  if (!it->is_string()) return Error::invalid(err + show(*it));
+  static const std::regex re("([0-9]{1,9}[hms])+");
+  const std::string text = it->get<std::string>();
+  if (!std::regex_match(text, re)) return Error::invalid(err + show(*it));
+  int64_t seconds = 0;
+  for (size_t i = 0; i < text.size();) {
+    size_t unit = text.find_first_of("hms", i);
+    const int64_t n = std::stoll(text.substr(i, unit - i));
+    seconds += n * (text[unit] == 'h' ? 3600 : text[unit] == 'm' ? 60 : 1);
+    i = unit + 1;
+  }
+  if (seconds < 1 || seconds > 720 * 3600) return Error::invalid(err + show(*it));
+  return std::optional<int64_t>(seconds);
+}
+
 bool is_dns1035_label(const std::string& s) {
   static const std::regex re("[a-z]([-a-z0-9]*[a-z0-9])?");
   return s.size() <= 63 && std::regex_match(s, re);
@@ -192,6 +212,9 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   auto ads = read_optional_int(spec, "activeDeadlineSeconds", 1);
   if (!ads) return ads.error();
   s.active_deadline_seconds = *ads;
+  auto hang = read_hang_timeout(spec);
+  if (!hang) return hang.error();
+  s.hang_timeout_s = *hang;
   auto ttl = read_optional_int(spec, "ttlSecondsAfterFinished", 0);
   if (!ttl) return ttl.error();
   s.ttl_seconds_after_finished = *ttl;

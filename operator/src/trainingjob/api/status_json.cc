@@ -46,6 +46,8 @@ void to_json(json& j, const LauncherSeen& l) {
     j["prepaid"] = l.prepaid;
     j["prepaidAt"] = l.prepaid_at;
   }
+  if (l.busy_before_ms > 0) j["busyBeforeMs"] = l.busy_before_ms;
+  if (l.lost_before_ms > 0) j["lostBeforeMs"] = l.lost_before_ms;
 }
 
 void from_json(const json& j, LauncherSeen& l) {
@@ -54,6 +56,57 @@ void from_json(const json& j, LauncherSeen& l) {
   if (auto p = j.find("prepaid"); p != j.end() && p->is_number_integer()) l.prepaid = std::max(0, p->get<int>());
   l.prepaid_at = string_at(j, "prepaidAt");
   l.restarts_by_reason = counts_at(j, "restartsByReason");
+  l.busy_before_ms = std::max<int64_t>(0, int64_at(j, "busyBeforeMs").value_or(0));
+  l.lost_before_ms = std::max<int64_t>(0, int64_at(j, "lostBeforeMs").value_or(0));
+}
+
+void to_json(json& j, const SlowestRank& r) {
+  j = {{"rank", r.rank}, {"pod", r.pod}, {"node", r.node}, {"stepSeconds", r.step_seconds}, {"ratio", r.ratio}};
+}
+
+void from_json(const json& j, SlowestRank& r) {
+  r = {static_cast<int>(int64_at(j, "rank").value_or(0)), string_at(j, "pod"), string_at(j, "node"),
+       number_at(j, "stepSeconds").value_or(0), number_at(j, "ratio").value_or(0)};
+}
+
+void to_json(json& j, const ProgressStatus& p) {
+  j = {{"step", p.step}, {"stepsPerSecond", p.steps_per_second}, {"summary", p.summary},
+       {"productiveSeconds", p.productive_seconds}, {"lostSeconds", p.lost_seconds}};
+  // Merge-patch semantics: null removes what a report no longer says.
+  const auto or_null = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  const auto text_or_null = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
+  j["totalSteps"] = or_null(p.total_steps);
+  j["percent"] = or_null(p.percent);
+  j["epoch"] = or_null(p.epoch);
+  j["samples"] = or_null(p.samples);
+  j["metrics"] = p.metrics.empty() ? json(nullptr) : json(p.metrics);
+  j["lastStepTime"] = text_or_null(p.last_step_time);
+  j["estimatedCompletionTime"] = text_or_null(p.estimated_completion_time);
+  j["slowestRank"] = p.slowest_rank ? json(*p.slowest_rank) : json(nullptr);
+  j["startedAt"] = text_or_null(p.started_at);
+  j["goodput"] = or_null(p.goodput);
+}
+
+void from_json(const json& j, ProgressStatus& p) {
+  p = ProgressStatus{};
+  p.step = std::max<int64_t>(0, int64_at(j, "step").value_or(0));
+  p.total_steps = int64_at(j, "totalSteps");
+  if (const auto percent = int64_at(j, "percent")) p.percent = static_cast<int>(*percent);
+  p.epoch = int64_at(j, "epoch");
+  p.samples = int64_at(j, "samples");
+  p.steps_per_second = number_at(j, "stepsPerSecond").value_or(0);
+  if (auto it = j.find("metrics"); it != j.end() && it->is_object()) {
+    for (const auto& [name, v] : it->items())
+      if (v.is_number()) p.metrics[name] = v.get<double>();
+  }
+  p.summary = string_at(j, "summary");
+  p.last_step_time = string_at(j, "lastStepTime");
+  p.estimated_completion_time = string_at(j, "estimatedCompletionTime");
+  if (auto it = j.find("slowestRank"); it != j.end() && it->is_object()) p.slowest_rank = it->get<SlowestRank>();
+  p.started_at = string_at(j, "startedAt");
+  p.productive_seconds = number_at(j, "productiveSeconds").value_or(0);
+  p.lost_seconds = number_at(j, "lostSeconds").value_or(0);
+  p.goodput = number_at(j, "goodput");
 }
 
 void to_json(json& j, const ElasticStatus& e) {
@@ -95,11 +148,11 @@ void to_json(json& j, const Status& s) {
   j["completionTime"] = s.completion_time.empty() ? json(nullptr) : json(s.completion_time);
   j["selector"] = s.selector;
   // Merge-patch semantics: null removes a field that is no longer wanted.
-  j["launcher"] = s.launcher.pod_uid.empty() && s.launcher.absorb == 0 && s.launcher.prepaid == 0 ? json(nullptr)
-                                                                                                  : json(s.launcher);
+  j["launcher"] = s.launcher == LauncherSeen{} ? json(nullptr) : json(s.launcher);
   j["elastic"] = s.elastic.target_replicas == 0 ? json(nullptr) : json(s.elastic);
   j["lostPods"] = s.lost_pods.empty() ? json(nullptr) : json(s.lost_pods);
   j["lastFailure"] = s.last_failure ? json(*s.last_failure) : json(nullptr);
+  j["progress"] = s.progress ? json(*s.progress) : json(nullptr);
 }
 
 void from_json(const json& st, Status& s) {
@@ -123,6 +176,7 @@ void from_json(const json& st, Status& s) {
     }
   }
   if (auto it = st.find("lastFailure"); it != st.end() && it->is_object()) s.last_failure = it->get<LastFailure>();
+  if (auto it = st.find("progress"); it != st.end() && it->is_object()) s.progress = it->get<ProgressStatus>();
 }
 
 Status parse_status(const json& st, const std::vector<ConditionType>& kept) {
@@ -142,5 +196,16 @@ Status parse_status(const json& st, const std::vector<ConditionType>& kept) {
 }
 
 json status_to_json(const Status& s) { return s; }
+
+json status_patch(const Status& before, const Status& after) {
+  json patch = status_to_json(after);
+  if (before.progress && after.progress && patch["progress"].is_object()) {
+    json& metrics = patch["progress"]["metrics"];
+    if (metrics.is_null()) return patch;  // null removes the whole map
+    for (const auto& [name, value] : before.progress->metrics)
+      if (!after.progress->metrics.count(name)) metrics[name] = nullptr;
+  }
+  return patch;
+}
 
 }  // namespace kubedist::trainingjob

@@ -21,6 +21,10 @@ void to_json(nlohmann::json& j, const ElasticStatus& e);
 void from_json(const nlohmann::json& j, ElasticStatus& e);
 void to_json(nlohmann::json& j, const LastFailure& f);
 void from_json(const nlohmann::json& j, LastFailure& f);
+void to_json(nlohmann::json& j, const SlowestRank& r);
+void from_json(const nlohmann::json& j, SlowestRank& r);
+void to_json(nlohmann::json& j, const ProgressStatus& p);
+void from_json(const nlohmann::json& j, ProgressStatus& p);
 void to_json(nlohmann::json& j, const Status& s);
 // All but the conditions, whose kept types parse_status knows. Throws nlohmann::json::exception on a wrongly typed
 // count.
@@ -30,5 +34,8 @@ void from_json(const nlohmann::json& j, Status& s);
 // in use); a status someone else wrote with wrong types reads as Status{} (start afresh).
 Status parse_status(const nlohmann::json& status, const std::vector<ConditionType>& kept = core_condition_types());
 nlohmann::json status_to_json(const Status& status);
+// The merge patch that turns status `before` into `after`: status_to_json(after), with null for each key of a map
+// that `after` no longer has (status.progress.metrics), which a merge patch would otherwise keep.
+nlohmann::json status_patch(const Status& before, const Status& after);
 
 }  // namespace kubedist::trainingjob

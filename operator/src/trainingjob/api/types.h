@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "contract/restart_cause.h"
+#include "common/time.h"
+#include "contract/status_line.h"
 #include "trainingjob/api/job_state.h"
 
 namespace kubedist::trainingjob {
@@ -36,6 +38,7 @@ inline constexpr const char* kRestartWorkerCrash = contract::kCauseWorkerCrash; 
 inline constexpr const char* kRestartPodFailure = "pod_failure";  // a pod failed retryably and was recreated
 inline constexpr const char* kRestartNodeLost = contract::kCauseNodeLost;  // a pod vanished (node gone, evicted...)
 inline constexpr const char* kRestartScale = contract::kCauseScale;        // the group re-formed for a new size
+inline constexpr const char* kRestartHang = contract::kCauseHang;  // the launchers restarted a group that hung
 
 enum class RestartPolicy { kOnFailure, kNever, kExitCode };
 enum class CleanPodPolicy { kRunning, kAll, kNone };
@@ -58,6 +61,7 @@ struct Spec {
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   bool suspend = false;
   std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> hang_timeout_s;  // spec.hangTimeout: the launchers restart a group without a step this long
   std::optional<int64_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   // spec.scheduling: how the pods are placed, as switches of the integrations that place them (gang: true asks for
@@ -88,6 +92,9 @@ struct LauncherSeen {
   // saw a pod lost. A pod loss the operator sees within kPrepaidWindowS of that report is the same incident.
   int prepaid = 0;
   std::string prepaid_at;  // RFC 3339: when the latest of them was counted
+  // Goodput from node-0 pods before this one (whose launcher counts from zero): their productive and lost time.
+  int64_t busy_before_ms = 0;
+  int64_t lost_before_ms = 0;
   bool operator==(const LauncherSeen&) const = default;
 };
 
@@ -112,6 +119,36 @@ struct LastFailure {
   bool operator==(const LastFailure&) const = default;
 };
 
+// The rank the launchers found persistently slower than the others (status.progress.slowestRank).
+struct SlowestRank {
+  int rank = 0;
+  std::string pod;   // J-node-<its node rank>
+  std::string node;  // the pod's spec.nodeName
+  double step_seconds = 0;
+  double ratio = 0;  // its step time over the median of the other ranks'
+  bool operator==(const SlowestRank&) const = default;
+};
+
+// How far the job is (status.progress), from what its workers report through node 0's launcher.
+struct ProgressStatus {
+  int64_t step = 0;
+  std::optional<int64_t> total_steps;
+  std::optional<int> percent;  // whole percent of total_steps
+  std::optional<int64_t> epoch;
+  std::optional<int64_t> samples;
+  double steps_per_second = 0;
+  std::map<std::string, double> metrics;
+  std::string summary;                    // "24% (240/1000)" or "step 240": kubectl get tj's PROGRESS
+  std::string last_step_time;             // RFC 3339
+  std::string estimated_completion_time;  // RFC 3339: kubectl get tj's ETA; empty without total or rate
+  std::optional<SlowestRank> slowest_rank;
+  std::string started_at;  // RFC 3339: when the job's first pod started (goodput's wall time starts there)
+  double productive_seconds = 0;  // making steps
+  double lost_seconds = 0;        // from a restart, re-form or hang to the next step
+  std::optional<double> goodput;  // productive / wall time since started_at
+  bool operator==(const ProgressStatus&) const = default;
+};
+
 struct Status {
   JobPhase phase = JobPhase::kNone;  // kNone until first written
   std::vector<Condition> conditions;
@@ -128,6 +165,7 @@ struct Status {
   ElasticStatus elastic;
   std::vector<std::string> lost_pods;  // uids of pods already counted as node_lost that still exist
   std::optional<LastFailure> last_failure;
+  std::optional<ProgressStatus> progress;
   bool operator==(const Status&) const = default;
 };
 
@@ -209,6 +247,8 @@ struct LauncherReport {
   int world_size = 0;
   std::string phase;  // gathering | running | over
   std::string run_id;  // the rendezvous' run id (the job's name unless the user set another); "" from old launchers
+  std::optional<contract::StatusProgress> progress;  // once a worker reported a step
+  UnixSeconds polled_at = 0;  // when node 0 answered (its progress' ages count back from here)
   bool operator==(const LauncherReport&) const = default;
 };
 

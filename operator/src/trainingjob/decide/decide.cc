@@ -8,6 +8,7 @@
 #include "trainingjob/decide/launcher.h"
 #include "trainingjob/decide/lost_pods.h"
 #include "trainingjob/decide/phase.h"
+#include "trainingjob/decide/progress.h"
 #include "trainingjob/decide/ranks.h"
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/stop.h"
@@ -33,10 +34,13 @@ Plan active(DecideState& s) {
 
   const std::set<std::string> lost_uids = decide_lost_pods(s, target);
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
+  const auto node0 = ranks.by_rank.find(0);
+  decide_progress(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
 
   bool all_succeeded = static_cast<int>(ranks.by_rank.size()) == target && s.lost.empty();
   for (const auto& [rank, pod] : ranks.by_rank) all_succeeded = all_succeeded && pod->phase == "Succeeded";
   if (all_succeeded) {
+    if (s.plan.status.progress) s.plan.status.progress->estimated_completion_time.clear();  // nothing left to wait for
     return finish(s, {true, "AllNodesSucceeded",
                       "all " + std::to_string(target) + " nodes' trainer containers exited 0"});
   }
@@ -44,7 +48,6 @@ Plan active(DecideState& s) {
   if (failures.ending) return finish(s, *failures.ending);
 
   decide_creates(s, target, ranks, lost_uids, elastic.changed);
-  const auto node0 = ranks.by_rank.find(0);
   fold_launcher(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
   decide_phase(s, target, ranks, failures, elastic.changed);
   for (const Hook* hook : s.hooks) hook->running(s);

@@ -7,7 +7,34 @@ namespace {
 
 // The causes a launcher can report; pod_failure is the operator's own count (it spends backoffLimit).
 bool is_launcher_reason(const std::string& reason) {
-  return reason == kRestartWorkerCrash || reason == kRestartNodeLost || reason == kRestartScale;
+  return reason == kRestartWorkerCrash || reason == kRestartNodeLost || reason == kRestartScale ||
+         reason == kRestartHang;
+}
+
+// The pod a hang message names first ("...: rank 1 on j-node-1 stuck ..."): the host name is the pod's.
+std::string first_stuck_pod(const std::string& message) {
+  const auto at = message.find(": rank ");
+  const auto on = message.find(" on ", at == std::string::npos ? 0 : at);
+  if (at == std::string::npos || on == std::string::npos) return "";
+  const auto end = message.find(' ', on + 4);
+  return message.substr(on + 4, end == std::string::npos ? std::string::npos : end - on - 4);
+}
+
+// A hang the launchers restarted the group for: why, in status.lastFailure and Event HangDetected.
+void note_hang(DecideState& s, const LauncherReport& report, int delta) {
+  const std::string message = report.progress ? report.progress->hang_message : "";
+  const std::string text = message.empty() ? "the job's step stopped advancing for spec.hangTimeout" : message;
+  s.emit("Warning", "HangDetected",
+         "the launchers restarted the hung worker group in place " + std::to_string(delta) + " time(s): " + text);
+  LastFailure f;
+  const UnixSeconds polled = report.polled_at > 0 ? report.polled_at : s.now;
+  f.time = format_rfc3339(polled - (report.progress ? report.progress->hang_age_ms / 1000 : 0));
+  f.pod = first_stuck_pod(message);
+  for (const auto& pod : s.live)
+    if (!f.pod.empty() && pod.name == f.pod) f.node = pod.node_name;
+  f.reason = "Hang";
+  f.message = text.substr(0, kMaxTerminationMessage);
+  s.plan.status.last_failure = f;
 }
 
 // More in-place restarts than this between two polls is no report to trust (and would overflow the counts).
@@ -19,14 +46,16 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
   if (!s.obs.launcher || node0 == nullptr || s.obs.launcher->pod_uid != node0->uid) return;
   const LauncherReport& report = *s.obs.launcher;
   LauncherSeen& seen = s.plan.status.launcher;
-  if (seen.pod_uid != report.pod_uid) seen = LauncherSeen{report.pod_uid, {}, 0, 0, ""};  // a new rendezvous: nothing to absorb
+  if (seen.pod_uid != report.pod_uid) {  // a new rendezvous: nothing to absorb; the goodput of earlier pods stays
+    seen = LauncherSeen{report.pod_uid, {}, 0, 0, "", seen.busy_before_ms, seen.lost_before_ms};
+  }
   for (const auto& [reason, n] : report.restarts_by_reason) {
     if (!is_launcher_reason(reason)) continue;
     const int before = seen.restarts_by_reason.count(reason) ? seen.restarts_by_reason[reason] : 0;
     int delta = n >= before ? n - before : n;  // smaller: the launcher restarted inside the same pod
     seen.restarts_by_reason[reason] = n;
     if (delta <= 0 || delta > kMaxLauncherDelta) continue;
-    if (reason != kRestartWorkerCrash) {  // the group re-forming for a pod the operator already counted
+    if (reason == kRestartNodeLost || reason == kRestartScale) {  // the group re-forming for a pod already counted
       const int same = std::min(delta, seen.absorb);
       seen.absorb -= same;
       delta -= same;
@@ -38,6 +67,10 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
       // never sees (a launcher that lost its peer without a pod lost).
       seen.prepaid += delta;
       seen.prepaid_at = format_rfc3339(s.now);
+    }
+    if (reason == kRestartHang) {
+      note_hang(s, report, delta);
+      continue;
     }
     const char* what = reason == std::string(kRestartWorkerCrash) ? "WorkerRestarted" : "GroupRestarted";
     s.emit(reason == std::string(kRestartScale) ? "Normal" : "Warning", what,

@@ -20,7 +20,7 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
   const std::string node_rank = std::to_string(rank);
   const std::string nnodes = nnodes_value(job.spec);
   const std::string nproc = job.spec.nproc_per_node.str();
-  return {
+  std::vector<std::pair<std::string, std::string>> env = {
       {contract::kMasterAddr, addr},
       {contract::kMasterPort, port},
       {contract::kNodeRank, node_rank},
@@ -35,6 +35,9 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
       {pet_name(contract::kFlagMaxRestarts), std::to_string(job.spec.max_restarts)},
       {contract::kRestartPolicy, to_string(job.spec.restart_policy)},
   };
+  // The launchers restart a group whose step stops advancing this long (the launcher's --hang-timeout).
+  if (const auto hang = job.spec.hang_timeout_s) env.emplace_back(pet_name(contract::kFlagHangTimeout), std::to_string(*hang));
+  return env;
 }
 
 std::string launcher_stop_timeout(const json& pod_spec) {
