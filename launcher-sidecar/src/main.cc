@@ -252,6 +252,7 @@ Result<std::unique_ptr<RendezvousHost>> open_rendezvous(EventLoop& loop, LaunchC
     guard.secret = secret;
     guard.idle_timeout = std::chrono::milliseconds(static_cast<long>(config.idle_timeout * 1000));
     host = std::make_unique<RendezvousHost>(loop, coordinator_settings(config), guard);
+    host->watch_progress(progress_settings(config));
   }
   if (plan.listen) {
     auto ok = host->listen(plan.bind_address, config.rdzv_port);

@@ -10,11 +10,22 @@ Every rank prints one start line (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK, host
 `kubectl logs JOB-node-0` shows which ranks run where; rank 0 prints the mean loss of each epoch and finally
 `training finished: ...`.
 
+Progress: every rank reports each step to its launcher with kubedist's helper (`from kubedist import progress`,
+which the launcher puts on every worker's PYTHONPATH), so `kubectl get tj` shows PROGRESS and ETA, and with
+spec.hangTimeout a group that stops advancing is restarted in place. The forward pass is timed as the rank's own
+work (`progress.compute()`), so that a rank slower than the others is named (Event Straggler). Outside the
+launcher the reports do nothing.
+
 Fault injection, to watch an in-place restart: `--crash-once-at-step N` (or env KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP=N)
 makes global rank 1 exit with code 3 at step N (counted over all epochs). It does so once per container: it leaves
 a marker file in the temporary directory ($TMPDIR, else /tmp) named after the run id, so the restarted worker
 group (TORCHELASTIC_RESTART_COUNT=1) trains to the end. Needs maxRestarts >= 1 and restartPolicy OnFailure (under
 ExitCode, exit code 3 would end the job).
+
+To watch a hang being caught: `--hang-once-at-step N` (or env KUBEDIST_EXAMPLE_HANG_ONCE_AT_STEP=N) makes global rank
+1 wait at step N, once per container, in a receive that no rank sends to, while the others wait for it in the step's
+all_reduce. With spec.hangTimeout set, the launchers take the ranks' Python stacks after that long without a step,
+name rank 1 stuck in recv in status.lastFailure and an Event HangDetected, and restart the group in place.
 """
 import argparse
 import os
@@ -26,6 +37,19 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+try:
+    from kubedist import progress  # the kubedist launcher's helper, on every worker's PYTHONPATH
+except ImportError:  # run by another launcher: report nowhere
+    class progress:  # noqa: N801
+        @staticmethod
+        def step(*args, **kwargs):
+            pass
+
+        @staticmethod
+        def compute():
+            import contextlib
+            return contextlib.nullcontext()
 
 CRASH_EXIT_CODE = 3
 
@@ -39,6 +63,9 @@ def parse_args():
     p.add_argument("--crash-once-at-step", type=int,
                    default=int(os.environ.get("KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP", "-1")),
                    help="rank 1 exits with code 3 at this global step, once per container (-1: never)")
+    p.add_argument("--hang-once-at-step", type=int,
+                   default=int(os.environ.get("KUBEDIST_EXAMPLE_HANG_ONCE_AT_STEP", "-1")),
+                   help="rank 1 hangs in a collective at this global step, once per container (-1: never)")
     return p.parse_args()
 
 
@@ -51,9 +78,10 @@ def synthetic_data(samples):
     return TensorDataset(x, y)
 
 
-def crash_marker():
+def marker(what):
+    """A file that says this container already injected `what` (crashed, hung) once."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
-    return os.path.join(tempfile.gettempdir(), f"kubedist-example-crashed-{run_id}")
+    return os.path.join(tempfile.gettempdir(), f"kubedist-example-{what}-{run_id}")
 
 
 def main():
@@ -75,23 +103,30 @@ def main():
     loss_fn = torch.nn.CrossEntropyLoss()
 
     step = 0
+    total_steps = args.epochs * len(loader)
     epoch_loss = torch.zeros(1)
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
         total, batches = 0.0, 0
         for x, y in loader:
-            if rank == 1 and step == args.crash_once_at_step and not os.path.exists(crash_marker()):
-                open(crash_marker(), "w").close()
+            if rank == 1 and step == args.crash_once_at_step and not os.path.exists(marker("crashed")):
+                open(marker("crashed"), "w").close()
                 print(f"rank 1: injected crash at step {step} (exit code {CRASH_EXIT_CODE}); "
                       f"the launcher restarts the worker group in place", flush=True)
                 os._exit(CRASH_EXIT_CODE)
-            loss = loss_fn(model(x), y)
+            with progress.compute():  # this rank's own work; the all_reduce in backward waits for the others
+                loss = loss_fn(model(x), y)
+            if rank == 1 and step == args.hang_once_at_step and not os.path.exists(marker("hung")):
+                open(marker("hung"), "w").close()
+                print(f"rank 1: injected hang at step {step}: waiting for a message nobody sends", flush=True)
+                dist.recv(torch.zeros(1), src=0)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total += loss.item()
             batches += 1
             step += 1
+            progress.step(step, total=total_steps, epoch=epoch, loss=loss.item())
         epoch_loss[0] = total / max(batches, 1)
         dist.all_reduce(epoch_loss)
         epoch_loss /= world

@@ -302,6 +302,20 @@ const std::vector<FlagSpec>& flag_table() {
        "--local_rank=N"},
       {"stop-timeout", "S", nullptr, contract::kStopTimeout, false, seconds(&C::stop_timeout),
        "SIGTERM to SIGKILL grace for workers (default 10; in a pod, the pod's grace period less 2 s)"},
+      // The TrainingJob's spec.hangTimeout (the operator sets PET_HANG_TIMEOUT).
+      {contract::kFlagHangTimeout, "S", nullptr, nullptr, false, seconds(&C::hang_timeout),
+       "restart the group when the workers' reported step stops advancing this long (0: never)"},
+      {"straggler-factor", "X", nullptr, nullptr, false,
+       [](C& c, const RawValue& r) -> std::optional<Error> {
+         auto v = to_double(r.value);
+         if (!v || *v <= 1 || *v > 1000) return bad(r, "a number above 1 (and at most 1000)");
+         c.straggler_factor = *v;
+         return std::nullopt;
+       },
+       "a rank this many times slower than the others' median is a straggler (default 1.5)"},
+      {"straggler-steps", "N", nullptr, nullptr, false,
+       integer(&C::straggler_steps, 1, 1000000, "a positive integer"),
+       "...for this many of the job's steps (default 20)"},
       {"metrics-port", "P", nullptr, contract::kMetricsPort, false,
        integer(&C::metrics_port, 0, 65535, "a port number (0: any free port)"), "serve Prometheus /metrics"},
       {"metrics-addr", "A", nullptr, contract::kMetricsAddr, false, text(&C::metrics_addr), "/metrics address"},

@@ -73,6 +73,11 @@ struct LaunchConfig {
   double idle_timeout = 15;       // --rdzv-conf idle_timeout=S: for a connection to node 0 to send a valid message
   std::string rdzv_secret_file;   // --rdzv-secret-file: the job's secret that signs every rendezvous line
   double stop_timeout = 10;       // SIGTERM -> SIGKILL grace period for stopping workers
+  // Progress (progress/job_progress.h): no step for this long after a first one is a hang (0: never judged); a rank
+  // straggler_factor times slower than the others' median for straggler_steps of the job's steps is a straggler.
+  double hang_timeout = 0;
+  double straggler_factor = 1.5;
+  int straggler_steps = 20;
   int metrics_port = -1;          // -1: no /metrics endpoint; 0: any free port (printed)
   std::string metrics_addr = "0.0.0.0";
   std::string rdzv_trace;         // --rdzv-trace: a benchmark's file of this node's rendezvous steps (io/trace.h)

@@ -16,6 +16,11 @@ std::string seconds_text(milliseconds d) { return std::to_string((d.count() + 50
 
 }  // namespace
 
+ProgressSettings progress_settings(const LaunchConfig& config) {
+  return {std::chrono::milliseconds(static_cast<long>(config.hang_timeout * 1000)), config.straggler_factor,
+          config.straggler_steps};
+}
+
 JobProgress::JobProgress(ProgressSettings settings, Clock::time_point started)
     : settings_(settings), started_(started), last_advance_(started), hang_at_(started) {}
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/launch_config.h"
 #include "contract/status_line.h"
 #include "progress/local_progress.h"
 #include "progress/stacks.h"
@@ -22,6 +23,9 @@ struct ProgressSettings {
   double straggler_factor = 1.5;              // a rank this many times slower than the others' median...
   int straggler_steps = 20;                   // ...for this many of the job's steps is a straggler
 };
+
+// The settings this launcher's flags give node 0's JobProgress (--hang-timeout, --straggler-factor/-steps).
+ProgressSettings progress_settings(const LaunchConfig& config);
 
 // A rank when the job stopped advancing, for the hang's message.
 struct StuckRank {

@@ -186,6 +186,18 @@ TEST(LaunchConfig, TerminationLogComesFromTheFlagOrTheOperatorsEnv) {
   EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_TERMINATION_LOG", ""}}).termination_log, "") << "empty is unset, as for every variable";
 }
 
+TEST(LaunchConfig, HangTimeoutAndStragglerRuleComeFromFlagsOrTheOperatorsPetEnv) {
+  const LaunchConfig defaults = parse_ok({"t.py"});
+  EXPECT_EQ(defaults.hang_timeout, 0);
+  EXPECT_EQ(defaults.straggler_factor, 1.5);
+  EXPECT_EQ(defaults.straggler_steps, 20);
+  EXPECT_EQ(parse_ok({"t.py"}, {{"PET_HANG_TIMEOUT", "90"}}).hang_timeout, 90);
+  const LaunchConfig set = parse_ok({"--hang-timeout=2.5", "--straggler_factor=2", "--straggler-steps=5", "t.py"});
+  EXPECT_EQ(set.hang_timeout, 2.5);
+  EXPECT_EQ(set.straggler_factor, 2);
+  EXPECT_EQ(set.straggler_steps, 5);
+}
+
 TEST(LaunchConfig, RestartPolicyExitCodeMakesCodesUpTo127Permanent) {
   EXPECT_FALSE(parse_ok({"t.py"}).permanent_exit_codes);
   EXPECT_FALSE(parse_ok({"t.py"}, {{"KUBEDIST_RESTART_POLICY", "OnFailure"}}).permanent_exit_codes);
@@ -326,6 +338,11 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--local-rank-style=underscore", "t.py"}, {}, "only applies with --legacy-launch"},
       {{"t.py"}, {{"KUBEDIST_RESTART_POLICY", "exitcode"}}, "KUBEDIST_RESTART_POLICY: expected OnFailure, Never or ExitCode"},
       {{"--termination-log=", "t.py"}, {}, "--termination-log: expected a file path"},
+      {{"--hang-timeout=-5", "t.py"}, {}, "--hang-timeout: expected a number of seconds >= 0"},
+      {{"t.py"}, {{"PET_HANG_TIMEOUT", "10m"}}, "PET_HANG_TIMEOUT: expected a number of seconds >= 0"},
+      {{"--straggler-factor=1", "t.py"}, {}, "--straggler-factor: expected a number above 1"},
+      {{"--straggler-factor=x", "t.py"}, {}, "--straggler-factor: expected a number above 1"},
+      {{"--straggler-steps=0", "t.py"}, {}, "--straggler-steps: expected a positive integer"},
   };
   for (const auto& c : cases) {
     auto r = parse_launch_config(c.args, c.env);
