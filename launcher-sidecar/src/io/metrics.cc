@@ -31,11 +31,12 @@ std::string render_metrics(const LauncherMetrics& m) {
   metric(out, "kubedist_launcher_progress_reports_malformed_total", "counter",
          "Progress reports ignored because they were malformed or too long.",
          std::to_string(m.progress_reports_malformed_total));
-  out += "# HELP kubedist_rank_step_seconds Seconds per training step of each rank on this node, as it reports.\n"
-         "# TYPE kubedist_rank_step_seconds gauge\n";
+  const std::string rank_step = "kubedist_rank_step_seconds";
+  out += "# HELP " + rank_step + " Seconds per training step of each rank on this node, as it reports.\n# TYPE " +
+         rank_step + " gauge\n";
   for (const auto& [rank, secs] : m.rank_step_seconds) {
     std::snprintf(seconds, sizeof seconds, "%.6f", secs);
-    out += "kubedist_rank_step_seconds{rank=\"" + std::to_string(rank) + "\"} " + seconds + "\n";
+    out += rank_step + "{rank=\"" + std::to_string(rank) + "\"} " + seconds + "\n";
   }
   return out;
 }

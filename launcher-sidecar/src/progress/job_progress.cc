@@ -183,8 +183,20 @@ std::optional<contract::StatusProgress> JobProgress::status(Clock::time_point no
   return p;
 }
 
-std::string hang_message(const std::vector<StuckRank>& stuck, const std::map<int, StackSummary>& stacks,
+std::string hang_message(std::vector<StuckRank> stuck, const std::map<int, StackSummary>& stacks,
                          std::chrono::milliseconds stalled, std::chrono::milliseconds timeout) {
+  // The culprit first: of the ranks furthest behind, the one waiting where fewer others wait. In a hung collective
+  // the ranks that arrived all wait in the same call, and the one that never came is somewhere else.
+  std::map<std::string, int> waiting_at;
+  for (const auto& [rank, s] : stacks)
+    if (!s.where.empty()) ++waiting_at[s.where];
+  auto company = [&](int rank) {
+    const auto s = stacks.find(rank);
+    return s == stacks.end() || s->second.where.empty() ? static_cast<int>(stacks.size()) + 1 : waiting_at[s->second.where];
+  };
+  std::stable_sort(stuck.begin(), stuck.end(), [&](const StuckRank& a, const StuckRank& b) {
+    return a.step != b.step ? a.step < b.step : company(a.rank) < company(b.rank);
+  });
   std::string out = "no step for " + seconds_text(stalled) + " (hang timeout " + seconds_text(timeout) + ")";
   const size_t max = contract::kMaxHangMessage;
   for (size_t i = 0; i < stuck.size(); ++i) {

@@ -100,8 +100,9 @@ class JobProgress {
 };
 
 // "no step for 31 s (hang timeout 30 s): rank 1 on j-node-1 stuck 31 s at step 4 in recv (train.py:40) [...];
-// rank 0 ...", at most contract::kMaxHangMessage bytes. stacks: the ranks whose stacks were taken.
-std::string hang_message(const std::vector<StuckRank>& stuck, const std::map<int, StackSummary>& stacks,
+// rank 0 ...", at most contract::kMaxHangMessage bytes. stacks: the ranks whose stacks were taken. The ranks
+// furthest behind come first, and among them those waiting where the fewest others wait (the likely culprit).
+std::string hang_message(std::vector<StuckRank> stuck, const std::map<int, StackSummary>& stacks,
                          std::chrono::milliseconds stalled, std::chrono::milliseconds timeout);
 
 }  // namespace kubedist::launcher

@@ -119,7 +119,8 @@ class Progress(LauncherTest):
         self.assertIn("hang: " + message, self.read("term0"))  # the termination message, at once
         self.assertIn("rank 1's stacks:\nCurrent thread", launchers[1].stderr())
         # Training resumed on the one in-place restart and finished.
-        self.assertEqual(max(a for a, s, t in step_lines(self.path("steps0"))), 1)
+        self.assertEqual(max(a for a, s, t in step_lines(self.path("steps0"))), 1,
+                         "one restart only:\n" + "\n".join(l.stderr()[-3000:] for l in launchers))
         self.assertEqual(max(s for a, s, t in step_lines(self.path("steps1")) if a == 1), 12)
         self.assertEqual(seen[-1][1]["restarts"], "1")
 

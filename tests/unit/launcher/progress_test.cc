@@ -251,6 +251,19 @@ TEST(JobProgress, TheHangMessageNamesEachStuckRankAndStaysShort) {
   EXPECT_NE(m.find(" more"), std::string::npos) << m;
 }
 
+TEST(JobProgress, TheHangMessageNamesFirstTheRankWaitingWhereTheOthersDoNot) {
+  // All at step 4: ranks 0, 2 and 3 wait in the step's all_reduce for rank 1, which waits in a recv of its own.
+  const std::vector<StuckRank> stuck{{0, 0, 4, 9000ms}, {1, 0, 4, 9000ms}, {2, 1, 4, 9000ms}, {3, 1, 4, 9000ms}};
+  const StackSummary waiting{"j-node-0", "in backward (train.py:81)", ""};
+  const std::map<int, StackSummary> stacks{{0, waiting},
+                                           {1, {"j-node-0", "in recv (train.py:79)", ""}},
+                                           {2, {"j-node-1", "in backward (train.py:81)", ""}},
+                                           {3, {"j-node-1", "in backward (train.py:81)", ""}}};
+  const std::string m = hang_message(stuck, stacks, 9000ms, 8000ms);
+  EXPECT_EQ(m.rfind("no step for 9 s (hang timeout 8 s): rank 1 on j-node-0 stuck 9 s at step 4 in recv", 0), 0u) << m;
+  EXPECT_NE(m.find("; rank 0 on j-node-0 stuck 9 s at step 4 in backward"), std::string::npos) << m;
+}
+
 TEST(Stacks, SummarizesTheMainThreadWhereTheProgramCalledIn) {
   const std::string dump =
       "Thread 0x00007f3b2a7fc700 (most recent call first):\n"
