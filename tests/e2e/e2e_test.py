@@ -14,11 +14,21 @@ scenarios:
              the launchers in the pods while a job restarts in place after a worker crash, then loses a pod
   permanent  every worker exits 3 under restartPolicy ExitCode: the job ends Failed naming exit code 3, with
              no in-place restart and no pod recreated
+  progress   2 nodes x 2 DDP workers report their steps (kubedist.progress): status.progress, the PROGRESS and ETA
+             columns and the operator's progress metrics follow them; rank 2 then stops in a receive at step 5
+             while the others wait for it in the step's all_reduce: within spec.hangTimeout + 5 s the group
+             restarts in place (restartsByReason.hang), status.lastFailure and an Event HangDetected name rank 2
+             first with its stack, and the job Succeeds; no Straggler
+  straggler  one rank of 4 is throttled (it sleeps in its compute section) and another crashes once: an Event
+             Straggler names the rank, its pod and its node (status.progress.slowestRank), goodput is below 1 and
+             status.progress.lostSeconds matches the measured restart window within a second
 """
+import calendar
 import glob
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +43,7 @@ from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
 SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
 CLUSTER_SH = os.path.join(SOURCE, "deploy/local/cluster.sh")
 TRAIN = os.path.join(SOURCE, "tests/integration/launcher/workers/ddp_train.py")
+PROGRESS_TRAIN = os.path.join(SOURCE, "tests/integration/launcher/workers/progress_train.py")
 # Short graces and polls, so that the scenarios take seconds (the defaults are 30s, 60s, 10s).
 OPERATOR_FLAGS = ["--unschedulable-grace=3s", "--node-lost-grace=3s", "--launcher-poll-interval=1s"]
 
@@ -117,11 +128,14 @@ class Env:
 
     # ---- the job ---------------------------------------------------------------------------------------
     def create_job(self, name, replicas, command, min_replicas=None, max_replicas=None, max_restarts=3,
-                   restart_policy="OnFailure", backoff_limit=6, queue=None):
+                   restart_policy="OnFailure", backoff_limit=6, queue=None, extra_spec=None, env=None):
         spec = {"replicas": replicas, "nprocPerNode": 2, "masterPort": random.randrange(30000, 40000, 2),
                 "maxRestarts": max_restarts, "restartPolicy": restart_policy, "backoffLimit": backoff_limit,
                 "template": {"spec": {"containers": [{"name": "trainer", "image": "kubedist-e2e",
                                                       "command": command}]}}}
+        spec.update(extra_spec or {})
+        if env:
+            spec["template"]["spec"]["containers"][0]["env"] = [{"name": k, "value": v} for k, v in env.items()]
         if min_replicas is not None:
             spec["minReplicas"] = min_replicas
         if max_replicas is not None:
@@ -200,6 +214,22 @@ class Env:
             with urllib.request.urlopen(url, timeout=2) as r:
                 out[pod_name] = r.read().decode()
         return out
+
+    def operator_metrics(self):
+        """The operator's /metrics text (its probe port, as its log names it)."""
+        with open(self.op_log_path, errors="replace") as f:
+            port = next(int(line.split("probes listening on port ")[1].split()[0]) for line in f
+                        if "probes listening on port " in line)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def step_lines(self, rank):
+        """(attempt, step, time) of the lines progress_train.py's rank wrote as each step ended."""
+        path = os.path.join(self.out, f"steps{rank}")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [(int(a), int(s), float(t)) for a, s, t in (l.split() for l in f if len(l.split()) == 3)]
 
     def events(self, name):
         items = json.loads(kubectl("-n", self.ns, "get", "events", "--field-selector",
@@ -437,6 +467,78 @@ def scenario_dashboard(env):
             prom_proc.kill()
             prom_proc.wait()
         prom_log.close()
+
+
+def scenario_progress(env):
+    hang_timeout = 8
+    env.create_job("prog", 2, [PYTHON, PROGRESS_TRAIN, env.out, "60", "--step-sleep", "0.25", "--hang-rank", "2",
+                               "--hang-step", "5"],
+                   extra_spec={"hangTimeout": f"{hang_timeout}s"})
+    # The progress the workers report reaches the status, kubectl get tj and the operator's metrics.
+    st = eventually(120, "status.progress with a step", lambda: (
+        lambda s: s if s.get("progress", {}).get("step", 0) >= 2 else None)(env.job("prog").get("status", {})))
+    p = st["progress"]
+    check(p.get("totalSteps") == 60 and p.get("summary", "").endswith(f"({p['step']}/60)") and "loss" in p.get(
+        "metrics", {}), f"status.progress has the step of 60, its summary and the loss ({p})")
+    table = kubectl("-n", env.ns, "get", "tj", "prog").stdout
+    header, row = table.splitlines()[0].split(), table.splitlines()[1]
+    check("PROGRESS" in header and "ETA" in header and p["summary"].split()[0] in row,
+          f"kubectl get tj shows PROGRESS and ETA:\n{table}")
+    metrics = eventually(30, "kubedist_job_step in the operator's metrics", lambda: (
+        lambda m: m if f'kubedist_job_step{{job_name="prog",job_namespace="{env.ns}"}}' in m else None)(
+        env.operator_metrics()))
+    check(f'kubedist_job_steps_per_second{{job_name="prog",job_namespace="{env.ns}"}}' in metrics,
+          "the operator's metrics have kubedist_job_step and kubedist_job_steps_per_second for the job")
+    # Rank 2 stops in a receive at step 5 of the first attempt; the others wait for it in the step's all_reduce.
+    st = eventually(120, "a hang restart counted", lambda: (
+        lambda s: s if s.get("restartsByReason", {}).get("hang") == 1 else None)(env.job("prog").get("status", {})))
+    failure = st.get("lastFailure", {})
+    detected = time.time()
+    last_step = max(t for a, _, t in env.step_lines(2) if a == 0)
+    check(failure.get("reason") == "Hang" and failure.get("pod") == "prog-node-1",
+          f"status.lastFailure names the hang and the stuck rank's pod ({failure})")
+    check(re.search(r": rank 2 on prog-node-1 stuck \d+ s at step 4 in recv \(progress_train\.py:\d+\) \[recv "
+                    r"distributed_c10d\.py:\d+ < <module> progress_train\.py:\d+\]", failure.get("message", "")),
+          f"status.lastFailure has the stuck rank's stack ({failure.get('message')})")
+    when = calendar.timegm(time.strptime(failure["time"], "%Y-%m-%dT%H:%M:%SZ"))
+    check(when - last_step < hang_timeout + 5,
+          f"detected {when - last_step:.0f} s after rank 2's last step (hangTimeout {hang_timeout} s; the operator "
+          f"saw it {detected - last_step:.0f} s after)")
+    events = env.events("prog")
+    check(any(r == "HangDetected" and "in recv (progress_train.py:" in m for r, m in events),
+          f"an Event HangDetected names where rank 2 is stuck ({[r for r, _ in events]})")
+    st = env.wait_phase("prog", "Succeeded", 240)
+    check(st.get("restarts") == 1 and st["restartsByReason"].get("hang") == 1,
+          f"one restart, for the hang ({st.get('restartsByReason')})")
+    check(max(s for a, s, _ in env.step_lines(2) if a == 1) == 60, "training resumed in place and finished")
+    check(not any(r == "Straggler" for r, _ in env.events("prog")), "no Straggler in a run without one")
+
+
+def scenario_straggler(env):
+    env.create_job("slow", 2, [PYTHON, PROGRESS_TRAIN, env.out, "80", "--step-sleep", "0.05", "--slow-rank", "2",
+                               "--slow-sleep", "0.2", "--crash-rank", "1", "--crash-step", "6"],
+                   env={"PET_STRAGGLER_STEPS": "8"})
+    pods = eventually(60, "2 pods placed", lambda: (
+        lambda p: p if len(p) == 2 and all(x["spec"].get("nodeName") for x in p.values()) else None)(env.pods("slow")))
+    node = pods["slow-node-1"]["spec"]["nodeName"]
+    message = eventually(180, "an Event Straggler", lambda: next(
+        (m for r, m in env.events("slow") if r == "Straggler"), None), interval=1)
+    check(message.startswith(f"rank 2 (pod slow-node-1 on node {node}) takes "),
+          f"the Straggler Event names rank 2, its pod and its node ({message})")
+    slowest = eventually(60, "status.progress.slowestRank", lambda: env.job("slow").get("status", {}).get(
+        "progress", {}).get("slowestRank"))
+    check(slowest.get("rank") == 2 and slowest.get("pod") == "slow-node-1" and slowest.get("node") == node and
+          slowest.get("ratio", 0) > 1.5, f"status.progress.slowestRank is rank 2 on its node ({slowest})")
+    st = env.wait_phase("slow", "Succeeded", 300)
+    p = st.get("progress", {})
+    with open(os.path.join(env.out, "crash_time")) as f:
+        crashed = float(f.read())
+    resumed = min(t for rank in range(4) for a, _, t in env.step_lines(rank) if a == 1)
+    window = resumed - crashed
+    check(st["restartsByReason"].get("worker_crash") == 1, f"one worker crash ({st['restartsByReason']})")
+    check(0 < p.get("goodput", 1) < 1, f"goodput below 1 ({p.get('goodput')})")
+    check(abs(p.get("lostSeconds", 0) - window) < 1.0,
+          f"lostSeconds {p.get('lostSeconds')} matches the restart window {window:.2f} s within a second")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
