@@ -49,13 +49,15 @@ L_CLI = L_UTIL | {"contract", "cli"}
 L_IO = L_UTIL | {"io"}
 L_PROCESS = L_CLI | {"process"}
 L_WORKERS = L_PROCESS | L_IO | {"workers"}
-L_RENDEZVOUS = L_WORKERS | {"rendezvous"}
+L_PROGRESS = L_CLI | L_IO | {"progress"}
+L_RENDEZVOUS = L_WORKERS | L_PROGRESS | {"rendezvous"}
 LAUNCHER = {
     "util": L_UTIL,
     "cli": L_CLI,
     "io": L_IO,
     "process": L_PROCESS,
     "workers": L_WORKERS,
+    "progress": L_PROGRESS,
     "rendezvous": L_RENDEZVOUS,
     "": L_RENDEZVOUS | {""},
 }
