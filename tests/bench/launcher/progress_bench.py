@@ -71,8 +71,10 @@ def main():
     ap.add_argument("--launcher", required=True)
     ap.add_argument("--steps", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--python", default=PYTHON, help="the workers' interpreter, with torch (default %(default)s)")
     args = ap.parse_args()
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
+    python = args.python
+    env = {"PATH": os.path.dirname(python) + ":/usr/bin:/bin", "PYTHON_EXEC": python, "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
            "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     with tempfile.TemporaryDirectory(prefix="kubedist-progress-bench-") as tmp:
         worker = os.path.join(tmp, "worker.py")
@@ -82,7 +84,7 @@ def main():
         run([args.launcher, "--standalone", "--nproc-per-node=1", worker, str(args.steps), str(args.rounds), under],
             dict(env, TMPDIR=tmp))
         outside = os.path.join(tmp, "outside.json")
-        run([PYTHON, worker, str(args.steps), str(args.rounds), outside], dict(env, PYTHONPATH=HELPER))
+        run([python, worker, str(args.steps), str(args.rounds), outside], dict(env, PYTHONPATH=HELPER))
         with open(under) as f:
             r = json.load(f)
         with open(outside) as f:
