@@ -213,7 +213,8 @@ class RdzvAuth(LauncherTest):
     def replayer(self, recorded, close_on_nonce=False):
         """A listener at a stand-in for node 0's address that replays node 0's recorded lines to whoever connects
         (or closes on a member's NONCE, as a launcher that does not know it would); the first line of each
-        connection is kept. Returns (port, first lines, stop)."""
+        connection that is not a STATUS question (a member asks node 0's STATUS before its JOIN) is kept.
+        Returns (port, first lines, stop)."""
         fake = socket.socket()
         fake.bind(("127.0.0.1", 0))
         fake.listen(16)
@@ -229,7 +230,12 @@ class RdzvAuth(LauncherTest):
                 s.settimeout(2)
                 try:
                     s.sendall(recorded[0])
-                    first = s.makefile("rb").readline().decode()
+                    with s.makefile("rb") as lines:  # closed, or it would keep the connection open
+                        first = lines.readline().decode()
+                        for _ in range(3):
+                            if not first.endswith(" STATUS\n"):
+                                break
+                            first = lines.readline().decode()
                     firsts.append(first)
                     if not (close_on_nonce and " NONCE " in first):
                         s.sendall(b"".join(recorded[1:]))
