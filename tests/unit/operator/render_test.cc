@@ -1,6 +1,9 @@
 #include "trainingjob/render/render.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -142,6 +145,120 @@ TEST(RenderPod, TheLauncherInitContainerMeetsPodSecurityRestricted) {
   EXPECT_FALSE(sc.contains("privileged"));
   // The user's trainer keeps the securityContext its template gives it: the operator adds nothing there.
   EXPECT_FALSE(pod["spec"]["containers"][0].contains("securityContext"));
+}
+
+// What Pod Security "restricted" (the policy of Kubernetes 1.34 to 1.37) finds wrong with a pod: its baseline and
+// restricted checks of the pod's and each container's fields, each violation named "container: field".
+std::vector<std::string> restricted_violations(const json& pod) {
+  std::vector<std::string> out;
+  const json& spec = pod["spec"];
+  const json psc = spec.value("securityContext", json::object());
+  for (const char* host : {"hostNetwork", "hostPID", "hostIPC"}) {
+    if (spec.value(host, false)) out.push_back(std::string("pod: ") + host);
+  }
+  const std::vector<std::string> allowed_volumes = {"configMap", "csi",  "downwardAPI", "emptyDir",
+                                                    "ephemeral", "persistentVolumeClaim", "projected", "secret"};
+  for (const auto& v : spec.value("volumes", json::array())) {
+    bool ok = false;
+    for (const auto& [key, _] : v.items()) {
+      if (key == "name") continue;
+      ok = std::find(allowed_volumes.begin(), allowed_volumes.end(), key) != allowed_volumes.end();
+      if (!ok) out.push_back("volume " + v.value("name", "") + ": " + key);
+    }
+    if (!ok && v.size() < 2) out.push_back("volume " + v.value("name", "") + ": no source");
+  }
+  auto seccomp_ok = [](const json& sc) {
+    const std::string type = sc.value("seccompProfile", json::object()).value("type", "");
+    return type == "RuntimeDefault" || type == "Localhost";
+  };
+  for (const char* list : {"initContainers", "containers"}) {
+    for (const auto& c : spec.value(list, json::array())) {
+      const std::string name = c.value("name", "") + ": ";
+      const json sc = c.value("securityContext", json::object());
+      if (sc.value("privileged", false)) out.push_back(name + "privileged");
+      if (sc.value("allowPrivilegeEscalation", true)) out.push_back(name + "allowPrivilegeEscalation not false");
+      if (!sc.value("runAsNonRoot", psc.value("runAsNonRoot", false))) out.push_back(name + "runAsNonRoot not true");
+      if (sc.value("runAsUser", psc.value("runAsUser", 1)) == 0) out.push_back(name + "runAsUser 0");
+      if (!seccomp_ok(sc) && !(seccomp_ok(psc) && !sc.contains("seccompProfile"))) {
+        out.push_back(name + "seccompProfile not RuntimeDefault or Localhost");
+      }
+      const json caps = sc.value("capabilities", json::object());
+      if (caps.value("drop", json::array()) != json::array({"ALL"})) out.push_back(name + "capabilities.drop not [ALL]");
+      for (const auto& add : caps.value("add", json::array())) {
+        if (add != "NET_BIND_SERVICE") out.push_back(name + "capabilities.add " + add.get<std::string>());
+      }
+      if (sc.value("procMount", "Default") != "Default") out.push_back(name + "procMount");
+      for (const auto& port : c.value("ports", json::array())) {
+        if (port.value("hostPort", 0) != 0) out.push_back(name + "hostPort");
+      }
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
+}
+
+// The operator's pods under a namespace enforcing "restricted": whatever the options and the rank, a template that
+// meets it renders into a pod that meets it (the init container, the volumes and the ports the operator adds
+// included), and each container the operator adds meets it on its own securityContext, with none at the pod's level.
+TEST(RenderPod, EveryContainerTheOperatorAddsMeetsPodSecurityRestricted) {
+  json j = testing::example_job_json();
+  json& tmpl_spec = j["spec"]["template"]["spec"];
+  tmpl_spec["securityContext"] = json::parse(R"({"runAsNonRoot": true, "runAsUser": 1000,
+                                                 "seccompProfile": {"type": "RuntimeDefault"}})");
+  tmpl_spec["containers"][0]["securityContext"] =
+      json::parse(R"({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}})");
+  tmpl_spec["volumes"] = json::parse(R"([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])");
+  const TrainingJob compliant = testing::job_from(j);
+  ASSERT_EQ(joined(restricted_violations({{"spec", tmpl_spec}})), "") << "the template itself";
+  json bare_spec = tmpl_spec;
+  bare_spec.erase("securityContext");
+  const TrainingJob bare = [&] {
+    json b = j;
+    b["spec"]["template"]["spec"] = bare_spec;
+    return testing::job_from(b);
+  }();
+
+  int cases = 0;
+  for (const bool rdzv_secret : {false, true}) {
+    for (const bool job_rdzv_secret : {false, true}) {
+      for (const int metrics_port : {0, 9402}) {
+        for (const int rank : {0, 3}) {
+          PodOptions options;
+          options.rdzv_secret = rdzv_secret;
+          options.job_rdzv_secret = job_rdzv_secret;
+          options.launcher_metrics_port = metrics_port;
+          const std::string what = "rdzv_secret " + std::to_string(rdzv_secret) + ", job_rdzv_secret " +
+                                   std::to_string(job_rdzv_secret) + ", metrics port " +
+                                   std::to_string(metrics_port) + ", rank " + std::to_string(rank);
+          const json pod = render_pod(compliant, rank, options);
+          EXPECT_EQ(joined(restricted_violations(pod)), "") << what;
+
+          // Without the pod's securityContext, only the user's trainer may fall short: never what the operator adds.
+          json added = render_pod(bare, rank, options);
+          const auto& inits = added["spec"]["initContainers"];
+          ASSERT_EQ(inits.size(), 1u) << what;
+          added["spec"]["containers"] = json::array();
+          EXPECT_EQ(joined(restricted_violations(added)), "") << what;
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 16);
+  // The checker itself: it catches what the operator's container would get wrong.
+  json broken = render_pod(bare, 0, PodOptions{});
+  broken["spec"]["containers"] = json::array();
+  broken["spec"]["initContainers"][0]["securityContext"].erase("seccompProfile");
+  broken["spec"]["initContainers"][0]["ports"] = json::parse(R"([{"containerPort": 1, "hostPort": 1}])");
+  broken["spec"]["volumes"].push_back(json::parse(R"({"name": "h", "hostPath": {"path": "/"}})"));
+  EXPECT_EQ(joined(restricted_violations(broken)),
+            "volume h: hostPath; kubedist-launcher: seccompProfile not RuntimeDefault or Localhost; "
+            "kubedist-launcher: hostPort");
 }
 
 TEST(RenderPod, KeepsUserInitContainersAfterTheLauncher) {
