@@ -31,12 +31,14 @@ def run(*args, ok=True):
     return p
 
 
-def render(*sets, include_crds=False):
+def render(*sets, include_crds=False, set_json=()):
     args = ["helm", "template", "kd", CHART, "--namespace", "kubedist-system"]
     if include_crds:
         args.append("--include-crds")
     for s in sets:
         args += ["--set", s]
+    for s in set_json:
+        args += ["--set-json", s]
     return [d for d in yaml.safe_load_all(run(*args).stdout) if d]
 
 
@@ -158,6 +160,50 @@ for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "wo
     bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
+# networkPolicy: off by default; on, one NetworkPolicy per namespace where jobs run, selecting the training pods and
+# letting in only their namespace's TrainingJob pods (any port: store, rendezvous, collectives), the operator's pods
+# on the rendezvous port, metricsFrom on kd-metrics and extraIngress. No rule may lack a "from": an empty one admits
+# everybody.
+check(not find(render(), "NetworkPolicy") and not find(render("watchNamespace=team-a"), "NetworkPolicy"),
+      "networkPolicy is off by default")
+JOB_PODS = {"matchExpressions": [{"key": "kubedist.io/job-name", "operator": "Exists"}]}
+OPERATOR_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kubedist-system"}},
+                 "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kubedist", "app.kubernetes.io/instance": "kd",
+                                                 "app.kubernetes.io/component": "operator"}}}
+MONITORING = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+pols = find(render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a,team-b}"), "NetworkPolicy")
+check([p["metadata"]["namespace"] for p in pols] == ["team-a", "team-b"]
+      and len({p["metadata"]["name"] for p in pols}) == 1,
+      "networkPolicy.namespaces: one NetworkPolicy in each listed namespace")
+want = [{"from": [{"podSelector": JOB_PODS}]},
+        {"from": [OPERATOR_PEER], "ports": [{"port": "rendezvous", "protocol": "TCP"}]},
+        {"from": MONITORING, "ports": [{"port": "kd-metrics", "protocol": "TCP"}]}]
+same = all(p["spec"] == {"podSelector": JOB_PODS, "policyTypes": ["Ingress"], "ingress": want} for p in pols)
+check(same, "it selects the training pods and lets in the namespace's TrainingJob pods on every port, the operator's "
+      "pods on the port named rendezvous and namespace monitoring on kd-metrics, nothing else" +
+      ("" if same or not pols else f": {json.dumps(pols[0]['spec'])}"))
+ns_pols = find(render("watchNamespace=team-a", "networkPolicy.enabled=true"), "NetworkPolicy")
+check([p["metadata"]["namespace"] for p in ns_pols] == ["team-a"], "a namespaced install's policy is in watchNamespace")
+nothing = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", ok=False)
+check(nothing.returncode != 0 and "networkPolicy.namespaces" in nothing.stderr,
+      f"a cluster-wide install with networkPolicy.enabled and no namespaces is refused: {' '.join(nothing.stderr.split())[-120:]}")
+extra = {"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 6006}]}
+variants = {
+    "launcherPort=0": render("networkPolicy.enabled=true", "watchNamespace=team-a", "metrics.launcherPort=0"),
+    "metricsFrom=[]": render("networkPolicy.enabled=true", "watchNamespace=team-a",
+                             set_json=["networkPolicy.metricsFrom=[]"]),
+    "extraIngress": render("networkPolicy.enabled=true", "watchNamespace=team-a",
+                           set_json=["networkPolicy.extraIngress=" + json.dumps([extra])]),
+}
+rules = {k: find(v, "NetworkPolicy")[0]["spec"]["ingress"] for k, v in variants.items()}
+check(rules["launcherPort=0"] == want[:2] and rules["metricsFrom=[]"] == want[:2] and rules["extraIngress"] == want + [extra],
+      "launcherPort=0 or an empty metricsFrom drop the metrics rule (never a rule open to all); extraIngress is added")
+check(all(r.get("from") for v in list(rules.values()) + [want] for r in v),
+      "every rule names its peers (no rule without a from, which would admit everybody)")
+bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set",
+          "networkPolicy.namespaces={Team_A}", ok=False)
+check(bad.returncode != 0 and "namespaces" in bad.stderr, "values.schema.json refuses a namespace name Kubernetes would not")
+
 # The plain manifests are what the chart renders now, and the API server accepts them.
 import tempfile
 with tempfile.TemporaryDirectory() as tmp:
@@ -226,8 +272,14 @@ try:
     jobs_ns = f"{ns}-jobs"
     run("kubectl", "create", "namespace", jobs_ns)
     inst = run("helm", "install", "kdns", CHART, "--namespace", ns, "--set", f"watchNamespace={jobs_ns}",
-               "--wait=false", ok=False)
-    check(inst.returncode == 0, "helm install of the namespaced mode" + ("" if inst.returncode == 0 else ": " + inst.stderr))
+               "--set", "networkPolicy.enabled=true", "--wait=false", ok=False)
+    check(inst.returncode == 0, "helm install of the namespaced mode, with networkPolicy.enabled" +
+          ("" if inst.returncode == 0 else ": " + inst.stderr))
+    pol = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", "-o", "json", ok=False)
+    check(pol.returncode == 0 and json.loads(pol.stdout)["spec"]["ingress"][1]["from"][0]["namespaceSelector"] ==
+          {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+          "the API server took its NetworkPolicy in the watched namespace, the operator's namespace in its rules" +
+          ("" if pol.returncode == 0 else ": " + pol.stderr))
     nsa = f"system:serviceaccount:{ns}:kdns-kubedist"
     there = [(v, r) for v, r in needed if r != "nodes" and not can(v, r, jobs_ns, nsa)]
     check(not there, "namespaced: the operator may do what it needs in the watched namespace" +
