@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,9 @@ PodFacts parse_pod_facts(const nlohmann::json& pod);
 ServiceFacts parse_service_facts(const nlohmann::json& service);
 SecretFacts parse_secret_facts(const nlohmann::json& secret);
 NodeFacts parse_node_facts(const nlohmann::json& node);
+
+// A node-rank label's rank: "0" or a number of up to six digits without a leading zero; else -1.
+int node_rank_from_label(std::string_view label);
 
 // The uid of an object's controller owner reference, "" if none.
 std::string controller_uid(const nlohmann::json& obj);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,13 @@ inline std::string string_at(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object()) return std::string();
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// obj[key] when it is a string, else "": a view into obj, for comparing without a copy.
+inline std::string_view text_at(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
 }
 
 // obj[key] when it is an integer, else 0.
@@ -32,6 +40,13 @@ inline const nlohmann::json* object_at(const nlohmann::json& obj, const char* ke
   return it != obj.end() && it->is_object() ? &*it : nullptr;
 }
 
+// obj[key] when it is an object, else an empty object: for reading a sub-object through a reference.
+inline const nlohmann::json& object_or_empty(const nlohmann::json& obj, const char* key) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json* found = object_at(obj, key);
+  return found != nullptr ? *found : empty;
+}
+
 // The condition of this type in a served conditions list, else null.
 inline const nlohmann::json* condition_at(const nlohmann::json& conditions, const std::string& type) {
   if (!conditions.is_array()) return nullptr;
@@ -43,10 +58,10 @@ inline const nlohmann::json* condition_at(const nlohmann::json& conditions, cons
 
 // The first non-empty line of text, at most max bytes (cut at a UTF-8 character boundary): what the operator keeps
 // of a message someone else wrote.
-inline std::string first_line(const std::string& text, size_t max) {
+inline std::string first_line(std::string_view text, size_t max) {
   size_t start = text.find_first_not_of("\r\n");
-  if (start == std::string::npos) return "";
-  std::string line = text.substr(start, text.find_first_of("\r\n", start) - start);
+  if (start == std::string_view::npos) return "";
+  std::string line(text.substr(start, text.find_first_of("\r\n", start) - start));
   if (line.size() > max) {
     size_t cut = max;
     while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
