@@ -14,6 +14,7 @@
 #include <pplx/threadpool.h>
 
 #include "common/backoff.h"
+#include "kube/line_splitter.h"
 #include "kube/trusted_ca.h"
 
 namespace kubedist::kube {
@@ -37,6 +38,9 @@ void configure_tls(boost::asio::ssl::context& ctx, const Config& cfg, TrustedCa&
                         boost::asio::ssl::context::pem);
   }
 }
+
+// How much of a streamed body is taken at a time, at most (what has arrived, up to this).
+constexpr size_t kReadChunk = 64 * 1024;
 
 // Jitter for retry_delay: uniform in [0, 1), from a generator of the calling thread's own.
 double jitter() {
@@ -252,7 +256,7 @@ Result<void> Client::remove(const std::string& path, const json& options) {
   return {};
 }
 
-Result<void> Client::watch(const std::string& path, const std::function<bool(const json&)>& on_event) {
+Result<void> Client::watch(const std::string& path, const std::function<bool(json&)>& on_event) {
   impl_->counts.watches++;
   std::optional<Error> malformed;
   auto r = stream_lines(path, [&](const std::string& line) {
@@ -287,17 +291,27 @@ Result<void> Client::stream_lines(const std::string& path, const std::function<b
       json parsed = json::parse(text, nullptr, false);
       return error_from_response(resp.status_code(), parsed.is_discarded() ? json(nullptr) : parsed);
     }
-    auto body = resp.body();
+    // The body is read as it arrives, in whatever it holds (a watch sends one event at a time), and cut into lines
+    // here: cpprest's read_line takes the body a byte at a time through its task machinery.
+    auto body = resp.body().streambuf();
+    using traits = concurrency::streams::streambuf<uint8_t>::traits;
+    LineSplitter lines;
+    std::string chunk(kReadChunk, '\0');
     while (!token.is_canceled()) {
-      concurrency::streams::container_buffer<std::string> line;
-      const size_t n = body.read_line(line).get();
-      if (n == 0 && line.collection().empty()) {
-        if (body.is_eof()) break;
-        continue;
+      const auto first = body.bumpc().get();  // waits for the next byte, or the end
+      if (first == traits::eof()) {
+        auto last = lines.finish(on_line);
+        if (!last) return last.error();
+        break;
       }
-      std::string text = line.collection();
-      if (!text.empty() && text.back() == '\r') text.pop_back();
-      if (!on_line(text)) break;
+      chunk[0] = static_cast<char>(first);
+      size_t n = 1;
+      if (const size_t more = std::min(body.in_avail(), chunk.size() - 1); more > 0) {
+        n += body.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), more).get();
+      }
+      auto fed = lines.feed(std::string_view(chunk.data(), n), on_line);
+      if (!fed) return fed.error();
+      if (!*fed) break;
     }
     return {};
   } catch (const std::exception& e) {

@@ -71,11 +71,13 @@ class Client {
   Result<void> remove(const std::string& path, const nlohmann::json& options = nullptr);
 
   // Opens a watch (path must contain watch=1) and calls on_event for each event object until the server
-  // ends the stream, an error occurs, on_event returns false, or cancel() is called.
-  Result<void> watch(const std::string& path, const std::function<bool(const nlohmann::json&)>& on_event);
+  // ends the stream, an error occurs, on_event returns false, or cancel() is called. on_event may move the event.
+  Result<void> watch(const std::string& path, const std::function<bool(nlohmann::json&)>& on_event);
   // Streams a text resource line by line (a pod's log, with follow=true while the container runs) until the server
-  // ends it, on_line returns false, or cancel_watches() is called. Lines come without their newline. idle: how long
-  // the stream may be silent before it counts as broken (a training may print nothing for a long while).
+  // ends it, on_line returns false, or cancel_watches() is called. Lines come without their newline (and a "\r"
+  // before it); empty lines too. A line longer than LineSplitter::kDefaultMaxLine (16 MiB) ends the stream with an
+  // error. idle: how long the stream may be silent before it counts as broken (a training may print nothing for a
+  // long while).
   Result<void> stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line,
                             std::chrono::seconds idle = std::chrono::seconds(120));
   // Ends every watch and stream in progress (used on shutdown).

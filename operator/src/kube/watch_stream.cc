@@ -81,11 +81,11 @@ void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
     const auto started = clock_.now();
     const auto watch_bound = std::chrono::seconds(options_.watch_timeout_s) + kWatchSilenceBound;
     watchdog_.expect_within(watch_bound, started);
-    auto r = client_.watch(with_query(true), [&](const nlohmann::json& raw) {
+    auto r = client_.watch(with_query(true), [&](nlohmann::json& raw) {
       saw_event = true;
       watchdog_.expect_within(watch_bound, clock_.now());
       if (stop.stop_requested()) return false;
-      const WatchEvent event = WatchEvent::parse(raw);
+      const WatchEvent event = WatchEvent::parse(std::move(raw));  // a copy would cost as much as the parse
       if (event.type == WatchEvent::Type::kError) {
         log_info("informer", options_.list_path + ": watch error " + std::to_string(event.error_code) + ", " +
                                  event.error_message);
