@@ -1,0 +1,351 @@
+// A pod watch event read with nlohmann's SAX interface straight into the pod's facts, its cache key and its
+// resourceVersion, without building the JSON tree: what decode_bench measures against the DOM path (json::parse,
+// WatchEvent::parse, parse_pod_facts). It reads the fields parse_pod_facts reads, with its rules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/watch_event.h"
+#include "trainingjob/api/facts.h"
+#include "trainingjob/api/json_fields.h"
+#include "trainingjob/api/types.h"
+
+namespace kubedist::bench {
+
+struct PodEvent {
+  kube::WatchEvent::Type type = kube::WatchEvent::Type::kIgnored;
+  std::string key;  // "namespace/name"
+  std::string resource_version;
+  int error_code = 0;
+  std::string error_message;
+  trainingjob::PodFacts facts;
+};
+
+namespace detail {
+
+class PodEventSax {
+ public:
+  using json = nlohmann::json;
+  explicit PodEventSax(PodEvent& out) : out_(out) { frames_.reserve(16); }
+
+  bool null() {
+    if (here() == F::kDelTs) deleting_ = false;
+    return true;
+  }
+  bool boolean(bool v) {
+    switch (here()) {
+      case F::kOwnerCtrl: owner_.controller = v; break;
+      case F::kDelTs: deleting_ = true; break;
+      default: break;
+    }
+    return true;
+  }
+  bool number_integer(json::number_integer_t v) { return integer(v, true); }
+  bool number_unsigned(json::number_unsigned_t v) { return integer(static_cast<int64_t>(v), v <= INT64_MAX); }
+  bool number_float(json::number_float_t, const json::string_t&) {
+    if (here() == F::kDelTs) deleting_ = true;
+    return true;
+  }
+  bool binary(json::binary_t&) { return true; }
+  bool string(json::string_t& s) {
+    trainingjob::PodFacts& f = out_.facts;
+    switch (here()) {
+      case F::kType: type_ = s; break;
+      case F::kNs: f.ns = s; break;
+      case F::kName: f.name = s; break;
+      case F::kUid: f.uid = s; break;
+      case F::kRv: out_.resource_version = s; break;
+      case F::kDelTs: deleting_ = true; break;
+      case F::kJobLabel: f.job_name = s; break;
+      case F::kRankLabel: rank_ = s; break;
+      case F::kOwnerUid: owner_.uid = s; break;
+      case F::kNodeName: f.node_name = s; break;
+      case F::kVolumeName: volume_name_ = s; break;
+      case F::kContainerName: container_name_ = s; break;
+      case F::kPhase: f.phase = s; break;
+      case F::kStartTime: f.start_time = s; break;
+      case F::kPodIp: f.pod_ip = s; break;
+      case F::kReason: f.failure_reason = s; break;
+      case F::kCondType: cond_.type = s; break;
+      case F::kCondStatus: cond_.status = s; break;
+      case F::kCondReason: cond_.reason = s; break;
+      case F::kCondLtt: cond_.ltt = s; break;
+      case F::kCsName: cs_.name = s; break;
+      case F::kTReason: cs_.reason = s; break;
+      case F::kTFinished: cs_.finished = s; break;
+      case F::kTMessage: cs_.message = s; break;
+      case F::kErrMessage: out_.error_message = s; break;
+      default: break;
+    }
+    return true;
+  }
+  bool start_object(std::size_t) { return open(false); }
+  bool start_array(std::size_t) { return open(true); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    if (skip_ == 0) frames_.back().key = child(frames_.back().id, k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+  // After a successful parse: the event, with parse_pod_facts' rules for what depends on several fields.
+  void finish() {
+    using Type = kube::WatchEvent::Type;
+    if (!root_object_) return;
+    if (type_ == "ERROR") {
+      out_.type = Type::kError;
+      return;
+    }
+    if (!object_object_ || !metadata_object_) return;
+    if (type_ == "ADDED") out_.type = Type::kAdded;
+    else if (type_ == "MODIFIED") out_.type = Type::kModified;
+    else if (type_ == "DELETED") out_.type = Type::kDeleted;
+    else if (type_ == "BOOKMARK") out_.type = Type::kBookmark;
+    trainingjob::PodFacts& f = out_.facts;
+    out_.key = f.ns + "/" + f.name;
+    f.deleting = deleting_;
+    f.rank = trainingjob::node_rank_from_label(rank_);
+    if (f.phase.empty()) f.phase = "Pending";
+    const std::string_view trainer = has_trainer_ ? std::string_view("trainer") : std::string_view(first_container_);
+    for (const Terminated& t : terminated_) {
+      if (!trainer.empty() && t.name != trainer) continue;
+      if (t.exit_code_set) f.exit_code = t.exit_code;
+      if (f.failure_reason.empty()) f.failure_reason = t.reason;
+      f.finished_at = t.finished;
+      f.termination_message = trainingjob::first_line(t.message, trainingjob::kMaxTerminationMessage);
+    }
+  }
+
+ private:
+  enum class F : uint8_t {
+    kOther, kRoot, kType, kObject, kErrCode, kErrMessage, kMd, kNs, kName, kUid, kRv, kDelTs, kLabels, kJobLabel,
+    kRankLabel, kOwners, kOwner, kOwnerCtrl, kOwnerUid, kSpec, kNodeName, kVolumes, kVolume, kVolumeName,
+    kContainers, kContainer, kContainerName, kStatus, kPhase, kStartTime, kPodIp, kReason, kConds, kCond, kCondType,
+    kCondStatus, kCondReason, kCondLtt, kCStatuses, kCStatus, kCsName, kCsState, kTerminated, kTExit, kTReason,
+    kTFinished, kTMessage,
+  };
+  struct Frame {
+    F id;
+    bool array;
+    F key = F::kOther;  // objects: where the value of the last key goes
+  };
+  struct Owner {
+    bool controller = false;
+    std::string uid;
+  };
+  struct Cond {
+    std::string type, status, reason, ltt;
+  };
+  struct Terminated {
+    std::string name;
+    bool terminated = false;
+    bool exit_code_set = false;
+    int exit_code = 0;
+    std::string reason, finished, message;
+  };
+
+  static F child(F parent, std::string_view k) {
+    switch (parent) {
+      case F::kRoot:
+        if (k == "type") return F::kType;
+        if (k == "object") return F::kObject;
+        break;
+      case F::kObject:
+        if (k == "metadata") return F::kMd;
+        if (k == "spec") return F::kSpec;
+        if (k == "status") return F::kStatus;
+        if (k == "code") return F::kErrCode;
+        if (k == "message") return F::kErrMessage;
+        break;
+      case F::kMd:
+        if (k == "namespace") return F::kNs;
+        if (k == "name") return F::kName;
+        if (k == "uid") return F::kUid;
+        if (k == "resourceVersion") return F::kRv;
+        if (k == "deletionTimestamp") return F::kDelTs;
+        if (k == "labels") return F::kLabels;
+        if (k == "ownerReferences") return F::kOwners;
+        break;
+      case F::kLabels:
+        if (k == trainingjob::kJobNameLabel) return F::kJobLabel;
+        if (k == trainingjob::kNodeRankLabel) return F::kRankLabel;
+        break;
+      case F::kOwner:
+        if (k == "controller") return F::kOwnerCtrl;
+        if (k == "uid") return F::kOwnerUid;
+        break;
+      case F::kSpec:
+        if (k == "nodeName") return F::kNodeName;
+        if (k == "volumes") return F::kVolumes;
+        if (k == "containers") return F::kContainers;
+        break;
+      case F::kVolume:
+        if (k == "name") return F::kVolumeName;
+        break;
+      case F::kContainer:
+        if (k == "name") return F::kContainerName;
+        break;
+      case F::kStatus:
+        if (k == "phase") return F::kPhase;
+        if (k == "startTime") return F::kStartTime;
+        if (k == "podIP") return F::kPodIp;
+        if (k == "reason") return F::kReason;
+        if (k == "conditions") return F::kConds;
+        if (k == "containerStatuses") return F::kCStatuses;
+        break;
+      case F::kCond:
+        if (k == "type") return F::kCondType;
+        if (k == "status") return F::kCondStatus;
+        if (k == "reason") return F::kCondReason;
+        if (k == "lastTransitionTime") return F::kCondLtt;
+        break;
+      case F::kCStatus:
+        if (k == "name") return F::kCsName;
+        if (k == "state") return F::kCsState;
+        break;
+      case F::kCsState:
+        if (k == "terminated") return F::kTerminated;
+        break;
+      case F::kTerminated:
+        if (k == "exitCode") return F::kTExit;
+        if (k == "reason") return F::kTReason;
+        if (k == "finishedAt") return F::kTFinished;
+        if (k == "message") return F::kTMessage;
+        break;
+      default:
+        break;
+    }
+    return F::kOther;
+  }
+  static F element(F array) {
+    switch (array) {
+      case F::kOwners: return F::kOwner;
+      case F::kVolumes: return F::kVolume;
+      case F::kContainers: return F::kContainer;
+      case F::kConds: return F::kCond;
+      case F::kCStatuses: return F::kCStatus;
+      default: return F::kOther;
+    }
+  }
+  F here() const {
+    if (skip_ > 0) return F::kOther;
+    if (frames_.empty()) return F::kRoot;
+    const Frame& f = frames_.back();
+    return f.array ? element(f.id) : f.key;
+  }
+
+  bool integer(int64_t v, bool fits) {
+    switch (here()) {
+      case F::kTExit:
+        if (fits) {
+          cs_.exit_code_set = true;
+          cs_.exit_code = static_cast<int>(v);
+        }
+        break;
+      case F::kErrCode: out_.error_code = static_cast<int>(v); break;
+      case F::kDelTs: deleting_ = true; break;
+      default: break;
+    }
+    return true;
+  }
+
+  bool open(bool array) {
+    const F at = here();
+    if (at == F::kDelTs) deleting_ = true;
+    if (skip_ > 0 || at == F::kOther) {  // nothing below is read: count the depth only
+      ++skip_;
+      return true;
+    }
+    if (!array) {
+      switch (at) {
+        case F::kRoot: root_object_ = true; break;
+        case F::kObject: object_object_ = true; break;
+        case F::kMd: metadata_object_ = true; break;
+        case F::kOwner: owner_ = Owner{}; break;
+        case F::kVolume: volume_name_.clear(); break;
+        case F::kContainer: container_name_.clear(); break;
+        case F::kCond: cond_ = Cond{}; break;
+        case F::kCStatus: cs_ = Terminated{}; break;
+        case F::kTerminated: cs_.terminated = true; break;
+        default: break;
+      }
+    }
+    frames_.push_back({at, array});
+    return true;
+  }
+
+  bool close() {
+    if (skip_ > 0) {
+      --skip_;
+      return true;
+    }
+    const Frame f = frames_.back();
+    frames_.pop_back();
+    if (f.array) return true;
+    trainingjob::PodFacts& facts = out_.facts;
+    switch (f.id) {
+      case F::kOwner:
+        if (owner_.controller && !owner_found_) {
+          facts.owner_uid = owner_.uid;
+          owner_found_ = true;
+        }
+        break;
+      case F::kVolume:
+        facts.rdzv_secret = facts.rdzv_secret || volume_name_ == trainingjob::kRdzvSecretVolume ||
+                            volume_name_ == trainingjob::kNamespaceRdzvSecret;
+        facts.job_rdzv_secret = facts.job_rdzv_secret || volume_name_ == trainingjob::kRdzvSecretVolume;
+        break;
+      case F::kContainer:
+        if (containers_++ == 0) first_container_ = container_name_;
+        if (container_name_ == "trainer") has_trainer_ = true;
+        break;
+      case F::kCond:
+        if (cond_.type == "Ready") facts.ready = cond_.status == "True";
+        if (cond_.type == "PodScheduled" && cond_.status == "False" && cond_.reason == "Unschedulable") {
+          facts.unschedulable_since = cond_.ltt;
+        }
+        break;
+      case F::kCStatus:
+        if (cs_.terminated) terminated_.push_back(std::move(cs_));
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  PodEvent& out_;
+  std::vector<Frame> frames_;
+  int skip_ = 0;
+  bool root_object_ = false, object_object_ = false, metadata_object_ = false;
+  std::string type_;
+  bool deleting_ = false;
+  std::string rank_;
+  Owner owner_;
+  bool owner_found_ = false;
+  std::string volume_name_, container_name_, first_container_;
+  int containers_ = 0;
+  bool has_trainer_ = false;
+  Cond cond_;
+  Terminated cs_;
+  std::vector<Terminated> terminated_;
+};
+
+}  // namespace detail
+
+// Reads one watch event line; false when it is not JSON.
+inline bool parse_pod_event(std::string_view line, PodEvent& out) {
+  out = PodEvent{};
+  detail::PodEventSax sax(out);
+  if (!nlohmann::json::sax_parse(line, &sax)) return false;
+  sax.finish();
+  return true;
+}
+
+}  // namespace kubedist::bench
