@@ -256,10 +256,14 @@ Result<void> Client::remove(const std::string& path, const json& options) {
   return {};
 }
 
-Result<void> Client::watch(const std::string& path, const std::function<bool(json&)>& on_event) {
+Result<void> Client::watch_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line) {
   impl_->counts.watches++;
+  return stream_lines(path, on_line);
+}
+
+Result<void> Client::watch(const std::string& path, const std::function<bool(json&)>& on_event) {
   std::optional<Error> malformed;
-  auto r = stream_lines(path, [&](const std::string& line) {
+  auto r = watch_lines(path, [&](const std::string& line) {
     if (line.empty()) return true;
     json event = json::parse(line, nullptr, false);
     if (event.is_discarded()) {

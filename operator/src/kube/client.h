@@ -73,6 +73,8 @@ class Client {
   // Opens a watch (path must contain watch=1) and calls on_event for each event object until the server
   // ends the stream, an error occurs, on_event returns false, or cancel() is called. on_event may move the event.
   Result<void> watch(const std::string& path, const std::function<bool(nlohmann::json&)>& on_event);
+  // The same, handing on each event's line as it came (for a reader of its own); empty lines too.
+  Result<void> watch_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line);
   // Streams a text resource line by line (a pod's log, with follow=true while the container runs) until the server
   // ends it, on_line returns false, or cancel_watches() is called. Lines come without their newline (and a "\r"
   // before it); empty lines too. A line longer than LineSplitter::kDefaultMaxLine (16 MiB) ends the stream with an

@@ -9,7 +9,9 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +45,8 @@ class Informer : public InformerBase {
   using Project = typename Store<T>::Project;
   using IndexOf = typename Store<T>::IndexOf;
   using OnChange = std::function<void(const std::string& key, const std::string& index)>;
+  // Reads one watch line straight into the projection (without the JSON tree); nullopt when it is not JSON.
+  using Decode = std::function<std::optional<DecodedEvent<T>>(std::string_view line)>;
 
   Informer(Client& client, InformerOptions options, Project project, IndexOf index_of, OnChange on_change)
       : store_(std::move(project), std::move(index_of)), stream_(client, std::move(options)),
@@ -61,6 +65,8 @@ class Informer : public InformerBase {
   std::optional<std::chrono::milliseconds> overdue(Clock::TimePoint now) const override { return stream_.overdue(now); }
   const std::string& path() const override { return stream_.path(); }
   uint64_t relists() const { return relists_; }
+  // Watch events are read by decode instead of being parsed and projected (lists still are). Call before start().
+  void set_decoder(Decode decode) { decode_ = std::move(decode); }
 
   std::optional<T> get(const std::string& key) const { return store_.get(key); }
   std::vector<T> by_index(const std::string& index) const { return store_.by_index(index); }
@@ -68,7 +74,7 @@ class Informer : public InformerBase {
 
  private:
   WatchStream::Sink sink() {
-    return {
+    WatchStream::Sink sink{
         [this](const nlohmann::json& item) {
           if (auto projected = store_.project(item)) fresh_.emplace(object_key(item), std::move(*projected));
         },
@@ -88,13 +94,25 @@ class Informer : public InformerBase {
           if (applied.change) on_change_(applied.change->key, applied.change->index);
           return applied.next;
         },
+        {},
     };
+    if (decode_) {
+      sink.line = [this](const std::string& line) -> std::optional<std::pair<WatchEvent, AfterEvent>> {
+        std::optional<DecodedEvent<T>> decoded = decode_(line);
+        if (!decoded) return std::nullopt;
+        auto applied = store_.apply_projected(decoded->event, decoded->key, std::move(decoded->projected));
+        if (applied.change) on_change_(applied.change->key, applied.change->index);
+        return std::pair(std::move(decoded->event), applied.next);
+      };
+    }
+    return sink;
   }
 
   Store<T> store_;
   WatchStream stream_;
   const OnChange on_change_;
   std::function<void()> on_synced_;
+  Decode decode_;
   std::map<std::string, T> fresh_;  // the relist in progress (the stream's thread only)
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> relists_{0};

@@ -43,6 +43,18 @@ class Store {
   // nothing.
   Applied apply(const WatchEvent& event) {
     using Type = WatchEvent::Type;
+    if (event.type != Type::kAdded && event.type != Type::kModified && event.type != Type::kDeleted) {
+      return apply_projected(event, "", std::nullopt);
+    }
+    const std::string key = object_key(event.object);
+    if (event.type == Type::kDeleted) return apply_projected(event, key, std::nullopt);
+    return apply_projected(event, key, project(event.object));
+  }
+
+  // The same for an event whose object was projected already (DecodedEvent): key is the object's, projected its
+  // projection (nullopt: skipped); event.object is not looked at.
+  Applied apply_projected(const WatchEvent& event, const std::string& key, std::optional<T> projected) {
+    using Type = WatchEvent::Type;
     switch (event.type) {
       case Type::kError:
         return {event.error_code == 410 ? AfterEvent::kRelist : AfterEvent::kRewatch, std::nullopt};
@@ -51,7 +63,6 @@ class Store {
         return {};
       case Type::kDeleted: {
         std::lock_guard<std::mutex> lock(mu_);
-        const std::string key = object_key(event.object);
         auto it = items_.find(key);
         if (it == items_.end()) return {};
         Change change{key, index_locked(it->second)};
@@ -60,9 +71,7 @@ class Store {
       }
       case Type::kAdded:
       case Type::kModified: {
-        auto projected = project(event.object);
         if (!projected) return {};
-        const std::string key = object_key(event.object);
         std::lock_guard<std::mutex> lock(mu_);
         auto it = items_.find(key);
         if (it != items_.end() && it->second == *projected) return {};  // nothing we look at changed

@@ -29,11 +29,17 @@ WatchEvent WatchEvent::parse(nlohmann::json event) {
   }
   if (!out.object.is_object() || !out.object.contains("metadata") || !out.object["metadata"].is_object()) return out;
   out.resource_version = out.object["metadata"].value("resourceVersion", "");
-  if (type == "ADDED") out.type = Type::kAdded;
-  else if (type == "MODIFIED") out.type = Type::kModified;
-  else if (type == "DELETED") out.type = Type::kDeleted;
-  else if (type == "BOOKMARK") out.type = Type::kBookmark;
+  out.type = type_of(type);
   return out;
+}
+
+WatchEvent::Type WatchEvent::type_of(std::string_view type) {
+  if (type == "ADDED") return Type::kAdded;
+  if (type == "MODIFIED") return Type::kModified;
+  if (type == "DELETED") return Type::kDeleted;
+  if (type == "BOOKMARK") return Type::kBookmark;
+  if (type == "ERROR") return Type::kError;
+  return Type::kIgnored;
 }
 
 }  // namespace kubedist::kube

@@ -1,7 +1,9 @@
 // One event of a Kubernetes watch stream, read into its parts, and what the stream should do after it.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,17 @@ struct WatchEvent {
   std::string error_message;     // kError: the Status message
 
   static WatchEvent parse(nlohmann::json event);
+  // The type an event's "type" names: kIgnored for an unknown one (kError for ERROR).
+  static Type type_of(std::string_view type);
+};
+
+// A watch event that a decoder of its kind read straight into the cache's projection T, without the JSON tree
+// (Informer::set_decoder): the event without its object, the object's key, and its projection.
+template <typename T>
+struct DecodedEvent {
+  WatchEvent event;            // event.object stays null
+  std::string key;             // "namespace/name" (for kAdded, kModified, kDeleted)
+  std::optional<T> projected;  // nullopt: the object could not be projected (skipped, as Store::project skips it)
 };
 
 // After an event: read on, open a new watch from the last resourceVersion, or list everything again.

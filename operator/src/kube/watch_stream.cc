@@ -81,21 +81,44 @@ void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
     const auto started = clock_.now();
     const auto watch_bound = std::chrono::seconds(options_.watch_timeout_s) + kWatchSilenceBound;
     watchdog_.expect_within(watch_bound, started);
-    auto r = client_.watch(with_query(true), [&](nlohmann::json& raw) {
-      saw_event = true;
-      watchdog_.expect_within(watch_bound, clock_.now());
-      if (stop.stop_requested()) return false;
-      const WatchEvent event = WatchEvent::parse(std::move(raw));  // a copy would cost as much as the parse
+    // After one event: log a watch error, remember how far the stream got, and say whether to read on.
+    auto done = [&](const WatchEvent& event, AfterEvent next) {
       if (event.type == WatchEvent::Type::kError) {
         log_info("informer", options_.list_path + ": watch error " + std::to_string(event.error_code) + ", " +
                                  event.error_message);
       }
-      after = sink.event(event);
+      after = next;
       if (event.type != WatchEvent::Type::kError && event.type != WatchEvent::Type::kIgnored) {
         resource_version_ = event.resource_version;
       }
       return after == AfterEvent::kContinue;
-    });
+    };
+    auto seen = [&] {
+      saw_event = true;
+      watchdog_.expect_within(watch_bound, clock_.now());
+      return !stop.stop_requested();
+    };
+    Result<void> r;
+    if (sink.line) {
+      std::optional<Error> malformed;
+      r = client_.watch_lines(with_query(true), [&](const std::string& line) {
+        if (line.empty()) return true;
+        if (!seen()) return false;
+        auto read = sink.line(line);
+        if (!read) {
+          malformed = Error{Error::Kind::kRetryable, "malformed watch event", 0};
+          return false;
+        }
+        return done(read->first, read->second);
+      });
+      if (malformed) r = *malformed;
+    } else {
+      r = client_.watch(with_query(true), [&](nlohmann::json& raw) {
+        if (!seen()) return false;
+        const WatchEvent event = WatchEvent::parse(std::move(raw));  // a copy would cost as much as the parse
+        return done(event, sink.event(event));
+      });
+    }
     if (stop.stop_requested()) break;
     if (after == AfterEvent::kRelist) {
       need_relist = true;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -27,10 +29,15 @@ struct WatchOptions {
 
 class WatchStream {
  public:
+  // Reads one watch line and applies it (Sink::line).
+  using LineHandler = std::function<std::optional<std::pair<WatchEvent, AfterEvent>>(const std::string& line)>;
   struct Sink {
     std::function<void(const nlohmann::json& item)> listed;  // each object of a relist, page by page
     std::function<void(bool complete)> list_ended;           // complete: every page was read; else forget them
     std::function<AfterEvent(const WatchEvent&)> event;      // one watch event
+    // When set, instead of `event`: reads one watch line itself, without the JSON tree, and applies it; returns the
+    // event without its object and what to do next, nullopt when the line is not JSON (the watch is reopened).
+    LineHandler line;
   };
 
   // Reconnect delays: 200 ms doubling to 5 s, reset by a stream that brought events.

@@ -133,6 +133,27 @@ TEST(Store, AMalformedObjectIsSkipped) {
   EXPECT_TRUE(store.keys().empty());
 }
 
+TEST(Store, AnEventProjectedByADecoderChangesTheCacheAsTheParsedOneWould) {
+  auto store = make_store();
+  WatchEvent added;  // as a decoder hands it: no object
+  added.type = WatchEvent::Type::kAdded;
+  EXPECT_EQ(store.apply_projected(added, "ns/a", Item{"a", "job1"}).change, (Change{"ns/a", "job1"}));
+  EXPECT_EQ(store.by_index("job1"), (std::vector<Item>{{"a", "job1"}}));
+  WatchEvent modified;
+  modified.type = WatchEvent::Type::kModified;
+  EXPECT_FALSE(store.apply_projected(modified, "ns/a", Item{"a", "job1"}).change);  // nothing kept changed
+  EXPECT_FALSE(store.apply_projected(modified, "ns/a", std::nullopt).change);       // skipped, kept as it was
+  EXPECT_EQ(store.get("ns/a"), (Item{"a", "job1"}));
+  WatchEvent deleted;
+  deleted.type = WatchEvent::Type::kDeleted;
+  EXPECT_EQ(store.apply_projected(deleted, "ns/a", std::nullopt).change, (Change{"ns/a", "job1"}));
+  EXPECT_TRUE(store.keys().empty());
+  WatchEvent gone;
+  gone.type = WatchEvent::Type::kError;
+  gone.error_code = 410;
+  EXPECT_EQ(store.apply_projected(gone, "", std::nullopt).next, AfterEvent::kRelist);
+}
+
 TEST(Store, AReplaceReportsWhatIsGoneNewOrChanged) {
   auto store = make_store();
   store.apply(event("ADDED", object("kept", "job1", "1")));

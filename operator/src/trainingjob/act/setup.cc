@@ -14,6 +14,7 @@
 #include "trainingjob/act/integrations.h"
 #include "trainingjob/act/job_metrics.h"
 #include "trainingjob/act/launcher_poller.h"
+#include "trainingjob/act/pod_decoder.h"
 #include "trainingjob/act/reconciler.h"
 #include "trainingjob/api/parse.h"
 #include "trainingjob/gang/gang.h"
@@ -72,6 +73,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
         return job ? *job : TrainingJob{};
       });
   auto& pods = mgr.owns<PodFacts>({scoped("/api/v1", options.ns, "pods"), kJobNameLabel}, parse_pod_facts, job_key_of);
+  pods.set_decoder(decode_pod_event);  // the most frequent events: read without the JSON tree (pod_decoder.h)
   auto& services = mgr.owns<ServiceFacts>({scoped("/api/v1", options.ns, "services"), kJobNameLabel},
                                           parse_service_facts, [](const ServiceFacts& s) { return s.ns + "/" + s.name; });
   // Each namespace's rendezvous Secret: the reconciler creates it, the poller derives each job's secret from it. A

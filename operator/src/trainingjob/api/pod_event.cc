@@ -1,43 +1,32 @@
-// A pod watch event read with nlohmann's SAX interface straight into the pod's facts, its cache key and its
-// resourceVersion, without building the JSON tree: what decode_bench measures against the DOM path (json::parse,
-// WatchEvent::parse, parse_pod_facts). It reads the fields parse_pod_facts reads, with its rules.
-#pragma once
+#include "trainingjob/api/pod_event.h"
 
 #include <cstdint>
-#include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "kube/watch_event.h"
 #include "trainingjob/api/facts.h"
 #include "trainingjob/api/json_fields.h"
-#include "trainingjob/api/types.h"
 
-namespace kubedist::bench {
+namespace kubedist::trainingjob {
+namespace {
 
-struct PodEvent {
-  kube::WatchEvent::Type type = kube::WatchEvent::Type::kIgnored;
-  std::string key;  // "namespace/name"
-  std::string resource_version;
-  int error_code = 0;
-  std::string error_message;
-  trainingjob::PodFacts facts;
-};
-
-namespace detail {
-
+// nlohmann's SAX handler: it knows where it is by a stack of the objects and arrays it is in, each named by the
+// field that holds it (F), and keeps only the fields facts are made of; what lies below any other field is skipped
+// by counting its depth. Facts that depend on several fields (the trainer container's state, the controller owner)
+// are settled in finish(), since the API server may send status before spec.
 class PodEventSax {
  public:
   using json = nlohmann::json;
   explicit PodEventSax(PodEvent& out) : out_(out) { frames_.reserve(16); }
 
   bool null() {
+    scalar(here(), false);
     if (here() == F::kDelTs) deleting_ = false;
     return true;
   }
   bool boolean(bool v) {
+    scalar(here(), true);
     switch (here()) {
       case F::kOwnerCtrl: owner_.controller = v; break;
       case F::kDelTs: deleting_ = true; break;
@@ -45,15 +34,17 @@ class PodEventSax {
     }
     return true;
   }
-  bool number_integer(json::number_integer_t v) { return integer(v, true); }
-  bool number_unsigned(json::number_unsigned_t v) { return integer(static_cast<int64_t>(v), v <= INT64_MAX); }
+  bool number_integer(json::number_integer_t v) { return integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return integer(static_cast<int64_t>(v)); }
   bool number_float(json::number_float_t, const json::string_t&) {
+    scalar(here(), false);
     if (here() == F::kDelTs) deleting_ = true;
     return true;
   }
   bool binary(json::binary_t&) { return true; }
   bool string(json::string_t& s) {
-    trainingjob::PodFacts& f = out_.facts;
+    scalar(here(), false);
+    PodFacts& f = out_.facts;
     switch (here()) {
       case F::kType: type_ = s; break;
       case F::kNs: f.ns = s; break;
@@ -96,21 +87,15 @@ class PodEventSax {
 
   // After a successful parse: the event, with parse_pod_facts' rules for what depends on several fields.
   void finish() {
-    using Type = kube::WatchEvent::Type;
     if (!root_object_) return;
-    if (type_ == "ERROR") {
-      out_.type = Type::kError;
-      return;
-    }
-    if (!object_object_ || !metadata_object_) return;
-    if (type_ == "ADDED") out_.type = Type::kAdded;
-    else if (type_ == "MODIFIED") out_.type = Type::kModified;
-    else if (type_ == "DELETED") out_.type = Type::kDeleted;
-    else if (type_ == "BOOKMARK") out_.type = Type::kBookmark;
-    trainingjob::PodFacts& f = out_.facts;
+    out_.type = type_;
+    if (type_ == "ERROR" || !object_object_ || !metadata_object_) return;
+    out_.has_object = true;
+    out_.malformed = malformed_;
+    PodFacts& f = out_.facts;
     out_.key = f.ns + "/" + f.name;
     f.deleting = deleting_;
-    f.rank = trainingjob::node_rank_from_label(rank_);
+    f.rank = node_rank_from_label(rank_);
     if (f.phase.empty()) f.phase = "Pending";
     const std::string_view trainer = has_trainer_ ? std::string_view("trainer") : std::string_view(first_container_);
     for (const Terminated& t : terminated_) {
@@ -118,7 +103,7 @@ class PodEventSax {
       if (t.exit_code_set) f.exit_code = t.exit_code;
       if (f.failure_reason.empty()) f.failure_reason = t.reason;
       f.finished_at = t.finished;
-      f.termination_message = trainingjob::first_line(t.message, trainingjob::kMaxTerminationMessage);
+      f.termination_message = first_line(t.message, kMaxTerminationMessage);
     }
   }
 
@@ -173,8 +158,8 @@ class PodEventSax {
         if (k == "ownerReferences") return F::kOwners;
         break;
       case F::kLabels:
-        if (k == trainingjob::kJobNameLabel) return F::kJobLabel;
-        if (k == trainingjob::kNodeRankLabel) return F::kRankLabel;
+        if (k == kJobNameLabel) return F::kJobLabel;
+        if (k == kNodeRankLabel) return F::kRankLabel;
         break;
       case F::kOwner:
         if (k == "controller") return F::kOwnerCtrl;
@@ -240,13 +225,18 @@ class PodEventSax {
     return f.array ? element(f.id) : f.key;
   }
 
-  bool integer(int64_t v, bool fits) {
+  // What parse_pod_facts throws on (and the store skips): a container that is no object, a controller flag that is
+  // no boolean.
+  void scalar(F at, bool is_bool) {
+    if (at == F::kContainer || (at == F::kOwnerCtrl && !is_bool)) malformed_ = true;
+  }
+
+  bool integer(int64_t v) {  // exitCode as parse_pod_facts' get<int>() has it
+    scalar(here(), false);
     switch (here()) {
       case F::kTExit:
-        if (fits) {
-          cs_.exit_code_set = true;
-          cs_.exit_code = static_cast<int>(v);
-        }
+        cs_.exit_code_set = true;
+        cs_.exit_code = static_cast<int>(v);
         break;
       case F::kErrCode: out_.error_code = static_cast<int>(v); break;
       case F::kDelTs: deleting_ = true; break;
@@ -258,6 +248,7 @@ class PodEventSax {
   bool open(bool array) {
     const F at = here();
     if (at == F::kDelTs) deleting_ = true;
+    if (at == F::kOwnerCtrl || (at == F::kContainer && array)) malformed_ = true;
     if (skip_ > 0 || at == F::kOther) {  // nothing below is read: count the depth only
       ++skip_;
       return true;
@@ -288,7 +279,7 @@ class PodEventSax {
     const Frame f = frames_.back();
     frames_.pop_back();
     if (f.array) return true;
-    trainingjob::PodFacts& facts = out_.facts;
+    PodFacts& facts = out_.facts;
     switch (f.id) {
       case F::kOwner:
         if (owner_.controller && !owner_found_) {
@@ -297,9 +288,9 @@ class PodEventSax {
         }
         break;
       case F::kVolume:
-        facts.rdzv_secret = facts.rdzv_secret || volume_name_ == trainingjob::kRdzvSecretVolume ||
-                            volume_name_ == trainingjob::kNamespaceRdzvSecret;
-        facts.job_rdzv_secret = facts.job_rdzv_secret || volume_name_ == trainingjob::kRdzvSecretVolume;
+        facts.rdzv_secret = facts.rdzv_secret || volume_name_ == kRdzvSecretVolume ||
+                            volume_name_ == kNamespaceRdzvSecret;
+        facts.job_rdzv_secret = facts.job_rdzv_secret || volume_name_ == kRdzvSecretVolume;
         break;
       case F::kContainer:
         if (containers_++ == 0) first_container_ = container_name_;
@@ -323,6 +314,7 @@ class PodEventSax {
   PodEvent& out_;
   std::vector<Frame> frames_;
   int skip_ = 0;
+  bool malformed_ = false;
   bool root_object_ = false, object_object_ = false, metadata_object_ = false;
   std::string type_;
   bool deleting_ = false;
@@ -337,15 +329,14 @@ class PodEventSax {
   std::vector<Terminated> terminated_;
 };
 
-}  // namespace detail
+}  // namespace
 
-// Reads one watch event line; false when it is not JSON.
-inline bool parse_pod_event(std::string_view line, PodEvent& out) {
+bool read_pod_event(std::string_view line, PodEvent& out) {
   out = PodEvent{};
-  detail::PodEventSax sax(out);
+  PodEventSax sax(out);
   if (!nlohmann::json::sax_parse(line, &sax)) return false;
   sax.finish();
   return true;
 }
 
-}  // namespace kubedist::bench
+}  // namespace kubedist::trainingjob

@@ -1,0 +1,16 @@
+// The pod informer's decoder: a pod watch event read straight into PodFacts (api/pod_event.h) as the informer's
+// store takes it, without the JSON tree the other informers build.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "kube/watch_event.h"
+#include "trainingjob/api/types.h"
+
+namespace kubedist::trainingjob {
+
+// nullopt when the line is not JSON. An object parse_pod_facts would refuse is logged and not projected.
+std::optional<kube::DecodedEvent<PodFacts>> decode_pod_event(std::string_view line);
+
+}  // namespace kubedist::trainingjob

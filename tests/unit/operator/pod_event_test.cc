@@ -1,0 +1,121 @@
+// The pod informer's decoder (api/pod_event.h, act/pod_decoder.h): a watch line read by SAX into the same facts,
+// key and resourceVersion as json::parse + WatchEvent::parse + parse_pod_facts give, and refusing what they refuse.
+#include "trainingjob/api/pod_event.h"
+
+#include <gtest/gtest.h>
+
+#include "kube/watch_event.h"
+#include "trainingjob/act/pod_decoder.h"
+#include "trainingjob/api/facts.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+// Pods of every shape the DOM path reads: fields in any order, absent, null, of other types, deep unknown ones.
+const char* const kPods[] = {
+    R"({"metadata": {"name": "resnet-node-2", "uid": "p2", "labels": {"kubedist.io/node-rank": "2"},
+        "ownerReferences": [{"uid": "other", "controller": false}, {"uid": "uid-1", "controller": true},
+                            {"uid": "second", "controller": true}]},
+        "spec": {"containers": [{"name": "side"}, {"name": "trainer"}]},
+        "status": {"phase": "Failed", "startTime": "2026-01-01T00:00:00Z",
+                   "conditions": [{"type": "Ready", "status": "False"}],
+                   "containerStatuses": [
+                     {"name": "side", "state": {"terminated": {"exitCode": 0}}},
+                     {"name": "trainer", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}})",
+    // status before spec: the trainer is known only at the end
+    R"({"status": {"reason": "Evicted", "containerStatuses": [
+          {"name": "main", "state": {"terminated": {"exitCode": 3, "reason": "Error", "finishedAt": "t1",
+                                                    "message": "\n\u00e9 first line\nsecond"}}},
+          {"name": "other", "state": {"terminated": {"exitCode": 4}}}, 7, {"state": "odd"}]},
+        "metadata": {"namespace": "n", "name": "j-node-0", "deletionTimestamp": "2026-12-03T05:00:00Z",
+                     "labels": {"kubedist.io/node-rank": "0", "kubedist.io/job-name": "j"}},
+        "spec": {"containers": [{"name": "main", "image": "x", "env": [{"name": "A", "value": "b"}]}],
+                 "nodeName": "gpu-2", "volumes": [{"name": "kubedist-rendezvous"}, "bad", {"name": 3}]}})",
+    R"({"metadata": {"name": "x", "labels": {"kubedist.io/node-rank": "01"}, "deletionTimestamp": null,
+                     "managedFields": [{"fieldsV1": {"f:spec": {"f:containers": {"k:{\"name\":\"trainer\"}": {}}}}}]},
+        "spec": {"volumes": [{"name": "kubedist-rdzv", "secret": {"secretName": "x-rdzv"}}],
+                 "containers": [{"name": "a"}, {"name": "b"}]},
+        "status": {"phase": 3, "podIP": "10.0.0.7", "conditions": [
+          "odd", {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                  "lastTransitionTime": "2026-12-03T05:00:01Z"},
+          {"type": "Ready", "status": "True"}],
+          "containerStatuses": [{"name": "b", "state": {"terminated": {"exitCode": 1.5, "reason": "Error"}}},
+                                {"name": "a", "state": {"terminated": {"exitCode": 18446744073709551615}}}]}})",
+    R"({"metadata": {"name": "y", "labels": {"kubedist.io/node-rank": "1234567"}, "deletionTimestamp": {"x": 1}},
+        "spec": "bad", "status": [1, 2]})",
+    R"({"metadata": {"name": "z", "labels": {"kubedist.io/node-rank": "999999"}}, "spec": {"containers": []}})",
+    R"({"metadata": {"name": "w", "labels": "none", "ownerReferences": "none"}})",
+    R"({"metadata": {}})",
+};
+
+json event_of(const char* pod, const char* type = "MODIFIED") {
+  return {{"type", type}, {"object", json::parse(pod)}};
+}
+
+TEST(ReadPodEvent, ReadsWhatTheDomPathReadsFromPodsOfEveryShape) {
+  for (const char* pod : kPods) {
+    for (const char* type : {"ADDED", "MODIFIED", "DELETED"}) {
+      const json event = event_of(pod, type);
+      PodEvent read;
+      ASSERT_TRUE(read_pod_event(event.dump(), read)) << pod;
+      const kube::WatchEvent dom = kube::WatchEvent::parse(event);
+      EXPECT_EQ(kube::WatchEvent::type_of(read.type), dom.type) << pod;
+      EXPECT_TRUE(read.has_object);
+      EXPECT_FALSE(read.malformed) << pod;
+      EXPECT_EQ(read.key, kube::object_key(dom.object)) << pod;
+      EXPECT_EQ(read.resource_version, dom.resource_version) << pod;
+      EXPECT_EQ(read.facts, parse_pod_facts(dom.object)) << pod;
+    }
+  }
+}
+
+TEST(ReadPodEvent, FlagsWhatParsePodFactsRefuses) {
+  for (const char* pod : {R"({"metadata": {"name": "a"}, "spec": {"containers": ["trainer"]}})",
+                          R"({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "trainer"}, [1]]}})",
+                          R"({"metadata": {"name": "a", "ownerReferences": [{"uid": "u", "controller": "yes"}]}})",
+                          R"({"metadata": {"name": "a", "ownerReferences": [{"uid": "u", "controller": null}]}})"}) {
+    EXPECT_THROW(parse_pod_facts(json::parse(pod)), std::exception) << pod;
+    PodEvent read;
+    ASSERT_TRUE(read_pod_event(event_of(pod).dump(), read));
+    EXPECT_TRUE(read.malformed) << pod;
+    auto decoded = decode_pod_event(event_of(pod).dump());
+    ASSERT_TRUE(decoded.has_value());
+    EXPECT_EQ(decoded->event.type, kube::WatchEvent::Type::kModified);
+    EXPECT_EQ(decoded->key, "/a");
+    EXPECT_FALSE(decoded->projected.has_value()) << pod;
+  }
+}
+
+TEST(DecodePodEvent, ErrorsBookmarksAndObjectsWithoutMetadataAsWatchEventHasThem) {
+  using Type = kube::WatchEvent::Type;
+  auto gone = decode_pod_event(R"({"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old"}})");
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->event.type, Type::kError);
+  EXPECT_EQ(gone->event.error_code, 410);
+  EXPECT_EQ(gone->event.error_message, "too old");
+  auto bookmark = decode_pod_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"77"}}})");
+  ASSERT_TRUE(bookmark.has_value());
+  EXPECT_EQ(bookmark->event.type, Type::kBookmark);
+  EXPECT_EQ(bookmark->event.resource_version, "77");
+  for (const char* ignored : {R"({"type":"ADDED","object":{"spec":{}}})", R"({"type":"ADDED","object":[1]})",
+                              R"({"type":"SOMETHING","object":{"metadata":{"name":"a"}}})", R"([1, 2])", "3"}) {
+    auto decoded = decode_pod_event(ignored);
+    ASSERT_TRUE(decoded.has_value()) << ignored;
+    EXPECT_EQ(decoded->event.type, Type::kIgnored) << ignored;
+    EXPECT_EQ(decoded->event.type, kube::WatchEvent::parse(json::parse(ignored)).type) << ignored;
+  }
+  for (const char* bad : {"", "{", R"({"type":"ADDED","object":{"metadata":{"name":"a"}})", "{\"a\":1} x"}) {
+    EXPECT_FALSE(decode_pod_event(bad).has_value()) << bad;
+  }
+  auto deleted = decode_pod_event(R"({"type":"DELETED","object":{"metadata":{"namespace":"n","name":"p",
+    "resourceVersion":"9"}}})");
+  ASSERT_TRUE(deleted.has_value());
+  EXPECT_EQ(deleted->event.type, Type::kDeleted);
+  EXPECT_EQ(deleted->key, "n/p");
+  EXPECT_EQ(deleted->event.resource_version, "9");
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
