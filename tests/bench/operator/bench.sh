@@ -9,7 +9,7 @@
 #       every run, the medians and the ratios
 #   env: JOBS (200), NODES (8), WORKERS (16), RUNS (2), KUBEDIST_NODES (fake nodes, 16: room for 1,600 pods),
 #        NAMESPACES (1; kubedist alone: the jobs spread round-robin over that many namespaces, the operator watching
-#        all of them)
+#        all of them), BENCH_CLUSTER (bench-op: the cluster's name, brought up fresh and down again)
 #
 # Kubeflow's operator (built by `deploy/local/tools.sh bench`) runs as a local process with its defaults, as its
 # manifests deploy it (1 controller thread, client QPS 20, burst 30), and once more with
@@ -25,7 +25,7 @@ jobs=${JOBS:-200}
 nodes=${NODES:-8}
 workers=${WORKERS:-16}
 runs=${RUNS:-2}
-cluster=bench-op
+cluster=${BENCH_CLUSTER:-bench-op}
 export KUBEDIST_CACHE=${KUBEDIST_CACHE:-$repo/.cache}
 export KUBEDIST_NODES=${KUBEDIST_NODES:-16} KUBEDIST_REAL_NODES=0 KUBEDIST_AUDIT=1
 # Pod addresses outside loopback (the API server refuses loopback ones in a Service's endpoints, and the endpoint
