@@ -146,7 +146,7 @@ std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
        "                           try to grow back D after each change (default 30s)\n"},
       {{"--node-lost-grace"}, false,
        duration_ms([o](long ms) { o->node_lost_grace_s = ms / 1000; }, whole_seconds, 1000, 86400000, grace),
-       "  --node-lost-grace D      pods on a node NotReady longer than D are force-deleted and recreated (default 60s)\n"},
+       "  --node-lost-grace D      pods on a node NotReady longer than D are deleted and recreated (forced once the node is gone) (default 60s)\n"},
       {{"--launcher-poll-interval"}, false,
        duration_ms([o](long ms) { o->launcher_poll_interval_ms = ms; }, [](long ms) { return ms == 0 || ms >= 100; },
                    0, 3600000, "0 (off) or a duration from 100ms to 1h (e.g. 10s)"),

@@ -244,7 +244,7 @@ try:
               ("delete", "workloads.scheduling.k8s.io"), ("create", "podgroups.scheduling.k8s.io"),
               ("watch", "podgroups.scheduling.k8s.io"), ("delete", "podgroups.scheduling.k8s.io"),
               ("create", "secrets"), ("get", "secrets=kubedist-rendezvous"), ("watch", "secrets=kubedist-rendezvous"),
-              ("list", "nodes")]
+              ("list", "nodes"), ("get", "nodes")]
     missing = [f"{v} {r}" for v, r in needed if not can(v, r)]
     check(not missing, "the chart's ServiceAccount may do all the operator needs" + (f" (missing: {missing})" if missing else ""))
     check(can("create", "leases.coordination.k8s.io", ns) and can("patch", f"leases.coordination.k8s.io={release}-kubedist", ns)

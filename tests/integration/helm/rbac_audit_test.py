@@ -161,6 +161,26 @@ def scenario(ns, mode):
                lambda: kubectl("-n", ns, "get", "workloads.kueue.x-k8s.io", "s", ok=False).returncode != 0)
     kubectl("delete", "clusterqueue", flavor, "--wait=false", ok=False)
     kubectl("delete", "resourceflavor", flavor, "--wait=false", ok=False)
+    if mode == "cluster":
+        # A node deleted under a job's pod (nodes are watched cluster-wide only): the operator asks for the node
+        # (a 404 confirms it gone) before it force-deletes the pod.
+        node = f"{ns}-lost"
+        apply({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": node, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                            "labels": {"kubernetes.io/hostname": node, "type": "kwok", "kubedist.io/test-pool": ns}},
+               "spec": {"taints": [{"key": "kubedist.io/test-pool", "value": ns, "effect": "NoSchedule"}]},
+               "status": {"capacity": {"cpu": "8", "memory": "64Gi", "pods": "10"},
+                          "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "10"}}})
+        lost = job("n", 1)
+        lost["spec"]["template"]["spec"].update({
+            "nodeSelector": {"kubedist.io/test-pool": ns},
+            "tolerations": [{"key": "kubedist.io/test-pool", "operator": "Equal", "value": ns, "effect": "NoSchedule"}]})
+        apply(lost, ns)
+        eventually(60, "n-node-0 running on its own node",
+                   lambda: jp(ns, "pod/n-node-0", "{.spec.nodeName} {.status.phase}") == f"{node} Running")
+        kubectl("delete", "node", node, "--wait=false")
+        eventually(60, "n-node-0 lost with its deleted node", lambda: has_event(ns, "n", "PodLost"))
+        kubectl("-n", ns, "delete", "tj", "n")
 
 
 def granted_rules(docs, sa_ns):

@@ -62,13 +62,15 @@ TEST(DecideLostPods, ANotReadyNodeWithinItsGraceAsksToComeBackWhenTheGraceEnds) 
   o.node_lost_grace_s = 60;
   o.nodes = {NodeFacts{"n0", false, format_rfc3339(kNow - 20), false, ""}};
   DecideState s(job, o, kNow);
-  EXPECT_EQ(node_lost(s, s.live[0]), "");
+  EXPECT_FALSE(node_lost(s, s.live[0]).lost());
   EXPECT_EQ(s.plan.requeue_after_s, 40);
   DecideState later(job, o, kNow + 61);
-  EXPECT_EQ(node_lost(later, later.live[0]), "node n0 has been NotReady for 81s");
+  const NodeLoss late = node_lost(later, later.live[0]);
+  EXPECT_EQ(late.why, "node n0 has been NotReady for 81s");
+  EXPECT_FALSE(late.force);  // NotReady is not gone: the pod may still run there
   o.nodes_watched = false;  // without the node watch, no node is judged
   DecideState blind(job, o, kNow + 61);
-  EXPECT_EQ(node_lost(blind, blind.live[0]), "");
+  EXPECT_FALSE(node_lost(blind, blind.live[0]).lost());
 }
 
 TEST(DecideLostPods, ALostPodPastTheTargetIsDeletedButNotCounted) {

@@ -291,6 +291,18 @@ TEST(ParseNodeFacts, ReadyCordonedAndNotReadySince) {
   EXPECT_EQ(fresh.schedulable_since, "2026-12-03T05:00:09Z");
 }
 
+TEST(ParseNodeFacts, TheOutOfServiceTaintAloneMarksANodeOutOfService) {
+  auto n = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-1"}, "spec": {"taints": [
+    {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]}})"));
+  EXPECT_TRUE(n.out_of_service);
+  for (const char* spec : {R"({"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]})",
+                           R"({"taints": "bad"})", R"({"taints": [3, null, {"key": 5}]})", R"({"taints": {}})"}) {
+    nlohmann::json node = {{"metadata", {{"name", "x"}}}, {"spec", nlohmann::json::parse(spec)}};
+    EXPECT_FALSE(parse_node_facts(node).out_of_service) << spec;
+  }
+}
+
 TEST(ParsePodFacts, NodeIpAndUnschedulableSince) {
   auto p = parse_pod_facts(nlohmann::json::parse(R"({"metadata": {"name": "j-node-0", "namespace": "n"},
     "spec": {"nodeName": "gpu-2", "containers": [{"name": "trainer"}]},
@@ -321,11 +333,12 @@ TEST(ParsePodFacts, KeepsTheFirstLineOfTheTrainersTerminationMessage) {
   EXPECT_EQ(f.termination_message, std::string(kMaxTerminationMessage - 1, 'x'));
 }
 
-TEST(StatusJson, LauncherElasticLostPodsAndLastFailureRoundTripAndClear) {
+TEST(StatusJson, LauncherElasticLostAndFailedPodsAndLastFailureRoundTripAndClear) {
   Status s;
   s.launcher = {"uid-0", {{"worker_crash", 2}}, 0, 0, ""};
   s.elastic = {3, "Unschedulable", "2026-12-03T05:00:01Z", 4};
   s.lost_pods = {"p1"};
+  s.failed_pods = {"p2", "p3"};
   s.last_failure = LastFailure{"2026-12-03T05:00:07Z", "j-node-1", "n1", 3, "Error", "worker rank 3 exited with code 3"};
   EXPECT_EQ(parse_status(status_to_json(s)), s);
   s.last_failure->exit_code.reset();  // ended by a signal the kubelet reported without a code, or evicted
@@ -334,6 +347,7 @@ TEST(StatusJson, LauncherElasticLostPodsAndLastFailureRoundTripAndClear) {
   EXPECT_TRUE(cleared["launcher"].is_null());
   EXPECT_TRUE(cleared["elastic"].is_null());
   EXPECT_TRUE(cleared["lostPods"].is_null());
+  EXPECT_TRUE(cleared["failedPods"].is_null());
   EXPECT_TRUE(cleared["lastFailure"].is_null());
 }
 

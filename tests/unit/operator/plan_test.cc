@@ -634,11 +634,14 @@ std::vector<NodeFacts> up(const std::vector<std::string>& names) {
   return out;
 }
 
+// The pods' nodes of running_job() missing from `nodes` are deleted: the act layer's GET answered 404 for them.
 Observed observed(const std::vector<PodFacts>& ps, std::vector<NodeFacts> nodes) {
   Observed o;
   o.pods = ps;
   o.service_exists = true;
   o.nodes_watched = true;
+  for (int rank = 0; rank < 4; ++rank) o.nodes_gone.insert(node_of(rank));
+  for (const auto& n : nodes) o.nodes_gone.erase(n.name);
   o.nodes = std::move(nodes);
   o.node_lost_grace_s = 60;
   return o;
@@ -716,18 +719,22 @@ TEST(Decide, ARestartCountFromBeforeRestartsByReasonIsPodFailures) {
   EXPECT_EQ(p.status.restarts, 2);
 }
 
-TEST(Decide, ANodeNotYetInTheCacheIsGivenTheGraceBeforeItsYoungPodIsLost) {
+TEST(Decide, ANodeMissingFromTheCacheLosesItsPodsOnlyOnceTheApiServerConfirmsItGone) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
-  ps[3].node_name = "brand-new";  // just bound to a node the node watch has not delivered yet
-  ps[3].start_time = format_rfc3339(kNow + 4);
+  ps[3].node_name = "brand-new";  // bound to a node the node watch has not delivered (or the GET could not tell)
   auto p = decide(job, observed(ps, up({"n0", "n1", "n2"})), kNow + 5);
   EXPECT_TRUE(p.delete_pods.empty());
-  ASSERT_TRUE(p.requeue_after_s.has_value());
-  EXPECT_EQ(*p.requeue_after_s, 59);  // node_lost_grace_s 60
-  // Still unknown a grace later: the node was deleted.
-  auto later = decide(job, observed(ps, up({"n0", "n1", "n2"})), kNow + 64);
+  EXPECT_EQ(p.status, job.status);
+  EXPECT_EQ(p.requeue_after_s, 5);  // looked at again soon
+  // However long it stays unknown, a cache miss alone never loses the pod.
+  EXPECT_TRUE(decide(job, observed(ps, up({"n0", "n1", "n2"})), kNow + 3600).delete_pods.empty());
+  // The API server answered 404 for it: deleted, its pod forced.
+  Observed gone = observed(ps, up({"n0", "n1", "n2"}));
+  gone.nodes_gone.insert("brand-new");
+  auto later = decide(job, gone, kNow + 6);
   EXPECT_EQ(later.delete_pods, (std::vector<PodDeletion>{{"resnet-node-3", "pod-3", true}}));
+  EXPECT_EQ(later.status.restarts_by_reason["node_lost"], 1);
 }
 
 TEST(Decide, APodStuckTerminatingOnALostNodeIsForced) {
@@ -752,7 +759,7 @@ TEST(Decide, NodeZeroLostIsRecreatedFirst) {
   EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 2);
 }
 
-TEST(Decide, ANotReadyNodeLosesItsPodsOnlyAfterTheGrace) {
+TEST(Decide, ANotReadyNodeLosesItsPodsOnlyAfterTheGraceAndWithoutForce) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);
   std::vector<NodeFacts> nodes = up({"n0", "n1", "n2", "n3"});
@@ -762,11 +769,155 @@ TEST(Decide, ANotReadyNodeLosesItsPodsOnlyAfterTheGrace) {
   EXPECT_EQ(early.requeue_after_s, 40);
   EXPECT_EQ(early.status.restarts, 0);
   auto late = decide(job, observed(ps, nodes), kNow + 40);
-  ASSERT_EQ(late.delete_pods.size(), 1u);
-  EXPECT_TRUE(late.delete_pods[0].force);
+  // Deleted, not forced: the node may merely be cut off, its pod still running there under the same hostname.
+  EXPECT_EQ(late.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", false}}));
   EXPECT_EQ(late.status.restarts_by_reason["node_lost"], 1);
   EXPECT_NE(late.events.back().message.find("node n2 has been NotReady for 60s"), std::string::npos)
       << late.events.back().message;
+  EXPECT_NE(late.events.back().message.find("once its node confirms the deletion or is confirmed gone"),
+            std::string::npos);
+  // Terminating and unconfirmed, it stays: no force, no new pod of its name, no second count.
+  job.status = late.status;
+  ps[2].deleting = true;
+  auto waiting = decide(job, observed(ps, nodes), kNow + 100);
+  EXPECT_TRUE(waiting.delete_pods.empty());
+  EXPECT_TRUE(waiting.create_ranks.empty());
+  EXPECT_EQ(waiting.status.restarts, 1);
+  EXPECT_EQ(waiting.status.phase, JobPhase::kRestarting);
+  // Out of service (the administrator's taint) or deleted: now it is forced, and recreated once gone.
+  nodes[2].out_of_service = true;
+  EXPECT_EQ(decide(job, observed(ps, nodes), kNow + 101).delete_pods,
+            (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", true}}));
+  nodes.erase(nodes.begin() + 2);
+  auto deleted = decide(job, observed(ps, nodes), kNow + 102);
+  EXPECT_EQ(deleted.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", true}}));
+  EXPECT_EQ(deleted.status.restarts, 1);
+}
+
+TEST(Decide, AnOutOfServiceNodeLosesItsPodsAtOnceAndForced) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  std::vector<NodeFacts> nodes = up({"n0", "n1", "n2", "n3"});
+  nodes[1] = NodeFacts{"n1", false, format_rfc3339(kNow - 1), false, "", true};
+  auto p = decide(job, observed(ps, nodes), kNow);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-1", "pod-1", true}}));
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_NE(p.events.back().message.find("node n1 is out of service (taint node.kubernetes.io/out-of-service)"),
+            std::string::npos)
+      << p.events.back().message;
+  // A Ready node with the taint is not judged lost here: the taint's NoExecute evicts its pods, which then count.
+  nodes[1] = NodeFacts{"n1", true, "", false, "", true};
+  EXPECT_TRUE(decide(job, observed(ps, nodes), kNow).delete_pods.empty());
+}
+
+TEST(Decide, NodeZeroFinishedIsAFinishedJobWhoseOtherPodsAreStoppedNotRecreated) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[0].phase = "Succeeded";  // node 0's launcher, the rendezvous host, exited 0 after training at world size 2
+  ps[0].exit_code = 0;
+  ps.erase(ps.begin() + 3);   // node 3's pod vanished with its node
+  // Node 2's node was deleted (a lost node while the group went on without it); node 1 still runs.
+  auto p = decide(job, observed(ps, up({"n0", "n1"})), kNow + 5);
+  EXPECT_EQ(p.status.phase, JobPhase::kSucceeded);
+  const Condition* c = find_condition(p.status, ConditionType::kSucceeded);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "GroupFinished");
+  EXPECT_EQ(c->message,
+            "node 0 (pod resnet-node-0) finished the training: its launcher, the rendezvous host, exited 0; "
+            "stopping pods resnet-node-1, resnet-node-2");
+  EXPECT_TRUE(has_event(p, "GroupFinished"));
+  EXPECT_EQ(p.status.completion_time, format_rfc3339(kNow + 5));
+  // Stopped, forced only where the node is confirmed gone; nothing recreated, no loss counted.
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-1", "pod-1", false}, {"resnet-node-2", "pod-2", true}}));
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_EQ(p.status.restarts, 0);
+  EXPECT_FALSE(has_event(p, "PodLost"));
+  EXPECT_FALSE(condition_true(p.status, ConditionType::kRunning));
+  // The next pass finds a finished job: nothing is recreated for the stopped pods.
+  job.status = p.status;
+  ps[1].deleting = true;
+  ps.erase(ps.begin() + 2);
+  auto next = decide(job, observed(ps, up({"n0", "n1"})), kNow + 6);
+  EXPECT_EQ(next.status.phase, JobPhase::kSucceeded);
+  EXPECT_TRUE(next.create_ranks.empty());
+  EXPECT_TRUE(next.delete_pods.empty());  // stopping on a node that answers: left to its kubelet
+  EXPECT_EQ(next.status.restarts, 0);
+  // Its node stops reporting, then is confirmed shut down: the stopped pod is forced, still nothing recreated.
+  std::vector<NodeFacts> nodes = up({"n0", "n1"});
+  nodes[1] = NodeFacts{"n1", false, format_rfc3339(kNow), false, ""};
+  EXPECT_TRUE(decide(job, observed(ps, nodes), kNow + 600).delete_pods.empty());
+  nodes[1].out_of_service = true;
+  auto forced = decide(job, observed(ps, nodes), kNow + 601);
+  EXPECT_EQ(forced.delete_pods, (std::vector<PodDeletion>{{"resnet-node-1", "pod-1", true}}));
+  EXPECT_TRUE(forced.create_ranks.empty());
+  EXPECT_EQ(forced.status.phase, JobPhase::kSucceeded);
+}
+
+TEST(Decide, NodeZeroFinishedOutweighsAnotherNodesFailureOrNotReadyNode) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  job.spec.backoff_limit = 0;
+  ps[0].phase = "Succeeded";
+  ps[0].exit_code = 0;
+  ps[1] = pod(1, "Failed", 1);  // its launcher lost the finished host
+  ps[1].node_name = "n1";
+  std::vector<NodeFacts> nodes = up({"n0", "n1", "n2", "n3"});
+  nodes[3] = NodeFacts{"n3", false, format_rfc3339(kNow - 600), false, ""};  // NotReady long past the grace
+  auto p = decide(job, observed(ps, nodes), kNow);
+  EXPECT_EQ(p.status.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kSucceeded)->reason, "GroupFinished");
+  EXPECT_EQ(p.status.restarts, 0);  // neither a pod failure (backoffLimit 0 would have failed the job) nor a loss
+  EXPECT_FALSE(p.status.last_failure.has_value());
+  // Node 1's failed pod stays for its logs (cleanPodPolicy Running); the running ones are stopped, none forced.
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", false}, {"resnet-node-3", "pod-3", false}}));
+  // All nodes finished together: still AllNodesSucceeded.
+  for (auto& pod : ps) pod.phase = "Succeeded", pod.exit_code = 0;
+  auto all = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow);
+  EXPECT_EQ(find_condition(all.status, ConditionType::kSucceeded)->reason, "AllNodesSucceeded");
+  EXPECT_TRUE(all.delete_pods.empty());
+}
+
+TEST(Decide, AFailedPodIsCountedOnceThoughItsDeleteDidNotLand) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  job.spec.backoff_limit = 1;
+  ps[1] = pod(1, "Failed", 137);
+  ps[1].node_name = "n1";
+  const Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  auto first = decide(job, o, kNow);
+  EXPECT_EQ(first.delete_pods, (std::vector<PodDeletion>{{"resnet-node-1", "pod-1", false}}));
+  EXPECT_EQ(first.status.restarts_by_reason.at(kRestartPodFailure), 1);
+  EXPECT_EQ(first.status.failed_pods, (std::vector<std::string>{"pod-1"}));
+  // Deciding again from the same (unwritten) status counts the same failure, no more: a status write that failed
+  // leaves the pod in place (the act layer deletes only after writing), and the next pass counts it then.
+  EXPECT_EQ(decide(job, o, kNow + 1).status.restarts_by_reason.at(kRestartPodFailure), 1);
+  // Written, then the operator crashed before the DELETE (or the DELETE failed): the pod is deleted again, not
+  // counted again, and backoffLimit 1 is not exceeded by it.
+  job.status = first.status;
+  auto again = decide(job, o, kNow + 2);
+  EXPECT_EQ(again.delete_pods, (std::vector<PodDeletion>{{"resnet-node-1", "pod-1", false}}));
+  EXPECT_EQ(again.status.restarts_by_reason.at(kRestartPodFailure), 1);
+  EXPECT_EQ(again.status.restarts, 1);
+  EXPECT_EQ(again.status.phase, JobPhase::kRestarting);
+  EXPECT_FALSE(has_event(again, "PodFailed"));
+  EXPECT_EQ(again.status.launcher.absorb, first.status.launcher.absorb);
+  // Gone: recreated and forgotten; its replacement failing too is a second failure, past backoffLimit 1.
+  job.status = again.status;
+  ps[1].deleting = true;
+  EXPECT_TRUE(decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 3).create_ranks.empty());
+  ps.erase(ps.begin() + 1);
+  auto gone = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 4);
+  EXPECT_EQ(gone.create_ranks, (std::vector<int>{1}));
+  EXPECT_TRUE(gone.status.failed_pods.empty());
+  EXPECT_EQ(gone.status.restarts, 1);
+  job.status = gone.status;
+  auto replacement = pod(1, "Failed", 137);
+  replacement.uid = "pod-1b";
+  replacement.node_name = "n1";
+  ps.insert(ps.begin() + 1, replacement);
+  auto second = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 5);
+  EXPECT_EQ(second.status.phase, JobPhase::kFailed);
+  EXPECT_EQ(find_condition(second.status, ConditionType::kFailed)->reason, "BackoffLimitExceeded");
 }
 
 TEST(Decide, NodesNotWatchedJudgeNoNodeLoss) {

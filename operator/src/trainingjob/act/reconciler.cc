@@ -106,6 +106,7 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   if (extras_.nodes != nullptr && extras_.nodes->synced()) {
     o.nodes_watched = true;
     o.nodes = extras_.nodes->by_index("");
+    confirm_missing_nodes(o);
   }
   if (extras_.launcher) o.launcher = extras_.launcher(key);
   for (const auto& [integration, caches] : extras_.integrations) {
@@ -115,6 +116,24 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   o.unschedulable_grace_s = extras_.unschedulable_grace_s;
   o.node_lost_grace_s = extras_.node_lost_grace_s;
   return o;
+}
+
+void Reconciler::confirm_missing_nodes(Observed& o) {
+  std::set<std::string> known;
+  for (const auto& node : o.nodes) known.insert(node.name);
+  for (const auto& pod : o.pods) {
+    // A pod that succeeded keeps its verdict whatever became of its node (lost_pods.cc): no need to ask.
+    if (pod.node_name.empty() || pod.phase == "Succeeded" || known.count(pod.node_name) != 0) continue;
+    known.insert(pod.node_name);
+    auto r = client_.get("/api/v1/nodes/" + pod.node_name);
+    if (r) {
+      o.nodes.push_back(parse_node_facts(*r));  // there after all: the node watch has not shown it yet
+    } else if (r.error().kind == Error::Kind::kNotFound) {
+      o.nodes_gone.insert(pod.node_name);
+    } else {
+      log_warn("reconciler", "cannot tell whether node " + pod.node_name + " exists: " + r.error().message);
+    }
+  }
 }
 
 Result<std::string> Reconciler::write_status(const TrainingJob& job, const Status& status) {
@@ -268,6 +287,31 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     refused_.erase(key);
   }
+  for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
+
+  // The status is written before any pod is deleted: a deleted pod is gone from what the next pass sees, so a
+  // restart counted for it (a failure, a loss) must be stored first. A pass that stops in between (a conflict, a
+  // crash, a lost lease) leaves the pod in place, and status.failedPods/lostPods keep it from counting twice.
+  std::chrono::milliseconds held_back{0};
+  if (!(plan.status == job->status) && (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0 &&
+      (held_back = hold_progress(key, job->status, plan.status)).count() == 0) {
+    auto r = write_status(*job, plan.status);
+    if (!r && r.error().kind == Error::Kind::kConflict) {
+      // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
+      // version, which the job's watch event usually brings first; the timer covers a slow watch.
+      remember_expected();  // the pods created above
+      return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    }
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      remember_expected();
+      return ReconcileResult::failed("update status of " + key, r.error());
+    }
+    if (r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      progress_writes_.written(key, std::chrono::steady_clock::now());
+      if (!r->empty()) written_[key] = {*r, std::chrono::steady_clock::now()};
+    }
+  }
   for (const auto& d : plan.delete_pods) {
     json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
     if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion
@@ -279,26 +323,6 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     }
   }
   remember_expected();
-  for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
-
-  std::chrono::milliseconds held_back{0};
-  if (!(plan.status == job->status) && (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0 &&
-      (held_back = hold_progress(key, job->status, plan.status)).count() == 0) {
-    auto r = write_status(*job, plan.status);
-    if (!r && r.error().kind == Error::Kind::kConflict) {
-      // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
-      // version, which the job's watch event usually brings first; the timer covers a slow watch.
-      return ReconcileResult::requeue_after(std::chrono::seconds(1));
-    }
-    if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("update status of " + key, r.error());
-    }
-    if (r) {
-      std::lock_guard<std::mutex> lock(mu_);
-      progress_writes_.written(key, std::chrono::steady_clock::now());
-      if (!r->empty()) written_[key] = {*r, std::chrono::steady_clock::now()};
-    }
-  }
   if (plan.delete_job) {
     const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"},
                           {"preconditions", {{"uid", job->uid}}}};

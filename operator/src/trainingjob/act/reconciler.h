@@ -76,6 +76,9 @@ class Reconciler {
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
   bool status_caught_up(const std::string& key, const TrainingJob& job);
   Observed observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists);
+  // Asks the API server about each node a pod of o is bound to that the node cache lacks: a 404 confirms it gone
+  // (o.nodes_gone), an answer adds it to o.nodes, an error leaves it unknown (its pods are not judged lost).
+  void confirm_missing_nodes(Observed& o);
   // On success, the resourceVersion the server gave the job. A 409 Conflict (the job changed since the cache's
   // version) comes back as the error: the next reconcile decides again from the newer job.
   Result<std::string> write_status(const TrainingJob& job, const Status& status);

@@ -26,7 +26,7 @@ struct ManagerOptions {
   int leader_election_lease_seconds = 15;
   std::optional<bool> watch_nodes;       // unset: watch nodes when watching all namespaces
   int64_t unschedulable_grace_s = 30;    // elastic jobs give up pods unschedulable this long
-  int64_t node_lost_grace_s = 60;        // pods on a node NotReady this long are force-deleted and recreated
+  int64_t node_lost_grace_s = 60;        // pods on a node NotReady this long are lost
   int64_t launcher_poll_interval_ms = 10000;  // STATUS of each running job's node 0; 0 disables
   int64_t progress_write_interval_ms = 30000;  // a job's status writes for progress alone, at most this often
   GangMode gang_scheduling = GangMode::kPerJob;

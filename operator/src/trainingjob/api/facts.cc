@@ -128,6 +128,12 @@ NodeFacts parse_node_facts(const json& node) {
   f.name = string_at(md, "name");
   const json* spec = object_at(node, "spec");
   f.unschedulable = spec != nullptr && spec->value("unschedulable", false);
+  if (spec != nullptr) {
+    if (auto taints = spec->find("taints"); taints != spec->end() && taints->is_array()) {
+      for (const auto& t : *taints)
+        f.out_of_service = f.out_of_service || (t.is_object() && text_at(t, "key") == kOutOfServiceTaint);
+    }
+  }
   const json& st = object_or_empty(node, "status");
   if (auto conds = st.find("conditions"); conds != st.end() && conds->is_array()) {
     for (const auto& c : *conds) {

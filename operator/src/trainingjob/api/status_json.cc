@@ -151,6 +151,7 @@ void to_json(json& j, const Status& s) {
   j["launcher"] = s.launcher == LauncherSeen{} ? json(nullptr) : json(s.launcher);
   j["elastic"] = s.elastic.target_replicas == 0 ? json(nullptr) : json(s.elastic);
   j["lostPods"] = s.lost_pods.empty() ? json(nullptr) : json(s.lost_pods);
+  j["failedPods"] = s.failed_pods.empty() ? json(nullptr) : json(s.failed_pods);
   j["lastFailure"] = s.last_failure ? json(*s.last_failure) : json(nullptr);
   j["progress"] = s.progress ? json(*s.progress) : json(nullptr);
 }
@@ -173,6 +174,11 @@ void from_json(const json& st, Status& s) {
   if (auto it = st.find("lostPods"); it != st.end() && it->is_array()) {
     for (const auto& uid : *it) {
       if (uid.is_string()) s.lost_pods.push_back(uid.get<std::string>());
+    }
+  }
+  if (auto it = st.find("failedPods"); it != st.end() && it->is_array()) {
+    for (const auto& uid : *it) {
+      if (uid.is_string()) s.failed_pods.push_back(uid.get<std::string>());
     }
   }
   if (auto it = st.find("lastFailure"); it != st.end() && it->is_object()) s.last_failure = it->get<LastFailure>();

@@ -23,6 +23,8 @@ inline constexpr const char* kKind = "TrainingJob";
 inline constexpr const char* kPlural = "trainingjobs";
 inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
+// The taint an administrator puts on a node confirmed shut down (Kubernetes' non-graceful node shutdown).
+inline constexpr const char* kOutOfServiceTaint = "node.kubernetes.io/out-of-service";
 // The pod volume of the job's rendezvous Secret (render.h): a pod without it has a launcher that signs nothing.
 inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";  // a job's own Secret J-rdzv (earlier operators)
 // The namespace's rendezvous Secret (one for all its jobs, whose secrets are derived from it: contract/signed_line.h),
@@ -164,6 +166,7 @@ struct Status {
   LauncherSeen launcher;
   ElasticStatus elastic;
   std::vector<std::string> lost_pods;  // uids of pods already counted as node_lost that still exist
+  std::vector<std::string> failed_pods;  // uids of failed pods already counted as pod_failure that still exist
   std::optional<LastFailure> last_failure;
   std::optional<ProgressStatus> progress;
   bool operator==(const Status&) const = default;
@@ -234,6 +237,8 @@ struct NodeFacts {
   std::string not_ready_since;   // RFC 3339: Ready's lastTransitionTime when it is not True
   bool unschedulable = false;    // cordoned
   std::string schedulable_since;  // RFC 3339: the later of creation and turning Ready, when ready (new capacity)
+  // Taint node.kubernetes.io/out-of-service: an administrator says the node is shut down and its pods are dead.
+  bool out_of_service = false;
   bool operator==(const NodeFacts&) const = default;
 };
 

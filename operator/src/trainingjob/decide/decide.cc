@@ -19,6 +19,39 @@
 namespace kubedist::trainingjob {
 namespace {
 
+// Node 0's pod when its trainer container exited 0. Its launcher hosts the rendezvous: once it exits 0 the group
+// has finished the training (the others finish with it, or wait for a host that is gone).
+const PodFacts* finished_host(const DecideState& s) {
+  for (const auto& pod : s.live) {
+    if (pod.rank == 0 && pod.name == pod_name(s.job.name, 0) && pod.phase == "Succeeded") return &pod;
+  }
+  return nullptr;
+}
+
+bool all_ranks_succeeded(const DecideState& s, int target) {
+  int succeeded = 0;
+  for (const auto& pod : s.live) {
+    const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(s.job.name, pod.rank);
+    succeeded += ours && pod.phase == "Succeeded" ? 1 : 0;
+  }
+  return succeeded == target;
+}
+
+// A finished group is a finished job, whatever became of the other nodes meanwhile (lost, failed, still running):
+// the job Succeeds; pods still running are stopped, not recreated, and no loss or failure is counted for them.
+Plan group_finished(DecideState& s, const PodFacts& host) {
+  std::vector<std::string> stopped;
+  for (const auto& pod : s.live) {
+    if (pod.phase == "Succeeded" || pod.phase == "Failed") continue;
+    s.delete_pod(pod, node_lost(s, pod).force);  // forced only where its node is confirmed gone
+    stopped.push_back(pod.name);
+  }
+  if (s.plan.status.progress) s.plan.status.progress->estimated_completion_time.clear();
+  std::string message = "node 0 (pod " + host.name + ") finished the training: its launcher, the rendezvous host, exited 0";
+  if (!stopped.empty()) message += "; stopping pods " + join_names(stopped);
+  return finish(s, {true, "GroupFinished", message});
+}
+
 // A job that runs (or is about to): its elastic size, lost pods, ranks, failures, new pods, the launchers'
 // restarts, its phase. Each step is a file of its own (decide_*.h); the order matters: every restart is counted
 // before the phase says why the job restarts.
@@ -31,6 +64,10 @@ Plan active(DecideState& s) {
     if (elastic.changed) s.last_reason = kRestartScale;
   }
   if (elastic.requeue_after_s) s.requeue(*elastic.requeue_after_s);
+  // Before any loss or failure is counted: nothing the other nodes do after node 0 finished restarts a thing.
+  if (const PodFacts* host = finished_host(s); host != nullptr && !all_ranks_succeeded(s, target)) {
+    return group_finished(s, *host);
+  }
 
   const std::set<std::string> lost_uids = decide_lost_pods(s, target);
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);

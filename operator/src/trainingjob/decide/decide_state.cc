@@ -18,11 +18,12 @@ DecideState::DecideState(const TrainingJob& job, const Observed& observed, UnixS
   if (plan.status.restarts_by_reason.empty() && plan.status.restarts > 0) {
     plan.status.restarts_by_reason[kRestartPodFailure] = plan.status.restarts;
   }
-  // Pods counted as lost are remembered only while they exist, so that each is counted once.
-  auto& lost_pods = plan.status.lost_pods;
-  lost_pods.erase(std::remove_if(lost_pods.begin(), lost_pods.end(),
-                                 [&](const std::string& uid) { return !present.count(uid); }),
-                  lost_pods.end());
+  // Pods counted as lost or failed are remembered only while they exist, so that each is counted once.
+  for (auto* counted : {&plan.status.lost_pods, &plan.status.failed_pods}) {
+    counted->erase(std::remove_if(counted->begin(), counted->end(),
+                                  [&](const std::string& uid) { return !present.count(uid); }),
+                   counted->end());
+  }
 }
 
 void DecideState::emit(const std::string& type, const std::string& reason, const std::string& message) {

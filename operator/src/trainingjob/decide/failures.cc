@@ -61,21 +61,34 @@ FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFact
     }
     v.retryable.push_back(pod);
   }
+  // Each failed pod is counted once, by uid (status.failedPods): the status that counts it is written before it is
+  // deleted (the act layer writes the status first), so a pass that stops in between (a crash, a lost lease, a
+  // failed DELETE) finds the pod counted and only deletes it again.
+  std::vector<std::string>& counted = st.failed_pods;
+  const auto is_counted = [&](const PodFacts* pod) {
+    return std::find(counted.begin(), counted.end(), pod->uid) != counted.end();
+  };
+  const int uncounted = static_cast<int>(std::count_if(v.retryable.begin(), v.retryable.end(),
+                                                       [&](const PodFacts* pod) { return !is_counted(pod); }));
   // backoffLimit bounds pod failures only; in-place restarts are bounded by the launchers' maxRestarts.
   const int pod_failures = st.restarts_by_reason.count(kRestartPodFailure) ? st.restarts_by_reason[kRestartPodFailure] : 0;
-  if (!v.retryable.empty() && pod_failures + static_cast<int>(v.retryable.size()) > spec.backoff_limit) {
+  if (uncounted > 0 && pod_failures + uncounted > spec.backoff_limit) {
     v.ending = Ending{false, "BackoffLimitExceeded",
                       describe_failure(*v.retryable.front()) + "; backoffLimit " + std::to_string(spec.backoff_limit) +
                           " reached after " + std::to_string(pod_failures) + " pod failures"};
     return v;
   }
   for (const PodFacts* pod : v.retryable) {
-    s.count_pod_restart(kRestartPodFailure);
     s.delete_pod(*pod);
+    const bool again = is_counted(pod);
+    if (!again) {
+      s.count_pod_restart(kRestartPodFailure);
+      counted.push_back(pod->uid);
+    }
     v.restart_message = describe_failure(*pod) + "; recreating it (pod failure " +
                         std::to_string(st.restarts_by_reason[kRestartPodFailure]) + ", backoffLimit " +
                         std::to_string(spec.backoff_limit) + ")";
-    s.emit("Warning", "PodFailed", v.restart_message);
+    if (!again) s.emit("Warning", "PodFailed", v.restart_message);
   }
   return v;
 }

@@ -20,7 +20,8 @@ struct FailureVerdict {
 };
 
 // Over the pods holding a rank: the first failed pod to end becomes status.lastFailure; a permanent failure or
-// one past backoffLimit ends the job; retryable ones are deleted and counted (Event PodFailed each).
+// one past backoffLimit ends the job; retryable ones are deleted and counted once each (Event PodFailed; their
+// uids in status.failedPods until they are gone, so that a pod whose delete did not land is not counted again).
 FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFacts*>& by_rank);
 
 }  // namespace kubedist::trainingjob

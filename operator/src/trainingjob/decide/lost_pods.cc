@@ -7,6 +7,9 @@
 namespace kubedist::trainingjob {
 namespace {
 
+// How soon to look again at a pod whose node is missing from the cache but not confirmed gone.
+constexpr int64_t kUnconfirmedNodeRetryS = 5;
+
 // Whether the node-lost grace that began at `since` still runs; if so, the job is requeued for its end.
 bool node_grace_left(DecideState& s, UnixSeconds since) {
   const int64_t left = since + s.obs.node_lost_grace_s - s.now;
@@ -27,19 +30,24 @@ bool failure_is_node_loss(const PodFacts& pod) {
   return reasons.count(pod.failure_reason) != 0 && pod.phase == "Failed";
 }
 
-std::string node_lost(DecideState& s, const PodFacts& pod) {
-  if (!s.obs.nodes_watched || pod.node_name.empty()) return "";
+NodeLoss node_lost(DecideState& s, const PodFacts& pod) {
+  if (!s.obs.nodes_watched || pod.node_name.empty()) return {};
   for (const auto& node : s.obs.nodes) {
     if (node.name != pod.node_name) continue;
-    if (node.ready) return "";
+    if (node.ready) return {};
+    // An administrator confirmed it shut down (Kubernetes' non-graceful node shutdown): no grace to wait.
+    if (node.out_of_service) {
+      return {"node " + node.name + " is out of service (taint " + kOutOfServiceTaint + ")", true};
+    }
     const UnixSeconds since = parse_rfc3339(node.not_ready_since).value_or(s.now);
-    if (node_grace_left(s, since)) return "";
-    return "node " + node.name + " has been NotReady for " + std::to_string(s.now - since) + "s";
+    if (node_grace_left(s, since)) return {};
+    return {"node " + node.name + " has been NotReady for " + std::to_string(s.now - since) + "s", false};
   }
-  // Not in the cache: deleted, or so new that the node watch has not shown it yet (it lags the pod watch at
-  // times). A pod that started less than a grace ago gives the node watch that long.
-  if (const auto started = parse_rfc3339(pod.start_time); started && node_grace_left(s, *started)) return "";
-  return "node " + pod.node_name + " was deleted";
+  if (s.obs.nodes_gone.count(pod.node_name) != 0) return {"node " + pod.node_name + " was deleted", true};
+  // Missing from the cache but not confirmed gone: a node so new that the node watch has not shown it yet (it lags
+  // the pod watch at times), or one the API server could not be asked about. Look again soon.
+  s.requeue(kUnconfirmedNodeRetryS);
+  return {};
 }
 
 std::set<std::string> decide_lost_pods(DecideState& s, int target) {
@@ -49,8 +57,8 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
   const bool was_running = s.job.status.phase == JobPhase::kRunning || s.job.status.phase == JobPhase::kRestarting;
   for (const auto& pod : s.terminating) {
     // A pod terminating on a node that is gone (drained, then powered off) waits for a kubelet that never
-    // confirms, and its rank cannot be recreated until it is gone: force it.
-    if (pod.phase != "Succeeded" && pod.phase != "Failed" && !node_lost(s, pod).empty()) s.delete_pod(pod, true);
+    // confirms, and its rank cannot be recreated until it is gone: force it once the node is confirmed gone.
+    if (pod.phase != "Succeeded" && pod.phase != "Failed" && node_lost(s, pod).force) s.delete_pod(pod, true);
     const bool ours = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(s.job.name, pod.rank);
     if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
     if (counted_lost(s, pod.uid)) continue;
@@ -59,18 +67,21 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
     s.lost.push_back(pod.name);
     s.emit("Warning", "PodLost", "pod " + pod.name + " is being deleted; it will be recreated");
   }
-  // Pods whose node is gone, or that their node evicted: force-deleted (no kubelet will confirm) and recreated.
+  // Pods whose node is gone or NotReady past the grace, or that their node evicted: deleted (forced where the node
+  // is confirmed gone) and recreated once gone.
   std::set<std::string> lost_uids;
   for (const auto& pod : s.live) {
     // A finished pod keeps its verdict: a node that goes after its pod succeeded (or failed for its own
     // reason) loses nothing of the job, and running the node's work again could not join a finished group.
     if (pod.phase == "Succeeded" || (pod.phase == "Failed" && !failure_is_node_loss(pod))) continue;
-    std::string why = node_lost(s, pod);
-    const bool evicted = why.empty() && pod.phase == "Failed" && failure_is_node_loss(pod);
-    if (evicted) why = "its node ended it (reason " + pod.failure_reason + ")";
+    const NodeLoss loss = node_lost(s, pod);
+    std::string why = loss.why;
+    if (why.empty() && pod.phase == "Failed" && failure_is_node_loss(pod)) {
+      why = "its node ended it (reason " + pod.failure_reason + ")";
+    }
     if (why.empty()) continue;
     lost_uids.insert(pod.uid);
-    s.delete_pod(pod, !evicted);
+    s.delete_pod(pod, loss.force);
     const bool in_target = pod.rank >= 0 && pod.rank < target;
     // Counted once: a delete that failed, or a cache that has not seen it yet, brings the same pod back here.
     const bool counted = counted_lost(s, pod.uid);
@@ -81,7 +92,10 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
     st.lost_pods.push_back(pod.uid);
     s.count_pod_loss();
     s.lost.push_back(pod.name);
-    s.emit("Warning", "PodLost", "pod " + pod.name + " was lost: " + why + "; recreating it");
+    s.emit("Warning", "PodLost",
+           "pod " + pod.name + " was lost: " + why +
+               (loss.lost() && !loss.force ? "; recreating it once its node confirms the deletion or is confirmed gone"
+                                           : "; recreating it"));
   }
   return lost_uids;
 }

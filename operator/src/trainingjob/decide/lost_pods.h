@@ -12,13 +12,24 @@ namespace kubedist::trainingjob {
 // recreated whatever the restartPolicy, without spending backoffLimit.
 bool failure_is_node_loss(const PodFacts& pod);
 
-// Why the pod is lost with its node ("" if it is not): the node was deleted, or is NotReady past the node-lost
-// grace. While a grace still runs, the job is requeued for its end.
-std::string node_lost(DecideState& s, const PodFacts& pod);
+// What the pod's node says of it.
+struct NodeLoss {
+  std::string why;     // why the pod is lost with its node; empty: it is not (or not yet)
+  // Whether the pod may be deleted without its kubelet's word: only when the node is confirmed gone (the API
+  // server answers 404 for it) or out of service (its taint). A NotReady node may merely be cut off: its pod may
+  // still run there, and a replacement under the same name (the same hostname) must not run beside it.
+  bool force = false;
+  bool lost() const { return !why.empty(); }
+};
 
-// Deletes lost pods (forced where no kubelet will confirm), counts each once as node_lost (status.lostPods),
-// emits PodLost and names them in s.lost. Returns the uids of live pods lost now: their ranks are recreated
-// once they are gone. target: the number of nodes the job aims at now.
+// The pod's node: deleted (confirmed), out of service, or NotReady past the node-lost grace. While a grace still
+// runs, or the node is missing from the cache but not confirmed gone, the job is requeued to look again.
+NodeLoss node_lost(DecideState& s, const PodFacts& pod);
+
+// Deletes lost pods (forced only where node_lost allows), counts each once as node_lost (status.lostPods), emits
+// PodLost and names them in s.lost. Returns the uids of live pods lost now: their ranks are recreated once they
+// are gone (a pod on a NotReady node stays Terminating until its node answers again or is confirmed gone).
+// target: the number of nodes the job aims at now.
 std::set<std::string> decide_lost_pods(DecideState& s, int target);
 
 }  // namespace kubedist::trainingjob

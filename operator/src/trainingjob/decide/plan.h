@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct Observed {
   bool namespace_secret_exists = true;  // Secret kubedist-rendezvous (true when the operator does not manage one)
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
+  // Nodes the job's pods are bound to that the API server says do not exist (a GET answered 404): deleted for
+  // certain, not merely missing from a node cache that has not caught up.
+  std::set<std::string> nodes_gone;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
   // Each integration's facts about the job (gang scheduling, Kueue admission: hook.h), in registration order.
   std::vector<std::shared_ptr<const IntegrationFacts>> integrations;

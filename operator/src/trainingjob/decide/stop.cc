@@ -1,5 +1,6 @@
 #include "trainingjob/decide/stop.h"
 
+#include "trainingjob/decide/lost_pods.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -44,6 +45,10 @@ Plan finished(DecideState& s) {
       s.delete_pod(pod);
       names.push_back(pod.name);
     }
+  }
+  // A pod stopped on a node that stopped reporting stays Terminating until its node is confirmed gone: then forced.
+  for (const auto& pod : s.terminating) {
+    if (pod.phase != "Succeeded" && pod.phase != "Failed" && node_lost(s, pod).force) s.delete_pod(pod, true);
   }
   if (!names.empty()) {
     s.emit("Normal", "CleanedUp",

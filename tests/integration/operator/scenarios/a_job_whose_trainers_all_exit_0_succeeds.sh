@@ -13,8 +13,9 @@ eventually 30 "3 pods running" all_running j 3
 finish_pod j-node-1 0
 sleep_check() { phase_is j Running; }
 eventually 10 "still Running while only some nodes finished" sleep_check
-finish_pod j-node-0 0
+# Node 0 last: once it (the rendezvous host) exits 0, the job ends at once (a_finished_group_is_a_finished_job.sh).
 finish_pod j-node-2 0
+finish_pod j-node-0 0
 eventually 30 "job Succeeded" phase_is j Succeeded
 [ -n "$(jp tj/j '{.status.completionTime}')" ] || fail "no completionTime"
 [ "$(jp tj/j '{.status.conditions[?(@.type=="Succeeded")].status}')" = True ] || fail "no Succeeded condition"

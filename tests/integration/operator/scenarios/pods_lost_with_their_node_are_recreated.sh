@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# j-node-1's node is deleted: the pod is force-deleted and recreated on the spare node, node 0 untouched.
+# j-node-1's node is deleted: the pod is force-deleted and recreated on the spare node, node 0 untouched. A NotReady
+# node's pod is deleted without force and replaced only once the node is confirmed gone (out-of-service taint).
 # usage: pods_lost_with_their_node_are_recreated.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
@@ -38,7 +39,9 @@ kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLos
   grep -qF "reason Evicted" || fail "PodLost event for the eviction"
 pass "an evicted pod is recreated as node_lost; backoffLimit 0 is not spent, the job never Failed"
 # A node that stops reporting (kwok no longer plays its kubelet; its Ready condition turns False) loses its pod
-# once it has been NotReady for --node-lost-grace.
+# once it has been NotReady for --node-lost-grace: counted and deleted, but not forced, for the node may merely be
+# cut off with the pod still running there; its replacement (same name, same hostname) waits until the node is
+# confirmed gone (here the administrator's out-of-service taint).
 victim=$(jp pod/j-node-1 '{.spec.nodeName}')
 old=$(pod_uid j-node-1)
 add_test_node "$NS-d" 8
@@ -47,11 +50,23 @@ now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 kubectl patch node "$victim" --subresource=status --type=strategic -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",
     \"status\":\"False\",\"reason\":\"KubeletStopped\",\"message\":\"test\",\"lastTransitionTime\":\"$now\",
     \"lastHeartbeatTime\":\"$now\"}]}}" >/dev/null
-moved_off() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-d" ] && all_running j 2; }
-eventually 60 "j-node-1 recreated off the NotReady node" moved_off
-eventually 30 "job Running again" phase_is j Running
+not_ready_lost() {
+  kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+    grep -q "node $victim has been NotReady"
+}
+eventually 30 "PodLost for the NotReady node" not_ready_lost
+terminating() { [ -n "$(jp pod/j-node-1 '{.metadata.deletionTimestamp}')" ]; }
+eventually 30 "j-node-1 deleted (Terminating)" terminating
+[ "$(pod_uid j-node-1)" = "$old" ] || fail "j-node-1 was replaced while its NotReady node may still run it"
+[ "$(jp pod/j-node-1 '{.metadata.deletionGracePeriodSeconds}')" != 0 ] || fail "j-node-1 was force-deleted"
 reasons_are j "node_lost=3 pod_failure=0 scale=0 worker_crash=0 restarts=3" || fail "restarts: $(reasons j)"
 waited=$(kubectl -n "$NS" get events --field-selector involvedObject.name=j,reason=PodLost -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
   sed -n "s/.*node $victim has been NotReady for \([0-9]*\)s.*/\1/p")
 [ -n "$waited" ] && [ "$waited" -ge 3 ] || fail "PodLost for the NotReady node: waited '$waited' s (want >= 3)"
-pass "a pod on a node NotReady for --node-lost-grace=3s (here ${waited}s) is force-deleted and recreated (node_lost=3)"
+pass "a pod on a node NotReady for --node-lost-grace=3s (here ${waited}s) is counted and deleted, not forced (node_lost=3)"
+kubectl taint node "$victim" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute >/dev/null
+moved_off() { [ "$(pod_uid j-node-1)" != "$old" ] && [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$NS-d" ] && all_running j 2; }
+eventually 60 "j-node-1 recreated off the out-of-service node" moved_off
+eventually 30 "job Running again" phase_is j Running
+reasons_are j "node_lost=3 pod_failure=0 scale=0 worker_crash=0 restarts=3" || fail "restarts: $(reasons j)"
+pass "once the node is out of service the pod is forced and recreated elsewhere, counted once (node_lost=3)"
