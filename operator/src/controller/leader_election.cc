@@ -1,5 +1,7 @@
 #include "controller/leader_election.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "common/time.h"
 
@@ -15,11 +17,24 @@ std::string micro_time() {
 
 }  // namespace
 
+std::chrono::milliseconds renew_deadline(int lease_seconds) {
+  return std::chrono::milliseconds(lease_seconds * 1000L * 2 / 3);
+}
+
+std::chrono::seconds write_deadline(int lease_seconds) { return std::chrono::seconds(std::max(1, lease_seconds / 3)); }
+
 std::string LeaderElector::path() const {
   return "/apis/coordination.k8s.io/v1/namespaces/" + o_.ns + "/leases";
 }
 
 bool LeaderElector::try_acquire_or_renew() {
+  const Clock::TimePoint sent = clock_.now();  // the other replicas' view of the lease starts after this
+  if (!take_or_renew()) return false;
+  fence_.renewed(sent);
+  return true;
+}
+
+bool LeaderElector::take_or_renew() {
   auto current = client_.get(path() + "/" + o_.name);
   const std::string now = micro_time();
   if (!current) {
@@ -79,13 +94,13 @@ bool LeaderElector::acquire(std::stop_token stop) {
 }
 
 bool LeaderElector::hold(std::stop_token stop) {
-  auto last_renewed = clock_.now();
   while (clock_.sleep_for(std::chrono::milliseconds(o_.lease_seconds * 1000 / 3), stop)) {
-    if (try_acquire_or_renew()) {
-      last_renewed = clock_.now();
-    } else if (clock_.now() - last_renewed >= std::chrono::seconds(o_.lease_seconds) * 2 / 3) {
-      // Stop before the lease can expire for the others: two leaders at once is the one thing to avoid.
-      log_error("leader", "could not renew the lease; giving up leadership");
+    if (!try_acquire_or_renew() && !fence_.holds(clock_.now())) {
+      // Stop before the lease can expire for the others: two leaders at once is the one thing to avoid. The
+      // fence has already closed for every writer (leading() is false).
+      fence_.close();
+      log_error("leader", "could not renew the lease within " + std::to_string(fence_.renew_deadline().count()) +
+                              " ms; giving up leadership");
       return false;
     }
   }
@@ -93,6 +108,7 @@ bool LeaderElector::hold(std::stop_token stop) {
 }
 
 void LeaderElector::release() {
+  fence_.close();
   auto current = client_.get(path() + "/" + o_.name);
   if (!current || (*current)["spec"].value("holderIdentity", "") != o_.identity) return;
   const json patch = {{"metadata", {{"resourceVersion", (*current)["metadata"].value("resourceVersion", "")}}},

@@ -65,11 +65,22 @@ Result<void> Manager::run(std::stop_token outer_stop, Controller::ReconcileFn re
   std::unique_ptr<LeaderElector> elector;
   std::jthread holder;
   if (options_.leader) {
-    elector = std::make_unique<LeaderElector>(client_, *options_.leader);
+    elector = std::make_unique<LeaderElector>(options_.lease_client != nullptr ? *options_.lease_client : client_,
+                                              *options_.leader);
+    // Every write but the lease's own waits for the lease and stops the moment it may be gone, also in a reconcile
+    // already running when hold() gives up: a new leader may be writing by then.
+    const std::string lease = "/apis/coordination.k8s.io/v1/namespaces/" + options_.leader->ns + "/leases";
+    client_.set_write_gate([&elector, lease](const std::string& path) -> std::optional<std::string> {
+      if (path.rfind(lease, 0) == 0 || elector->leading()) return std::nullopt;
+      return "this replica does not hold the leader lease";
+    });
     standby = true;
     const bool leading = elector->acquire(stop);
     standby = false;
-    if (!leading) return {};
+    if (!leading) {
+      client_.set_write_gate(nullptr);
+      return {};
+    }
     holder = std::jthread([&](std::stop_token hold_stop) {
       if (elector->hold(hold_stop)) return;
       lost = true;
@@ -116,6 +127,7 @@ Result<void> Manager::run(std::stop_token outer_stop, Controller::ReconcileFn re
     holder.join();
     if (!lost) elector->release();
   }
+  if (elector) client_.set_write_gate(nullptr);  // no request is in flight any more; the elector goes with run()
   log_summary(workers);
   if (lost) return Error{Error::Kind::kOther, "lost the leader lease; exiting so that a single leader acts", 0};
   return {};

@@ -30,6 +30,9 @@ struct ManagerOptions {
   std::string kind_plural = "objects";          // names the primary kind in logs ("TrainingJobs")
   // /healthz fails once a reconcile has run this long (a stuck worker), as it does for a stuck watch loop.
   std::chrono::milliseconds reconcile_stall_limit{std::chrono::minutes(10)};
+  // The lease's own client (per-call deadline write_deadline(), no retries: leader_election.h); null: the
+  // manager's client.
+  kube::Client* lease_client = nullptr;
 };
 
 // Something started once the caches are synced (and the lease held) and stopped before the workers.

@@ -122,7 +122,9 @@ struct Client::Impl {
   void observe(const http::method& method, const std::string& path, int code) {
     if (observer) observer(request_verb(method, path), code);
   }
-  std::unique_ptr<http::client::http_client> http;
+  std::unique_ptr<http::client::http_client> http;         // reads
+  std::unique_ptr<http::client::http_client> http_writes;  // writes, with their own deadline
+  WriteGate write_gate;
 
   std::mutex token_mu;
   std::string token;
@@ -174,7 +176,7 @@ struct Client::Impl {
     try {
       auto req = make_request(method, path);
       if (body != nullptr) req.set_body(body->dump(), content_type);
-      http::http_response resp = http->request(req).get();
+      http::http_response resp = (method == http::methods::GET ? *http : *http_writes).request(req).get();
       const std::string text = resp.extract_utf8string(true).get();
       const int code = resp.status_code();
       observe(method, path, code);
@@ -195,8 +197,12 @@ struct Client::Impl {
 
   Result<json> send(const http::method& method, const std::string& path, const json* body = nullptr,
                     const std::string& content_type = "application/json") {
-    (method == http::methods::GET ? counts.reads : counts.writes)++;
+    const bool write = method != http::methods::GET;
+    (write ? counts.writes : counts.reads)++;
     for (int attempt = 1;; ++attempt) {
+      if (write && write_gate) {
+        if (auto why = write_gate(path)) return Error{Error::Kind::kOther, "not sent: " + *why, 0};
+      }
       std::optional<std::chrono::milliseconds> retry_after;
       auto r = send_once(method, path, body, content_type, &retry_after);
       if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
@@ -232,8 +238,9 @@ Result<std::unique_ptr<Client>> Client::create(const Config& config, RetryPolicy
   impl->retry = retry;
   impl->token = trim(config.token);
   try {
-    impl->http = std::make_unique<http::client::http_client>(web::uri(config.server),
-                                                            impl->client_config(std::chrono::seconds(30)));
+    impl->http = std::make_unique<http::client::http_client>(web::uri(config.server), impl->client_config(retry.timeout));
+    impl->http_writes =
+        std::make_unique<http::client::http_client>(web::uri(config.server), impl->client_config(retry.write_timeout));
   } catch (const std::exception& e) {
     return Error::invalid("bad API server address \"" + config.server + "\": " + e.what());
   }
@@ -331,6 +338,7 @@ void Client::cancel_watches() {
 void Client::set_user_agent(const std::string& user_agent) { impl_->user_agent = user_agent; }
 
 void Client::set_request_observer(RequestObserver observer) { impl_->observer = std::move(observer); }
+void Client::set_write_gate(WriteGate gate) { impl_->write_gate = std::move(gate); }
 
 const RequestCounts& Client::counts() const { return impl_->counts; }
 const std::string& Client::default_namespace() const { return impl_->cfg.namespace_; }

@@ -24,6 +24,8 @@ struct RetryPolicy {
   std::chrono::milliseconds initial{100};            // doubles each try
   std::chrono::milliseconds max{3000};
   std::chrono::milliseconds max_retry_after{60000};  // the most of a server's Retry-After that is waited
+  std::chrono::seconds timeout{30};                  // per try of a read (GET, LIST): the HTTP client's deadline
+  std::chrono::seconds write_timeout{30};            // per try of a write (POST, PATCH, DELETE)
 };
 
 // How long to wait before retry `attempt` (1: the first retry) of a retryable request: the server's Retry-After when
@@ -42,6 +44,10 @@ std::string request_verb(const std::string& method, const std::string& path);
 
 // A query parameter's value, percent-encoded (everything but letters, digits and -._~), as a URL needs it.
 std::string query_escape(const std::string& value);
+
+// Asked before each try of a write (not reads, not watches), with the request's path: a reason refuses the write
+// unsent (an error of kind kOther, "not sent: <reason>"); nullopt lets it go.
+using WriteGate = std::function<std::optional<std::string>(const std::string& path)>;
 
 // Told of every request's verb and HTTP status once it has an answer (status 0: no answer, e.g. unreachable).
 using RequestObserver = std::function<void(const std::string& verb, int http_status)>;
@@ -88,6 +94,8 @@ class Client {
   // Set once, before the first request (it is not synchronised with requests in flight).
   void set_user_agent(const std::string& user_agent);
   void set_request_observer(RequestObserver observer);
+  // Set while no request is in flight (before the first, or after the last); null removes it.
+  void set_write_gate(WriteGate gate);
   const RequestCounts& counts() const;
   const std::string& default_namespace() const;
 

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "controller/manager.h"
 #include "kube/client.h"
@@ -42,9 +44,24 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   if (!config->ca_pem.empty()) kube::leave_system_roots_unloaded();
   kube::Client::set_io_threads(4);
   metrics::OperatorMetrics metrics;  // before the client: the client reports to it until the client is gone
-  auto client = kube::Client::create(*config);
+  // With leader election, a write must land (or be given up) within the last third of the lease, after the fence
+  // closes (controller/leader_election.h); the lease has a client of its own with a shorter deadline, no retries.
+  kube::RetryPolicy retry;
+  if (options.leader_elect) retry.write_timeout = controller::write_deadline(options.leader_election_lease_seconds);
+  auto client = kube::Client::create(*config, retry);
   if (!client) return client.error();
   kube::Client& api = **client;
+  std::unique_ptr<kube::Client> lease_client;
+  if (options.leader_elect) {
+    // A renewal's GET and PATCH fail within 2/5 of the lease, so that hold() gives up before the renew deadline.
+    kube::RetryPolicy lease_retry;
+    lease_retry.attempts = 1;
+    lease_retry.timeout = lease_retry.write_timeout =
+        std::chrono::seconds(std::max(1, options.leader_election_lease_seconds / 5));
+    auto c = kube::Client::create(*config, lease_retry);
+    if (!c) return c.error();
+    lease_client = std::move(*c);
+  }
   api.set_request_observer([&metrics](const std::string& verb, int code) { metrics.api_request(verb, code); });
   if (!options.ns.empty()) metrics.namespace_seen(options.ns);
 
@@ -55,6 +72,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
         options.leader_election_namespace.empty() ? api.default_namespace() : options.leader_election_namespace;
     manager_options.leader = controller::LeaderElectionOptions{ns, options.leader_election_id, identity(),
                                                                options.leader_election_lease_seconds};
+    manager_options.lease_client = lease_client.get();
   }
   controller::Manager mgr(api, std::move(manager_options));
 
