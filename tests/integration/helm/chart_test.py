@@ -113,6 +113,30 @@ check(not any("scheduling.k8s.io" in r["apiGroups"] for r in find(render("gangSc
       "gangScheduling=off reaches the operator and drops the Workload API from its RBAC")
 check(len(find(docs, "Service")) == 1 and not find(docs, "ServiceMonitor") and not find(docs, "PrometheusRule")
       and not find(docs, "PodMonitor"), "default values: metrics Service, no ServiceMonitor, PodMonitor or PrometheusRule")
+# The operator survives the loss of its own node: two replicas behind the lease, preferring different nodes, a
+# PodDisruptionBudget, and 30 s (not 300 s) on a NotReady or unreachable node before its pod moves.
+deployment = find(docs, "Deployment")[0]
+selector = deployment["spec"]["selector"]["matchLabels"]
+pod = deployment["spec"]["template"]["spec"]
+spread = pod.get("affinity", {}).get("podAntiAffinity", {}).get("preferredDuringSchedulingIgnoredDuringExecution", [])
+check(deployment["spec"]["replicas"] == 2 and
+      any(t["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname" and
+          t["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector for t in spread),
+      "default values run 2 replicas that prefer different nodes (pod anti-affinity on the hostname)")
+tolerations = {(t["key"], t.get("effect"), t.get("tolerationSeconds")) for t in pod.get("tolerations", [])}
+check({("node.kubernetes.io/not-ready", "NoExecute", 30), ("node.kubernetes.io/unreachable", "NoExecute", 30)} <= tolerations,
+      "the operator's pod leaves a NotReady or unreachable node after 30 s")
+pdb = find(docs, "PodDisruptionBudget")
+check(len(pdb) == 1 and pdb[0]["spec"]["maxUnavailable"] == 1 and pdb[0]["spec"]["selector"]["matchLabels"] == selector,
+      "a PodDisruptionBudget lets a drain take one operator replica at a time")
+check(not find(render("replicaCount=1"), "PodDisruptionBudget"), "one replica: no PodDisruptionBudget")
+custom = render("affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists")
+check(list(find(custom, "Deployment")[0]["spec"]["template"]["spec"]["affinity"]) == ["nodeAffinity"],
+      "a user's affinity replaces the default spread")
+lone = run("helm", "template", "kd", CHART, "--set", "leaderElection.enabled=false", ok=False)
+check(lone.returncode != 0 and "leaderElection.enabled" in lone.stderr,
+      "two replicas without leader election are refused: both would reconcile")
 dep = find(docs, "Deployment")[0]["spec"]["template"]["spec"]
 sc = dep["containers"][0]["securityContext"]
 check(dep["securityContext"]["runAsNonRoot"] is True and sc["readOnlyRootFilesystem"] is True and
@@ -129,7 +153,7 @@ with open(os.path.join(SRC, "deploy", "dashboards", "kubedist.json")) as f:
 # Non-default values.
 docs = render("watchNamespace=team-a", "leaderElection.enabled=false", "metrics.serviceMonitor.enabled=true",
               "metrics.prometheusRule.enabled=true", "metrics.launcherPodMonitor.enabled=true",
-              "metrics.launcherPort=9500", "grafanaDashboard.enabled=false", "replicaCount=2",
+              "metrics.launcherPort=9500", "grafanaDashboard.enabled=false", "replicaCount=1",
               "image.tag=9.9.9", "kueue.enabled=false")
 roles = find(docs, "Role")
 check(not find(docs, "ClusterRole") and len(roles) == 1 and roles[0]["metadata"]["namespace"] == "team-a",
@@ -151,7 +175,7 @@ alerts = [r["alert"] for g in rules[0]["spec"]["groups"] for r in g["rules"]] if
 check(alerts == ["TrainingJobFailed", "TrainingJobRestartStorm"], "prometheusRule.enabled renders both alerts")
 check(not find(docs, "ConfigMap"), "grafanaDashboard.enabled=false drops the dashboard")
 dep = find(docs, "Deployment")[0]
-check(dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":9.9.9"),
+check(dep["spec"]["replicas"] == 1 and dep["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":9.9.9"),
       "replicaCount and image.tag are honoured")
 
 for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel"),
