@@ -108,6 +108,43 @@ delete_test_nodes() {
   for n in ${TEST_NODES:-}; do kubectl delete node "$n" --wait=false >/dev/null 2>&1 || true; done
 }
 
+# A node of the test's pool whose kubelet the test plays (kwok does not know it, and kwok would confirm any pod
+# deletion at once): its pods run when run_pod says so, and nothing confirms their deletion, as on a node cut off.
+# add_played_node NAME [GPUS]: creates it Ready.
+add_played_node() {
+  local name=$1 gpus=${2:-8}
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $name
+  labels: {kubernetes.io/hostname: $name, kubedist.io/test-pool: $NS}
+spec:
+  taints: [{key: kubedist.io/test-pool, value: $NS, effect: NoSchedule}]
+YAML
+  TEST_NODES="${TEST_NODES:-} $name"
+  PLAYED_GPUS=$gpus played_node_ready "$name" True KubeletReady
+}
+# played_node_ready NAME True|False REASON: its Ready condition, as its kubelet would report it.
+played_node_ready() {
+  local name=$1 status=$2 reason=$3 now gpus=${PLAYED_GPUS:-8}
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  kubectl patch node "$name" --subresource=status --type=merge -p "{\"status\":{
+    \"capacity\":{\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"$gpus\"},
+    \"allocatable\":{\"cpu\":\"64\",\"memory\":\"512Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"$gpus\"},
+    \"conditions\":[{\"type\":\"Ready\",\"status\":\"$status\",\"reason\":\"$reason\",\"message\":\"test\",
+    \"lastTransitionTime\":\"$now\",\"lastHeartbeatTime\":\"$now\"}]}}" >/dev/null
+}
+# run_pod POD: a pod bound to a played node starts running, as its kubelet would report it.
+run_pod() {
+  local now
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  kubectl -n "$NS" patch pod "$1" --subresource=status --type=merge -p "{\"status\":{\"phase\":\"Running\",
+    \"startTime\":\"$now\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],
+    \"containerStatuses\":[{\"name\":\"trainer\",\"image\":\"x\",\"imageID\":\"\",\"ready\":true,
+    \"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}" >/dev/null
+}
+
 # pool_job_yaml NAME REPLICAS GPUS [EXTRA-SPEC-LINES]: a job whose pods each need GPUS GPUs on the test's nodes.
 pool_job_yaml() {
   printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: %s}\nspec:\n  replicas: %s\n%s\n' "$1" "$2" "${4:-}"

@@ -10,23 +10,26 @@ OPERATOR=$1
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario groupfinished
 
+# Node 0 on a kwok node; node 1 on a node whose kubelet the test plays, so that nothing confirms its pod's deletion
+# once that node falls silent (kwok would at once).
 add_test_node "$NS-a" 8
-add_test_node "$NS-b" 8
 flags=(--watch-nodes --node-lost-grace=3s --launcher-poll-interval=0)
 start_operator "${flags[@]}"
 pool_job_yaml j 2 8 "  minReplicas: 1" | kubectl -n "$NS" apply -f - >/dev/null
+placed() { [ "$(jp pod/j-node-0 '{.spec.nodeName}')" = "$NS-a" ]; }
+eventually 30 "j-node-0 on $NS-a (the only node yet)" placed
+victim="$NS-b"
+add_played_node "$victim"
+on_victim() { [ "$(jp pod/j-node-1 '{.spec.nodeName}')" = "$victim" ]; }
+eventually 30 "j-node-1 on the played node" on_victim
+run_pod j-node-1
 eventually 30 "2 pods running" all_running j 2
 eventually 30 "job Running" phase_is j Running
 node1=$(pod_uid j-node-1)
-victim=$(jp pod/j-node-1 '{.spec.nodeName}')
 add_test_node "$NS-c" 8  # room for a replacement of j-node-1, which must not be made
-stop_operator KILL
-# The node loses power: kwok no longer plays its kubelet and its Ready condition turns False.
-kubectl annotate node "$victim" kwok.x-k8s.io/node- >/dev/null
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-kubectl patch node "$victim" --subresource=status --type=strategic -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",
-    \"status\":\"False\",\"reason\":\"KubeletStopped\",\"message\":\"test\",\"lastTransitionTime\":\"$now\",
-    \"lastHeartbeatTime\":\"$now\"}]}}" >/dev/null
+stop_operator KILL || true
+# The node loses power: its kubelet reports nothing more, and its Ready condition turns False.
+played_node_ready "$victim" False KubeletStopped
 finish_pod j-node-0 0
 start=$(date +%s)
 start_operator "${flags[@]}"
@@ -40,6 +43,7 @@ eventually 10 "GroupFinished event" has_event j GroupFinished
 stopping() { [ -n "$(jp pod/j-node-1 '{.metadata.deletionTimestamp}')" ]; }
 eventually 30 "j-node-1 being stopped" stopping
 [ "$(pod_uid j-node-1)" = "$node1" ] || fail "j-node-1 was recreated"
+[ "$(jp pod/j-node-1 '{.metadata.deletionGracePeriodSeconds}')" != 0 ] || fail "j-node-1 was forced on a node not confirmed gone"
 reasons_are j "node_lost=0 pod_failure=0 scale=0 worker_crash=0 restarts=0" || fail "restarts: $(reasons j)"
 has_event j PodLost && fail "a PodLost event for a job whose training was over"
 pass "node 0 exited 0 with node 1's node NotReady: Succeeded (GroupFinished) ${took}s after the operator came back, j-node-1 stopped, no restart counted"
