@@ -853,6 +853,27 @@ TEST(Decide, NodeZeroFinishedIsAFinishedJobWhoseOtherPodsAreStoppedNotRecreated)
   EXPECT_EQ(forced.status.phase, JobPhase::kSucceeded);
 }
 
+TEST(Decide, NodesStillRunningHealthyGetAGraceToFinishAfterNodeZero) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[0].phase = "Succeeded";
+  ps[0].exit_code = 0;
+  ps[0].finished_at = format_rfc3339(kNow);
+  // The others still run, ready, on Ready nodes: they usually exit 0 moments later (AllNodesSucceeded).
+  auto early = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 10);
+  EXPECT_EQ(early.status.phase, JobPhase::kRunning);
+  EXPECT_TRUE(early.delete_pods.empty());
+  EXPECT_EQ(early.requeue_after_s, 20);
+  // Past the grace they are stopped: the group is done.
+  auto late = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 30);
+  EXPECT_EQ(late.status.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(find_condition(late.status, ConditionType::kSucceeded)->reason, "GroupFinished");
+  EXPECT_EQ(late.delete_pods.size(), 3u);
+  // One of them not ready: no wait.
+  ps[2].ready = false;
+  EXPECT_EQ(decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 10).status.phase, JobPhase::kSucceeded);
+}
+
 TEST(Decide, NodeZeroFinishedOutweighsAnotherNodesFailureOrNotReadyNode) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);

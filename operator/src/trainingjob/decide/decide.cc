@@ -28,6 +28,30 @@ const PodFacts* finished_host(const DecideState& s) {
   return nullptr;
 }
 
+// How long the other nodes have after node 0 finished to finish on their own (they normally do within moments)
+// while they all still run on healthy nodes; a node lost, failed or not ready ends the wait at once.
+constexpr int64_t kGroupFinishGraceS = 30;
+
+// Whether to wait for the others to finish by themselves: some still run, ready, on a Ready node, and node 0 finished
+// less than the grace ago (then the job is asked to come back when it ends).
+bool others_still_finishing(DecideState& s, const PodFacts& host) {
+  bool running = false;
+  for (const auto& pod : s.live) {
+    if (&pod == &host || pod.phase == "Succeeded") continue;
+    bool node_ready = true;
+    for (const auto& node : s.obs.nodes) node_ready = node_ready && !(node.name == pod.node_name && !node.ready);
+    node_ready = node_ready && s.obs.nodes_gone.count(pod.node_name) == 0;
+    if (pod.phase != "Running" || !pod.ready || !node_ready) return false;
+    running = true;
+  }
+  if (!running || !s.terminating.empty()) return false;
+  const UnixSeconds finished = parse_rfc3339(host.finished_at).value_or(s.now - kGroupFinishGraceS);
+  const int64_t left = finished + kGroupFinishGraceS - s.now;
+  if (left <= 0) return false;
+  s.requeue(left);
+  return true;
+}
+
 bool all_ranks_succeeded(const DecideState& s, int target) {
   int succeeded = 0;
   for (const auto& pod : s.live) {
@@ -37,7 +61,8 @@ bool all_ranks_succeeded(const DecideState& s, int target) {
   return succeeded == target;
 }
 
-// A finished group is a finished job, whatever became of the other nodes meanwhile (lost, failed, still running):
+// A finished group is a finished job, whatever became of the other nodes meanwhile (lost, failed, still running past
+// the grace):
 // the job Succeeds; pods still running are stopped, not recreated, and no loss or failure is counted for them.
 Plan group_finished(DecideState& s, const PodFacts& host) {
   std::vector<std::string> stopped;
@@ -65,7 +90,8 @@ Plan active(DecideState& s) {
   }
   if (elastic.requeue_after_s) s.requeue(*elastic.requeue_after_s);
   // Before any loss or failure is counted: nothing the other nodes do after node 0 finished restarts a thing.
-  if (const PodFacts* host = finished_host(s); host != nullptr && !all_ranks_succeeded(s, target)) {
+  if (const PodFacts* host = finished_host(s);
+      host != nullptr && !all_ranks_succeeded(s, target) && !others_still_finishing(s, *host)) {
     return group_finished(s, *host);
   }
 
