@@ -64,6 +64,10 @@ std::string derive_job_secret(const std::string& namespace_secret, const std::st
   return hmac_sha256_hex(namespace_secret, contract::job_secret_input(job_uid));
 }
 
+std::string rdzv_key_fingerprint(const std::string& namespace_secret) {
+  return hmac_sha256_hex(namespace_secret, "kubedist-rdzv-fingerprint-1").substr(0, 16);
+}
+
 Result<std::string> new_rdzv_secret() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof bytes) != 1) return fail("no random bytes from OpenSSL");

@@ -24,5 +24,9 @@ Result<std::string> new_rdzv_secret();
 // A job's rendezvous secret, derived from its namespace's as the launcher's init container derives it
 // (contract/signed_line.h): lower-case hex of HMAC-SHA256(namespace secret, "kubedist-rdzv-job-1 " + job uid).
 std::string derive_job_secret(const std::string& namespace_secret, const std::string& job_uid);
+// What a pod records of the namespace key its job's secret is derived from (annotation kubedist.io/rendezvous-key):
+// the first 16 hex digits of HMAC-SHA256(key, "kubedist-rdzv-fingerprint-1"), which tells keys apart and gives
+// nothing of the key or of any job's secret (whose HMAC input differs).
+std::string rdzv_key_fingerprint(const std::string& namespace_secret);
 
 }  // namespace kubedist::rendezvous

@@ -351,5 +351,26 @@ TEST(StatusJson, LauncherElasticLostAndFailedPodsAndLastFailureRoundTripAndClear
   EXPECT_TRUE(cleared["lastFailure"].is_null());
 }
 
+TEST(StatusJson, TheRendezvousSecretAndLostKeyRoundTripAndClear) {
+  Status s;
+  s.rendezvous_secret = "j-rdzv";
+  s.rendezvous_key_lost = "be11c37f5a79100d";
+  EXPECT_EQ(parse_status(status_to_json(s)), s);
+  const auto cleared = status_to_json(Status{});
+  EXPECT_TRUE(cleared["rendezvousSecret"].is_null());
+  EXPECT_TRUE(cleared["rendezvousKeyLost"].is_null());
+}
+
+TEST(ParsePodFacts, ReadsTheFingerprintOfTheNamespaceKeyThePodDerivesFrom) {
+  const json pod = json::parse(R"({"metadata": {"name": "j-node-0", "annotations": {
+    "kubedist.io/rendezvous-key": "be11c37f5a79100d"}}, "spec": {"volumes": [{"name": "kubedist-rendezvous"}]}})");
+  const PodFacts f = parse_pod_facts(pod);
+  EXPECT_EQ(f.rdzv_key, "be11c37f5a79100d");
+  EXPECT_TRUE(f.rdzv_secret);
+  EXPECT_FALSE(f.job_rdzv_secret);
+  EXPECT_EQ(parse_pod_facts(json::parse(R"({"metadata": {"annotations": {"kubedist.io/rendezvous-key": 7}}})")).rdzv_key,
+            "");
+}
+
 }  // namespace
 }  // namespace kubedist::trainingjob

@@ -48,6 +48,10 @@ const char* const kPods[] = {
     R"({"metadata": {"name": "z", "labels": {"kubedist.io/node-rank": "999999"}}, "spec": {"containers": []}})",
     R"({"metadata": {"name": "w", "labels": "none", "ownerReferences": "none"}})",
     R"({"metadata": {}})",
+    // the fingerprint of the rendezvous key the pod derives from (annotation), and annotations of other shapes
+    R"({"metadata": {"name": "k", "annotations": {"a": {"b": 1}, "kubedist.io/rendezvous-key": "0123456789abcdef"}}})",
+    R"({"metadata": {"name": "k2", "annotations": {"kubedist.io/rendezvous-key": 7}}})",
+    R"({"metadata": {"name": "k3", "annotations": ["kubedist.io/rendezvous-key"]}})",
 };
 
 json event_of(const char* pod, const char* type = "MODIFIED") {

@@ -94,6 +94,32 @@ TEST(RenderPod, AJobWithItsOwnSecretFromAnEarlierOperatorKeepsMountingItIntoTheT
             0u);
 }
 
+TEST(RenderPod, APodDerivingFromTheNamespaceKeyRecordsItsFingerprintAndNoTemplateCanSetIt) {
+  auto j = testing::example_job_json();
+  j["spec"]["template"]["metadata"]["annotations"] = {{"kubedist.io/rendezvous-key", "forged"}, {"team", "a"}};
+  const auto job = testing::job_from(j);
+  PodOptions options;
+  options.rdzv_secret = true;
+  options.rdzv_key = "be11c37f5a79100d";
+  auto pod = render_pod(job, 0, options);
+  EXPECT_EQ(pod["metadata"]["annotations"]["kubedist.io/rendezvous-key"], "be11c37f5a79100d");
+  EXPECT_EQ(pod["metadata"]["annotations"]["team"], "a");
+  EXPECT_EQ(parse_pod_facts(pod).rdzv_key, "be11c37f5a79100d");
+  options.job_rdzv_secret = true;  // mounts the job's own Secret: derives from no namespace key
+  pod = render_pod(job, 0, options);
+  EXPECT_FALSE(pod["metadata"]["annotations"].contains("kubedist.io/rendezvous-key"));
+  EXPECT_EQ(pod["metadata"]["annotations"]["team"], "a");
+}
+
+TEST(RenderJobRdzvSecret, IsOwnedByTheJobLabelledWithItsNameAndHoldsTheSecret) {
+  const auto secret = render_job_rdzv_secret(testing::example_job(), "0a1b");
+  EXPECT_EQ(secret["metadata"]["name"], "resnet-rdzv");
+  EXPECT_EQ(secret["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(secret["metadata"]["labels"]["kubedist.io/job-name"], "resnet");
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  EXPECT_EQ(secret["stringData"], json::parse(R"({"secret": "0a1b"})"));
+}
+
 TEST(RenderPod, SetsNameDnsLabelsOwnerAndNeverRestart) {
   const auto pod = render_pod(testing::example_job(), 2, PodOptions{});
   EXPECT_EQ(pod["metadata"]["name"], "resnet-node-2");

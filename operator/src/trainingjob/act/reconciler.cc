@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "rendezvous/rdzv_auth.h"
+#include "kube/config.h"
 #include "trainingjob/api/parse.h"
 #include "trainingjob/render/render.h"
 
@@ -101,7 +102,22 @@ Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods,
   o.pods = std::move(pods);
   o.service_exists = service_exists;
   if (extras_.namespace_secrets != nullptr) {
-    o.namespace_secret_exists = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret).has_value();
+    const auto secret = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret);
+    o.namespace_secret_exists = secret.has_value();
+    if (RendezvousKeys* keys = extras_.rendezvous_keys) {
+      // The key new pods derive from: the Secret's, or the one the operator is about to create. Each is remembered
+      // before any pod is rendered for it, so that it can be kept for the job if it is deleted or replaced later.
+      bool ok = false;
+      const std::string key = secret ? kube::base64_decode(secret->secret_b64, &ok) : std::string();
+      if (ok && !key.empty()) {
+        o.namespace_key = keys->seen(job.ns, key);
+      } else if (!secret) {
+        if (auto made = keys->to_create(job.ns)) o.namespace_key = rendezvous::rdzv_key_fingerprint(*made);
+      }
+      for (const auto& [fingerprint, kept] : keys->all(job.ns)) {
+        o.job_secrets[fingerprint] = rendezvous::derive_job_secret(kept, job.uid);
+      }
+    }
   }
   if (extras_.nodes != nullptr && extras_.nodes->synced()) {
     o.nodes_watched = true;
@@ -173,7 +189,9 @@ std::optional<ReconcileResult> Reconciler::carry_out(const Write& w) {
 std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref) {
   const std::string what = std::string("secret ") + kNamespaceRdzvSecret;
   const std::string collection = "/api/v1/namespaces/" + job.ns + "/secrets";
-  auto secret = rendezvous::new_rdzv_secret();
+  // The key this pass's pods were rendered for (RendezvousKeys::to_create), else a new one.
+  auto secret = extras_.rendezvous_keys != nullptr ? extras_.rendezvous_keys->to_create(job.ns)
+                                                   : rendezvous::new_rdzv_secret();
   if (!secret) return ReconcileResult::failed("create " + what, secret.error());
   auto r = client_.create(collection, render_namespace_rdzv_secret(job.ns, *secret));
   if (r) return std::nullopt;
@@ -182,7 +200,16 @@ std::optional<ReconcileResult> Reconciler::create_namespace_secret(const Trainin
   auto existing = client_.get(collection + "/" + kNamespaceRdzvSecret);
   if (!existing) return ReconcileResult::failed("read " + what, existing.error());
   const json labels = existing->value("metadata", json::object()).value("labels", json::object());
-  if (labels.is_object() && labels.value(kNamespaceRdzvLabel, "") == "namespace") return std::nullopt;
+  if (labels.is_object() && labels.value(kNamespaceRdzvLabel, "") == "namespace") {
+    const json data = existing->value("data", json::object());
+    bool ok = false;
+    const std::string key =
+        data.is_object() ? kube::base64_decode(data.value(kRdzvSecretKey, std::string()), &ok) : std::string();
+    if (extras_.rendezvous_keys == nullptr || (ok && key == *secret)) return std::nullopt;
+    // Another key than the one this pass rendered its pods for: decide again once the cache shows it.
+    if (ok && !key.empty()) extras_.rendezvous_keys->seen(job.ns, key);
+    return ReconcileResult::requeue_after(std::chrono::seconds(1));
+  }
   const std::string why = "Secret " + std::string(kNamespaceRdzvSecret) + " in namespace " + job.ns +
                           " is not the operator's (no label " + kNamespaceRdzvLabel +
                           "=namespace), and the job's pods need the operator's to sign their rendezvous: rename or "

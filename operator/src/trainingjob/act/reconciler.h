@@ -17,6 +17,7 @@
 #include "trainingjob/act/progress_writes.h"
 #include "trainingjob/act/job_metrics.h"
 #include "trainingjob/act/pending_writes.h"
+#include "trainingjob/act/rendezvous_keys.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/render/render.h"
 #include "trainingjob/api/types.h"
@@ -37,6 +38,9 @@ struct ReconcilerExtras {
   // Each namespace's rendezvous Secret (key namespace/kubedist-rendezvous); null: the operator creates none (pods
   // must then not mount one: PodOptions::rdzv_secret false).
   const SecretInformer* namespace_secrets = nullptr;
+  // With namespace_secrets: the namespace keys the operator has seen (shared with the launcher poller); null: none
+  // kept, so a job whose namespace key is deleted or replaced is not told apart.
+  RendezvousKeys* rendezvous_keys = nullptr;
   // The integrations (gang scheduling, Kueue admission) with their caches: each observes its facts about a job.
   std::vector<ObservedIntegration> integrations;
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0

@@ -111,6 +111,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   // The integrations' kinds (PodGroups, Kueue's objects), only where the cluster serves them.
   integrations.watch(mgr, api, options.ns);
 
+  RendezvousKeys rendezvous_keys;  // the namespace keys seen, for the reconciler and the poller
   PodOptions pod_options = options.pods;
   pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
   LauncherPoller poller(
@@ -128,7 +129,15 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
             // earlier operator's) is not asked: the operator may not read that Secret.
             bool ok = false;
             if (t->job_secret) continue;
-            if (auto ns_secret = namespace_secrets.get(job->ns + "/" + kNamespaceRdzvSecret)) {
+            // Node 0 derived it from the key it records (a key deleted or replaced since is kept in memory).
+            std::string fingerprint;
+            for (const auto& pod : pods.by_index(key)) {
+              if (pod.uid == t->pod_uid) fingerprint = pod.rdzv_key;
+            }
+            if (auto kept = fingerprint.empty() ? std::nullopt : rendezvous_keys.find(job->ns, fingerprint)) {
+              ok = true;
+              t->secret = rendezvous::derive_job_secret(*kept, job->uid);
+            } else if (auto ns_secret = namespace_secrets.get(job->ns + "/" + kNamespaceRdzvSecret)) {
               const std::string key = kube::base64_decode(ns_secret->secret_b64, &ok);
               if (ok && !key.empty()) t->secret = rendezvous::derive_job_secret(key, job->uid);
             }
@@ -150,6 +159,7 @@ Result<void> run_manager(const ManagerOptions& options, std::stop_token stop) {
   ReconcilerExtras extras;
   extras.nodes = nodes;
   extras.namespace_secrets = &namespace_secrets;
+  extras.rendezvous_keys = &rendezvous_keys;
   extras.integrations = integrations.observed();
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&](const std::string& key) { return poller.latest(key); };

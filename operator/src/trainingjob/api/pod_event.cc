@@ -53,6 +53,7 @@ class PodEventSax {
       case F::kRv: out_.resource_version = s; break;
       case F::kDelTs: deleting_ = true; break;
       case F::kJobLabel: f.job_name = s; break;
+      case F::kRdzvKey: f.rdzv_key = s; break;
       case F::kRankLabel: rank_ = s; break;
       case F::kOwnerUid: owner_.uid = s; break;
       case F::kNodeName: f.node_name = s; break;
@@ -109,7 +110,8 @@ class PodEventSax {
 
  private:
   enum class F : uint8_t {
-    kOther, kRoot, kType, kObject, kErrCode, kErrMessage, kMd, kNs, kName, kUid, kRv, kDelTs, kLabels, kJobLabel,
+    kOther, kRoot, kType, kObject, kErrCode, kErrMessage, kMd, kNs, kName, kUid, kRv, kDelTs, kAnnotations, kRdzvKey,
+    kLabels, kJobLabel,
     kRankLabel, kOwners, kOwner, kOwnerCtrl, kOwnerUid, kSpec, kNodeName, kVolumes, kVolume, kVolumeName,
     kContainers, kContainer, kContainerName, kStatus, kPhase, kStartTime, kPodIp, kReason, kConds, kCond, kCondType,
     kCondStatus, kCondReason, kCondLtt, kCStatuses, kCStatus, kCsName, kCsState, kTerminated, kTExit, kTReason,
@@ -154,8 +156,12 @@ class PodEventSax {
         if (k == "uid") return F::kUid;
         if (k == "resourceVersion") return F::kRv;
         if (k == "deletionTimestamp") return F::kDelTs;
+        if (k == "annotations") return F::kAnnotations;
         if (k == "labels") return F::kLabels;
         if (k == "ownerReferences") return F::kOwners;
+        break;
+      case F::kAnnotations:
+        if (k == kRdzvKeyAnnotation) return F::kRdzvKey;
         break;
       case F::kLabels:
         if (k == kJobNameLabel) return F::kJobLabel;

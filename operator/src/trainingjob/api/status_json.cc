@@ -154,6 +154,8 @@ void to_json(json& j, const Status& s) {
   j["failedPods"] = s.failed_pods.empty() ? json(nullptr) : json(s.failed_pods);
   j["lastFailure"] = s.last_failure ? json(*s.last_failure) : json(nullptr);
   j["progress"] = s.progress ? json(*s.progress) : json(nullptr);
+  j["rendezvousSecret"] = s.rendezvous_secret.empty() ? json(nullptr) : json(s.rendezvous_secret);
+  j["rendezvousKeyLost"] = s.rendezvous_key_lost.empty() ? json(nullptr) : json(s.rendezvous_key_lost);
 }
 
 void from_json(const json& st, Status& s) {
@@ -183,6 +185,8 @@ void from_json(const json& st, Status& s) {
   }
   if (auto it = st.find("lastFailure"); it != st.end() && it->is_object()) s.last_failure = it->get<LastFailure>();
   if (auto it = st.find("progress"); it != st.end() && it->is_object()) s.progress = it->get<ProgressStatus>();
+  s.rendezvous_secret = string_at(st, "rendezvousSecret");
+  s.rendezvous_key_lost = string_at(st, "rendezvousKeyLost");
 }
 
 Status parse_status(const json& st, const std::vector<ConditionType>& kept) {

@@ -31,6 +31,11 @@ inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";  // a job's ow
 // also the name of the volume that mounts it into the launcher init container, and its label (value "namespace").
 inline constexpr const char* kNamespaceRdzvSecret = "kubedist-rendezvous";
 inline constexpr const char* kNamespaceRdzvLabel = "kubedist.io/rendezvous-secret";
+// The pod annotation naming the namespace key its init container derives from: a fingerprint (rendezvous/
+// rdzv_auth.h), never the key. A job whose running pods' key is no longer the namespace's is moved to a Secret of
+// its own (decide/rendezvous.h).
+inline constexpr const char* kRdzvKeyAnnotation = "kubedist.io/rendezvous-key";
+inline constexpr const char* kRendezvousSecretChanged = "RendezvousSecretChanged";  // the Event's reason
 // What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
 inline constexpr size_t kMaxTerminationMessage = 1024;
 
@@ -169,6 +174,12 @@ struct Status {
   std::vector<std::string> failed_pods;  // uids of failed pods already counted as pod_failure that still exist
   std::optional<LastFailure> last_failure;
   std::optional<ProgressStatus> progress;
+  // status.rendezvousSecret: the job's own Secret J-rdzv, set when the namespace key its running pods derive from
+  // was deleted or replaced (decide/rendezvous.h); its new pods mount it from then on. Empty: the namespace key.
+  std::string rendezvous_secret;
+  // status.rendezvousKeyLost: the fingerprint of a namespace key the job's running pods derive from that changed
+  // before the operator saw it (so it cannot keep it for them), said once in an Event; cleared once no pod uses it.
+  std::string rendezvous_key_lost;
   bool operator==(const Status&) const = default;
 };
 
@@ -227,6 +238,7 @@ struct PodFacts {
   std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
   bool rdzv_secret = false;       // mounts a rendezvous Secret (its launcher signs the rendezvous)
   bool job_rdzv_secret = false;   // that Secret is the job's own J-rdzv (an earlier operator's), not the namespace's
+  std::string rdzv_key;           // annotation kRdzvKeyAnnotation: the fingerprint of the namespace key it derives from
   bool operator==(const PodFacts&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include "trainingjob/decide/phase.h"
 #include "trainingjob/decide/progress.h"
 #include "trainingjob/decide/ranks.h"
+#include "trainingjob/decide/rendezvous.h"
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/stop.h"
 #include "trainingjob/decide/elastic.h"
@@ -161,10 +162,7 @@ Plan run(DecideState& s) {
     s.plan.requeue_after_s = left;
   }
   s.plan.create_service = !s.obs.service_exists;
-  // A job an earlier operator gave a Secret of its own keeps it while a pod of it runs: its launchers sign with it.
-  // (The operator reads no Secret but the namespace's, so whether J-rdzv exists is told by the pods that mount it.)
-  for (const auto& pod : s.live) s.plan.job_rdzv_secret = s.plan.job_rdzv_secret || pod.job_rdzv_secret;
-  s.plan.create_namespace_secret = !s.plan.job_rdzv_secret && !s.obs.namespace_secret_exists;
+  decide_rendezvous_secret(s);
   for (const Hook* hook : s.hooks) {
     if (const auto ending = hook->prepare(s)) return finish(s, *ending);
   }
@@ -185,6 +183,7 @@ TrainingJob running_on(const TrainingJob& job, int nodes) {
 void render_new_pods(const DecideState& s, Plan& plan) {
   PodOptions options = s.obs.pod_options;
   options.job_rdzv_secret = plan.job_rdzv_secret;
+  options.rdzv_key = s.obs.namespace_key;
   for (int rank : plan.create_ranks) {
     nlohmann::json pod = render_pod(s.job, rank, options);
     for (const Hook* hook : s.hooks) hook->render_pod(s.job, pod);

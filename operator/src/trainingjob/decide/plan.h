@@ -1,6 +1,7 @@
 // decide(): the pure heart of the reconciler, from an observed job and its pods to the actions and new status.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -58,6 +59,12 @@ struct Observed {
   std::vector<PodFacts> pods;
   bool service_exists = false;
   bool namespace_secret_exists = true;  // Secret kubedist-rendezvous (true when the operator does not manage one)
+  // The fingerprint of the namespace key new pods would derive from (the Secret's, or the one the operator is
+  // about to create); empty when the operator manages no namespace key.
+  std::string namespace_key;
+  // Fingerprint -> this job's secret derived from that key, for each key of the namespace the operator has seen
+  // (the current one and those it held before a deletion or replacement).
+  std::map<std::string, std::string> job_secrets;
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   // Nodes the job's pods are bound to that the API server says do not exist (a GET answered 404): deleted for

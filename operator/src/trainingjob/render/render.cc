@@ -67,6 +67,13 @@ json owned_metadata(const TrainingJob& job) {
           {"ownerReferences", json::array({owner_reference(job)})}};
 }
 
+json render_job_rdzv_secret(const TrainingJob& job, const std::string& secret) {
+  json md = owned_metadata(job);
+  md["name"] = rdzv_secret_name(job.name);
+  return {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", md}, {"type", "Opaque"},
+          {"stringData", {{kRdzvSecretKey, secret}}}};
+}
+
 json render_service(const TrainingJob& job) {
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
@@ -97,6 +104,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   md["labels"][kNodeRankLabel] = std::to_string(rank);
   if (tmpl_md.contains("annotations") && tmpl_md["annotations"].is_object()) {
     md["annotations"] = tmpl_md["annotations"];
+    md["annotations"].erase(kRdzvKeyAnnotation);  // the operator's alone: it says which key the pod derives from
   }
   md["ownerReferences"] = json::array({owner_reference(job)});
 
@@ -124,6 +132,10 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
     spec["volumes"].push_back(
         {{"name", kNamespaceRdzvSecret}, {"secret", {{"secretName", kNamespaceRdzvSecret}, {"defaultMode", 0444}}}});
     init["volumeMounts"].push_back({{"name", kNamespaceRdzvSecret}, {"mountPath", kNamespaceRdzvDir}, {"readOnly", true}});
+    if (!options.rdzv_key.empty()) {
+      if (!md.contains("annotations")) md["annotations"] = json::object();
+      md["annotations"][kRdzvKeyAnnotation] = options.rdzv_key;
+    }
   }
   json inits = json::array({init});
   if (spec.contains("initContainers") && spec["initContainers"].is_array()) {

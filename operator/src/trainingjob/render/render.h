@@ -27,6 +27,9 @@ struct PodOptions {
   // With rdzv_secret: instead mount the job's own Secret J-rdzv into the trainer (a job an earlier operator
   // started with a Secret of its own, whose running pods sign with it).
   bool job_rdzv_secret = false;
+  // With rdzv_secret and not job_rdzv_secret: the fingerprint of the namespace key the pod's init container will
+  // derive from, recorded in annotation kubedist.io/rendezvous-key (empty: none recorded).
+  std::string rdzv_key{};
 };
 
 inline constexpr const char* kRdzvSecretDir = "/kubedist/rdzv";  // the trainer's read-only mount of Secret J-rdzv
@@ -40,6 +43,10 @@ inline std::string job_rdzv_secret_file() { return std::string("/kubedist/bin/")
 // job's pods and the operator can join, leave or read it. secret: its text (random hex). Owned by nothing: it
 // serves every job of the namespace, present and future, and one write serves them all.
 nlohmann::json render_namespace_rdzv_secret(const std::string& ns, const std::string& secret);
+
+// Secret J-rdzv, owned by the job: the job's rendezvous secret (the text its launchers sign with), for a job whose
+// running pods derive it from a namespace key that was deleted or replaced since (decide/rendezvous.h).
+nlohmann::json render_job_rdzv_secret(const TrainingJob& job, const std::string& secret);
 
 // Service J: headless, publishes not-ready addresses (rendezvous starts before readiness), selects the job's pods.
 nlohmann::json render_service(const TrainingJob& job);

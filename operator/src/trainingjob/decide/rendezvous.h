@@ -1,0 +1,17 @@
+// Which rendezvous Secret a job's new pods mount, and what the job does when the namespace key its running pods
+// derive from was deleted or replaced.
+#pragma once
+
+#include "trainingjob/decide/decide_state.h"
+
+namespace kubedist::trainingjob {
+
+// Sets plan.job_rdzv_secret and plan.create_namespace_secret. A job whose running pods derive their secret from a
+// namespace key (annotation kubedist.io/rendezvous-key) that is no longer the one new pods would get keeps the old
+// one: when the operator has seen that key (obs.job_secrets), Secret J-rdzv is created holding the job's secret
+// derived from it, status.rendezvousSecret names it, new pods mount it, and one Warning RendezvousSecretChanged
+// says so. When it has not (the key changed while no operator ran), the Event says that new pods cannot join
+// (status.rendezvousKeyLost keeps it to one).
+void decide_rendezvous_secret(DecideState& s);
+
+}  // namespace kubedist::trainingjob
