@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One rendezvous Secret serves every job of a namespace (each job's secret is derived from it in its pods' init
-# container), a job whose running pods an earlier operator gave a Secret of its own keeps that one, and a Secret of the
-# same name that is not the operator's stops new pods with an Event saying so.
+# container), a job whose running pods an earlier operator gave a Secret of its own keeps that one, a key deleted or
+# replaced while jobs run is said on each of them and kept for them (their new pods derive the same secret as their
+# running ones), and a Secret of the same name that is not the operator's stops new pods with an Event saying so.
 # usage: one_rendezvous_secret_serves_a_namespace_and_a_foreign_one_is_refused.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
@@ -53,8 +54,8 @@ old_mount() {
 [ "$(old_mount old-node-1)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's new pod: $(old_mount old-node-1)"
 before=$(pod_uid old-node-0)
 kubectl -n "$NS" delete pod old-node-0 --wait=false >/dev/null
-recreated() { [ "$(pod_uid old-node-0 2>/dev/null)" != "$before" ] && [ -n "$(pod_uid old-node-0 2>/dev/null)" ]; }
-eventually 30 "old-node-0 recreated" recreated
+recreated() { [ "$(pod_uid "$1" 2>/dev/null)" != "$2" ] && [ -n "$(pod_uid "$1" 2>/dev/null)" ]; }
+eventually 30 "old-node-0 recreated" recreated old-node-0 "$before"
 [ "$(old_mount old-node-0)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's recreated pod: $(old_mount old-node-0)"
 [ "$(ns_secrets)" = 0 ] || fail "a namespace Secret was made for a job that has its own"
 pass "a job whose running pods mount their own Secret from an earlier operator keeps mounting it in new and recreated pods"
@@ -68,6 +69,63 @@ eventually 30 "b's pods" pods_are b 2
 ja=$(jp tj/a '{.metadata.uid}')
 [ "$(jp pod/a-node-1 '{.spec.initContainers[0].command[6]}' 2>&1)" = "$ja" ] || fail "a's init container derives for another uid"
 pass "two more jobs: one Secret kubedist-rendezvous for the namespace, no Secret per job; each pod derives its own job's"
+
+# The namespace key deleted, then replaced, while jobs run: each running job says so (one Warning Event naming the
+# Secret) and keeps the key its running pods derived their secret from, in a Secret of its own that its new pods mount.
+derived() {  # KEY UID: the job's secret as the launcher's init container derives it (contract/signed_line.h)
+  python3 -c 'import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), b"kubedist-rdzv-job-1 " + sys.argv[2].encode(), hashlib.sha256).hexdigest())' "$1" "$2"
+}
+fingerprint() {  # KEY: what a pod records of it (annotation kubedist.io/rendezvous-key)
+  python3 -c 'import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), b"kubedist-rdzv-fingerprint-1", hashlib.sha256).hexdigest()[:16])' "$1"
+}
+ns_key() { kubectl -n "$NS" get secret kubedist-rendezvous -o jsonpath='{.data.secret}' | base64 -d; }
+secret_of() { kubectl -n "$NS" get secret "$1" -o jsonpath='{.data.secret}' | base64 -d; }
+key_of() { jp "pod/$1" '{.metadata.annotations.kubedist\.io/rendezvous-key}'; }
+events_of() { kubectl -n "$NS" get events --field-selector "involvedObject.name=$1,reason=RendezvousSecretChanged" -o jsonpath='{range .items[*]}{.type} {.message}{"\n"}{end}'; }
+jb=$(jp tj/b '{.metadata.uid}')
+key1=$(ns_key)
+eventually 30 "a's pods running" all_running a 2
+eventually 30 "b's pods running" all_running b 2
+for p in a-node-0 a-node-1 b-node-0; do
+  [ "$(key_of $p)" = "$(fingerprint "$key1")" ] || fail "$p records key $(key_of $p), not the namespace's"
+done
+kubectl -n "$NS" delete secret kubedist-rendezvous >/dev/null
+for j in a b; do eventually 30 "RendezvousSecretChanged on $j" has_event $j RendezvousSecretChanged; done
+msg=$(events_of a)
+grep -q "^Warning Secret kubedist-rendezvous in namespace $NS was deleted while the job ran" <<<"$msg" || fail "event: $msg"
+grep -q "Secret a-rdzv" <<<"$msg" || fail "event names no Secret of a's own: $msg"
+! grep -q -e "$key1" -e "$(derived "$key1" "$ja")" <<<"$msg" || fail "the event shows a secret: $msg"
+[ "$(secret_of a-rdzv)" = "$(derived "$key1" "$ja")" ] || fail "a-rdzv does not hold the secret a's running pods derived"
+[ "$(secret_of b-rdzv)" = "$(derived "$key1" "$jb")" ] || fail "b-rdzv does not hold the secret b's running pods derived"
+[ "$(jp secret/a-rdzv '{.metadata.ownerReferences[0].uid}')" = "$ja" ] || fail "a-rdzv is not owned by a"
+[ "$(jp tj/a '{.status.rendezvousSecret}')" = a-rdzv ] || fail "a's status: $(jp tj/a '{.status.rendezvousSecret}')"
+before=$(pod_uid a-node-0)
+kubectl -n "$NS" delete pod a-node-0 --wait=false >/dev/null
+eventually 30 "a-node-0 recreated" recreated a-node-0 "$before"
+[ "$(old_mount a-node-0)" = "a-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "a's recreated node 0: $(old_mount a-node-0)"
+[ -z "$(key_of a-node-0)" ] || fail "a's recreated node 0 records a namespace key"
+pass "the namespace key deleted while a and b run: one Warning RendezvousSecretChanged each naming it; a-rdzv and b-rdzv hold the secrets their running pods derived from the old key, and a's recreated node 0 mounts a-rdzv: $msg"
+
+job_yaml d 1 | kubectl -n "$NS" apply -f - >/dev/null
+eventually 30 "d's pod" all_running d 1
+[ "$(ns_secrets)" = 1 ] || fail "no new namespace Secret for a new job"
+key2=$(ns_key)
+[ "$key2" != "$key1" ] || fail "the deleted key came back"
+[ "$(key_of d-node-0)" = "$(fingerprint "$key2")" ] || fail "d-node-0 records $(key_of d-node-0)"
+jd=$(jp tj/d '{.metadata.uid}')
+[ "$(jp pod/d-node-0 '{.spec.initContainers[0].command[6]}')" = "$jd" ] || fail "d's init container derives for another uid"
+kubectl -n "$NS" patch secret kubedist-rendezvous --type=merge -p '{"stringData": {"secret": "a-replaced-key"}}' >/dev/null
+eventually 30 "RendezvousSecretChanged on d" has_event d RendezvousSecretChanged
+msg=$(events_of d)
+grep -q "^Warning Secret kubedist-rendezvous in namespace $NS was replaced while the job ran" <<<"$msg" || fail "event: $msg"
+[ "$(secret_of d-rdzv)" = "$(derived "$key2" "$jd")" ] || fail "d-rdzv does not hold the secret d's node 0 derived"
+before=$(pod_uid d-node-0)
+kubectl -n "$NS" delete pod d-node-0 --wait=false >/dev/null
+eventually 30 "d-node-0 recreated" recreated d-node-0 "$before"
+[ "$(old_mount d-node-0)" = "d-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "d's recreated pod: $(old_mount d-node-0)"
+[ "$(events_of a | wc -l)" = 1 ] || fail "a was told again: $(events_of a)"
+[ "$(ns_key)" = a-replaced-key ] || fail "the operator changed the replaced key"
+pass "the namespace key replaced while d runs: d says so, d-rdzv holds the secret d's node 0 derived from the key before, d's recreated pod mounts it; a, already on its own Secret, is not told again"
 
 # Somebody else's Secret of the same name: new pods could not sign, so none are made, and the job says why.
 stop_operator
