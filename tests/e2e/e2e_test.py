@@ -11,7 +11,8 @@ scenarios:
   growback   node 2 is lost while the cluster is full, then capacity returns: the group shrinks to 2 nodes
              and grows back to 3 with the recreated pod; nodes 0 and 1 keep their pods throughout
   dashboard  every query of the Grafana dashboard returns data from a real Prometheus scraping the operator and
-             the launchers in the pods while a job restarts in place after a worker crash, then loses a pod
+             the launchers in the pods while a job that reports its progress (kubedist.progress: the progress,
+             ETA and goodput panels) restarts in place after a worker crash, then loses a pod
   permanent  every worker exits 3 under restartPolicy ExitCode: the job ends Failed naming exit code 3, with
              no in-place restart and no pod recreated
   progress   2 nodes x 2 DDP workers report their steps (kubedist.progress): status.progress, the PROGRESS and ETA
@@ -355,8 +356,8 @@ def scenario_permanent(env):
 def scenario_dashboard(env):
     """Every panel of the Grafana dashboard answered by a real Prometheus scraping this e2e run: the operator and
     the launchers in the job's pods (at each pod's IP and kd-metrics port, found through a file_sd target file as
-    a PodMonitor would find them), while a 3 x 2 DDP job, queued for and admitted by Kueue, survives a worker crash
-    in place and then a lost pod."""
+    a PodMonitor would find them), while a 3 x 2 DDP job, queued for and admitted by Kueue and reporting its steps
+    with the launcher's helper (the progress panels), survives a worker crash in place and then a lost pod."""
     sys.path.insert(0, os.path.join(SOURCE, "tests/integration/dashboard"))
     import dashboard_test as dash  # noqa: E402  (its Prometheus client and the dashboard's queries)
 
@@ -389,7 +390,8 @@ def scenario_dashboard(env):
         eventually(30, "Prometheus scrapes the operator", lambda: prom.query('up{job="kubedist-operator"} == 1')[0])
         started = time.time()
         # Queued for Kueue, which admits it at once: the admission panel has its waiting count and time to admission.
-        env.create_job("dash", 3, env.train_command(1_000_000, "--step-sleep", "0.2", "--crash-rank", "3"),
+        env.create_job("dash", 3, env.train_command(1_000_000, "--step-sleep", "0.2", "--crash-rank", "3",
+                                                     "--report"),
                        max_restarts=3, queue="team")
 
         def pod_targets():
@@ -459,6 +461,18 @@ def scenario_dashboard(env):
             lambda r: r if r and len(r) == 3 and all(float(s["value"][1]) == 2 for s in r) else None)(
             prom.query('kubedist_launcher_workers_running{job="kubedist-launchers"}')[0]))
         check(len(workers) == 3, "the launchers panel: 3 launchers, 2 workers running each")
+        # The progress panels follow the job's reports (1,000,000 steps: hours left, goodput below 1 after 2 restarts).
+        def now(title, ref):
+            result, err = prom.query(next(e for t, r, e in queries if t == title and r == ref))
+            if err:
+                raise Failure(err)
+            return {s["metric"].get("job_name"): float(s["value"][1]) for s in result}.get("dash")
+        step = now("Training progress: step and steps per second", "A")
+        rate = now("Training progress: step and steps per second", "B")
+        eta = now("Estimated time to completion", "A")
+        goodput = now("Goodput", "A")
+        check(step >= 3 and rate > 0 and eta > 3600 and 0 < goodput < 1,
+              f"the progress panels: step {step}, {rate} steps/s, {eta:.0f} s left, goodput {goodput}")
     finally:
         prom_proc.terminate()
         try:

@@ -8,7 +8,8 @@ prometheus: runs kubedist-operator against the local control plane (with Kueue, 
 kubedist-launcher supervising a small /usr/bin/python3 worker, both on 127.0.0.1, and a Prometheus scraping them
 every second. A TrainingJob goes through a pod failure, a second one fails for good, a third is queued for Kueue and
 admitted, and the launcher's worker crashes once; then every query of
-every panel in deploy/dashboards/kubedist.json must return data, the panels must show the restart and the failure,
+every panel in deploy/dashboards/kubedist.json must return data (but the progress panels': their metrics come from
+the STATUS of node 0's launcher in a real pod, which e2e.dashboard checks), the panels must show the restart and the failure,
 and the chart's alerts, loaded into the same Prometheus, must fire (or be pending) for them.
 
 rules: the chart's PrometheusRule passes `promtool check rules`.
@@ -102,6 +103,17 @@ def panel_queries():
     for panel in dashboard["panels"]:
         for target in panel.get("targets", []):
             yield panel["title"], target["refId"], target["expr"]
+
+
+# The operator's progress metrics (status.progress) come from polling node 0's launcher at its pod's IP: here the
+# pods are played by the test and nothing reports progress, so e2e.dashboard (real launchers, a job that reports its
+# steps) checks these queries instead.
+PROGRESS_METRICS = ("kubedist_job_step", "kubedist_job_steps_per_second",
+                    "kubedist_job_estimated_completion_timestamp_seconds", "kubedist_job_goodput")
+
+
+def needs_progress(expr):
+    return any(re.search(r"\b" + m + r"\{", expr) for m in PROGRESS_METRICS)
 
 
 def dashboard_queries(namespace):
@@ -289,7 +301,10 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
         ok("job j: a pod failed and was recreated; the launcher's worker crashed and was restarted")
 
         # Every panel's every query returns data (as Grafana would ask, with $namespace set to our namespace).
-        queries = dashboard_queries(ns)
+        progress_queries = [q for q in dashboard_queries(ns) if needs_progress(q[2])]
+        queries = [q for q in dashboard_queries(ns) if not needs_progress(q[2])]
+        if len(progress_queries) < 4:
+            fail(f"the dashboard has only {len(progress_queries)} progress queries")
         if len(queries) < 8:
             fail(f"the dashboard has only {len(queries)} queries")
         deadline = time.monotonic() + 60
@@ -304,7 +319,8 @@ while not os.path.exists(os.path.join(d, "stop")) and time.monotonic() < deadlin
             print(f"FAIL: panel \"{title}\" query {ref} returns no data:\n  {expr}", flush=True)
         if missing:
             sys.exit(1)
-        ok(f"all {len(queries)} queries of {len({q[0] for q in queries})} panels return data")
+        ok(f"all {len(queries)} queries of {len({q[0] for q in queries})} panels return data (the "
+           f"{len(progress_queries)} progress queries are e2e.dashboard's)")
 
         # The restart panel shows the pod failure (and the launcher panel its in-place restart) over the run.
         def peak(title, ref, label, value):

@@ -1,8 +1,9 @@
 """A small DDP training job (gloo, CPU) for the launcher tests: trains a few steps and writes its final weights.
 
-usage: ddp_train.py OUT_DIR STEPS [--crash-rank R] [--step-sleep S] [--grow-to W]
+usage: ddp_train.py OUT_DIR STEPS [--crash-rank R] [--step-sleep S] [--grow-to W] [--report]
 --crash-rank R: global rank R exits with code 13 at step 2 of the first attempt (TORCHELASTIC_RESTART_COUNT=0).
 --grow-to W: while the world is smaller than W, keep training (until the launcher stops the group to grow it).
+--report: every rank reports each step, the total and the loss with the launcher's helper (kubedist.progress).
 Rank 0 writes OUT_DIR/progress (world size, restart count, step) as it goes; every rank writes OUT_DIR/rank<N>.json.
 """
 import argparse
@@ -20,6 +21,7 @@ parser.add_argument("steps", type=int)
 parser.add_argument("--crash-rank", type=int, default=-1)
 parser.add_argument("--step-sleep", type=float, default=0.0)
 parser.add_argument("--grow-to", type=int, default=0)
+parser.add_argument("--report", action="store_true")
 args = parser.parse_args()
 
 restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
@@ -43,6 +45,9 @@ for step in range(steps):
     opt.zero_grad()
     loss.backward()
     opt.step()
+    if args.report:
+        from kubedist import progress
+        progress.step(step + 1, total=steps, loss=loss.item())
     if rank == 0:
         with open(os.path.join(args.out_dir, "progress"), "a") as f:
             f.write(f"{world} {restart} {step}\n")
