@@ -117,7 +117,7 @@ build coredns "$COREDNS_VERSION" "$here/tools/coredns" "" coredns=github.com/cor
 # Kueue's manager: its CRDs come from the same module (deploy/local/kueue.sh).
 build kueue "$KUEUE_VERSION" "$here/tools/kueue" "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
   kueue=sigs.k8s.io/kueue/cmd/kueue
-# `tools.sh bench`: also what only the benchmarks run (tests/bench/operator/bench.sh --compare).
+# `tools.sh bench`: also what only the benchmarks run (tests/bench/operator/bench.py --compare).
 if [ "${1:-}" = bench ]; then
   build kubeflow "$KUBEFLOW_TRAINING_OPERATOR_VERSION" "$here/tools/kubeflow" "" \
     training-operator=github.com/kubeflow/training-operator/cmd/training-operator.v1
