@@ -55,7 +55,10 @@ old_mount() {
 before=$(pod_uid old-node-0)
 kubectl -n "$NS" delete pod old-node-0 --wait=false >/dev/null
 recreated() { [ "$(pod_uid "$1" 2>/dev/null)" != "$2" ] && [ -n "$(pod_uid "$1" 2>/dev/null)" ]; }
-eventually 30 "old-node-0 recreated" recreated old-node-0 "$before"
+# 60 s, not 30: kwok, playing the kubelets, deletes pods by name and now and then takes the same-named replacement
+# too before the operator's cache has shown it; the operator then waits out its 30 s expectation of that create
+# before making the pod again (a known gap: expectations are kept by pod name).
+eventually 60 "old-node-0 recreated" recreated old-node-0 "$before"
 [ "$(old_mount old-node-0)" = "old-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "old's recreated pod: $(old_mount old-node-0)"
 [ "$(ns_secrets)" = 0 ] || fail "a namespace Secret was made for a job that has its own"
 pass "a job whose running pods mount their own Secret from an earlier operator keeps mounting it in new and recreated pods"
@@ -101,7 +104,7 @@ grep -q "Secret a-rdzv" <<<"$msg" || fail "event names no Secret of a's own: $ms
 [ "$(jp tj/a '{.status.rendezvousSecret}')" = a-rdzv ] || fail "a's status: $(jp tj/a '{.status.rendezvousSecret}')"
 before=$(pod_uid a-node-0)
 kubectl -n "$NS" delete pod a-node-0 --wait=false >/dev/null
-eventually 30 "a-node-0 recreated" recreated a-node-0 "$before"
+eventually 60 "a-node-0 recreated" recreated a-node-0 "$before"
 [ "$(old_mount a-node-0)" = "a-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "a's recreated node 0: $(old_mount a-node-0)"
 [ -z "$(key_of a-node-0)" ] || fail "a's recreated node 0 records a namespace key"
 pass "the namespace key deleted while a and b run: one Warning RendezvousSecretChanged each naming it; a-rdzv and b-rdzv hold the secrets their running pods derived from the old key, and a's recreated node 0 mounts a-rdzv: $msg"
@@ -121,7 +124,7 @@ grep -q "^Warning Secret kubedist-rendezvous in namespace $NS was replaced while
 [ "$(secret_of d-rdzv)" = "$(derived "$key2" "$jd")" ] || fail "d-rdzv does not hold the secret d's node 0 derived"
 before=$(pod_uid d-node-0)
 kubectl -n "$NS" delete pod d-node-0 --wait=false >/dev/null
-eventually 30 "d-node-0 recreated" recreated d-node-0 "$before"
+eventually 60 "d-node-0 recreated" recreated d-node-0 "$before"
 [ "$(old_mount d-node-0)" = "d-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "d's recreated pod: $(old_mount d-node-0)"
 [ "$(events_of a | wc -l)" = 1 ] || fail "a was told again: $(events_of a)"
 [ "$(ns_key)" = a-replaced-key ] || fail "the operator changed the replaced key"
