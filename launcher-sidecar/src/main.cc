@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "agent.h"
 #include "process/descendants.h"
@@ -203,6 +204,16 @@ void raise_fd_limit() {
   setrlimit(RLIMIT_NOFILE, &limit);
 }
 
+// --standalone (master_port 0): the workers' store on a port free on this host, chosen once for the whole run, as
+// torchrun --standalone does.
+std::optional<Error> pick_standalone_store_port(LaunchConfig& config) {
+  if (config.master_port != 0) return std::nullopt;
+  auto port = pick_free_port("127.0.0.1");
+  if (!port) return make_error(port.error());
+  config.master_port = *port;
+  return std::nullopt;
+}
+
 // The launcher's two processes (see guard.h): the one that was started stays the guard until the supervisor ends.
 struct Supervision {
   std::optional<int> guard_exit_code;  // set in the guard: its exit code, once the supervisor is gone
@@ -260,7 +271,7 @@ Result<std::unique_ptr<RendezvousHost>> open_rendezvous(EventLoop& loop, LaunchC
     if (!ok) host.reset();
   }
   if (host && !plan.store_address.empty()) host->announce_store(plan.store_address);
-  config.node_rank = node_rank_for_round(config, plan, host != nullptr);
+  config.node_rank = plan.node_rank;
   return host;
 }
 
@@ -376,11 +387,7 @@ int main(int argc, char** argv) {
   }
   report_environment(*launch, env);
   raise_fd_limit();
-  if (launch->config.master_port == 0) {  // --standalone: the workers' store on a free port
-    auto port = pick_free_port("127.0.0.1");
-    if (!port) return fail(port.error(), 1);
-    launch.value().config.master_port = *port;
-  }
+  if (auto error = pick_standalone_store_port(launch.value().config)) return fail(error->message, 1);
   const Supervision supervision = split_guard_and_supervisor();
   if (supervision.guard_exit_code) return *supervision.guard_exit_code;
   return supervise(std::move(launch).value(), env, supervision);

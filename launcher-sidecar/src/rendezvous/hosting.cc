@@ -20,6 +20,7 @@ bool hosting_depends_on_endpoint(const LaunchConfig& config) {
 
 HostingPlan plan_hosting(const LaunchConfig& config, bool endpoint_is_local) {
   HostingPlan plan;
+  plan.node_rank = config.node_rank;
   if (!config.multi_node()) {
     plan.host = true;
     if (config.rdzv_endpoint_given) plan.store_address = endpoint_is_local ? config.rdzv_host : "127.0.0.1";
@@ -31,12 +32,8 @@ HostingPlan plan_hosting(const LaunchConfig& config, bool endpoint_is_local) {
   plan.must_bind = plan.listen && config.node_rank_given;
   // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
   if (plan.listen) plan.store_address = config.rdzv_host;
+  if (!config.node_rank_given) plan.node_rank = plan.host ? 0 : 1;
   return plan;
-}
-
-int node_rank_for_round(const LaunchConfig& config, const HostingPlan& plan, bool hosting) {
-  if (config.node_rank_given || hosting) return config.node_rank;
-  return plan.host ? 0 : 1;
 }
 
 }  // namespace kubedist::launcher

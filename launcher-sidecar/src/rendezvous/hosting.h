@@ -16,6 +16,12 @@ struct HostingPlan {
   // Where each round names the workers' store (on a port free on this host, chosen anew each round, as torchrun's
   // c10d rendezvous does); "": nowhere, the launchers' --master-addr/--master-port (or their defaults) hold.
   std::string store_address;
+  // The node rank that orders this launcher in each round, also when it finds the port taken and joins instead.
+  // Given ranks stay. Without one, a launcher on the endpoint's host is 0 even when another launcher holds the port
+  // (another of this job, or of another job on the same endpoint): the store each round names is on this host, so
+  // one of its launchers must be group rank 0; a launcher elsewhere is 1 (the round assigns GROUP_RANK; this only
+  // orders it).
+  int node_rank = 0;
 };
 
 // True when the plan depends on whether the endpoint's address is this host's: torchrun's c10d style, a multi-node
@@ -29,11 +35,5 @@ bool hosting_depends_on_endpoint(const LaunchConfig& config);
 // whose workers would otherwise all take 29500 and collide with any other such job on the host (or 127.0.0.1 when
 // the endpoint is not this host's: this node's workers are the whole group).
 HostingPlan plan_hosting(const LaunchConfig& config, bool endpoint_is_local);
-
-// The node rank that orders this launcher in the round, once it knows whether it hosts. Given ranks stay. Without
-// one, a launcher on the endpoint's host is node rank 0 even when another launcher holds the port (another of this
-// job, or of another job on the same endpoint): the store each round names is on this host, so one of its
-// launchers must be group rank 0; a launcher elsewhere is 1 (the round assigns GROUP_RANK; this only orders it).
-int node_rank_for_round(const LaunchConfig& config, const HostingPlan& plan, bool hosting);
 
 }  // namespace kubedist::launcher
