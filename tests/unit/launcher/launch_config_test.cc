@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <regex>
+#include <sstream>
+
 namespace kubedist::launcher {
 namespace {
 
@@ -365,6 +371,134 @@ TEST(LaunchConfig, PythonExecNamesTheInterpreterElsePython3) {
 TEST(LaunchConfig, HelpNeedsNoScript) {
   EXPECT_TRUE(parse_ok({"--help"}).help);
   EXPECT_TRUE(parse_ok({"-h"}).help);
+}
+
+// One row per flag of --help: a value and what it sets. Every row is tried in each spelling the flag has: --flag=V,
+// --flag V, the underscore forms, the short alias, PET_<NAME> and the operator's variable that --help names.
+struct FlagCase {
+  std::string name;          // as --help spells it, without "--"
+  std::string value;         // "": a boolean flag (set as --flag, or 1 in the environment)
+  Args extra;                // what the flag needs beside it
+  std::function<void(const LaunchConfig&)> check;
+};
+
+const std::vector<FlagCase>& flag_cases() {
+  using C = const LaunchConfig&;
+  static const std::vector<FlagCase> cases = {
+      {"nnodes", "2:3", {}, [](C c) { EXPECT_EQ(c.min_nodes, 2); EXPECT_EQ(c.max_nodes, 3); }},
+      {"nproc-per-node", "cpu", {}, [](C c) { EXPECT_EQ(c.nproc_per_node, "cpu"); }},
+      {"node-rank", "3", {"--nnodes=4"}, [](C c) { EXPECT_EQ(c.node_rank, 3); EXPECT_TRUE(c.node_rank_given); }},
+      {"master-addr", "10.1.1.1", {},
+       [](C c) { EXPECT_EQ(c.master_addr, "10.1.1.1"); EXPECT_TRUE(c.master_addr_given); EXPECT_EQ(c.rdzv_host, "10.1.1.1"); }},
+      {"master-port", "4321", {},
+       [](C c) { EXPECT_EQ(c.master_port, 4321); EXPECT_TRUE(c.master_port_given); EXPECT_EQ(c.rdzv_port, 4322); }},
+      {"rdzv-endpoint", "10.0.0.1:1234", {},
+       [](C c) { EXPECT_EQ(c.rdzv_host, "10.0.0.1"); EXPECT_EQ(c.rdzv_port, 1234); EXPECT_TRUE(c.rdzv_endpoint_given); }},
+      {"rdzv-id", "run7", {}, [](C c) { EXPECT_EQ(c.run_id, "run7"); }},
+      {"rdzv-backend", "static", {}, [](C) {}},
+      {"rdzv-conf", "join_timeout=7,idle_timeout=2", {},
+       [](C c) { EXPECT_EQ(c.join_timeout, 7); EXPECT_EQ(c.idle_timeout, 2); }},
+      {"rdzv-secret-file", "/s", {}, [](C c) { EXPECT_EQ(c.rdzv_secret_file, "/s"); }},
+      {"rdzv-trace", "/t", {}, [](C c) { EXPECT_EQ(c.rdzv_trace, "/t"); }},
+      {"standalone", "", {}, [](C c) { EXPECT_TRUE(c.standalone); EXPECT_EQ(c.master_port, 0); }},
+      {"max-restarts", "5", {}, [](C c) { EXPECT_EQ(c.max_restarts, 5); }},
+      {"restart-policy", "ExitCode", {}, [](C c) { EXPECT_TRUE(c.permanent_exit_codes); }},
+      {"monitor-interval", "0.5", {}, [](C c) { EXPECT_EQ(c.monitor_interval, 0.5); }},
+      {"start-method", "fork", {}, [](C) {}},
+      {"role", "trainer", {}, [](C c) { EXPECT_EQ(c.role, "trainer"); }},
+      {"no-python", "", {}, [](C c) { EXPECT_TRUE(c.no_python); }},
+      {"module", "", {}, [](C c) { EXPECT_TRUE(c.module); }},
+      {"run-path", "", {}, [](C) {}},
+      {"redirects", "0:1,1:2", {}, [](C c) { EXPECT_EQ(c.redirects.for_local_rank(1), 2); }},
+      {"tee", "2", {}, [](C c) { EXPECT_EQ(c.tee.all, 2); }},
+      {"log-dir", "/l", {}, [](C c) { EXPECT_EQ(c.log_dir, "/l"); }},
+      {"local-ranks-filter", "1,2", {}, [](C c) { EXPECT_EQ(c.local_ranks_filter, (std::set<int>{1, 2})); }},
+      {"use-env", "", {}, [](C c) { EXPECT_TRUE(c.use_env); }},
+      {"legacy-launch", "", {}, [](C c) { EXPECT_TRUE(c.legacy_launch); }},
+      {"local-rank-style", "underscore", {"--legacy-launch"},
+       [](C c) { EXPECT_EQ(c.local_rank_style, "underscore"); EXPECT_EQ(c.local_rank_arg, "--local_rank"); }},
+      {"stop-timeout", "4.5", {}, [](C c) { EXPECT_EQ(c.stop_timeout, 4.5); }},
+      {"hang-timeout", "60", {}, [](C c) { EXPECT_EQ(c.hang_timeout, 60); }},
+      {"straggler-factor", "3", {}, [](C c) { EXPECT_EQ(c.straggler_factor, 3); }},
+      {"straggler-steps", "7", {}, [](C c) { EXPECT_EQ(c.straggler_steps, 7); }},
+      {"metrics-port", "9402", {}, [](C c) { EXPECT_EQ(c.metrics_port, 9402); }},
+      {"metrics-addr", "127.0.0.2", {}, [](C c) { EXPECT_EQ(c.metrics_addr, "127.0.0.2"); }},
+      {"termination-log", "/tl", {}, [](C c) { EXPECT_EQ(c.termination_log, "/tl"); }},
+      {"help", "", {}, [](C c) { EXPECT_TRUE(c.help); }},
+  };
+  return cases;
+}
+
+// A flag of --help: its name, short alias ("" for none) and the operator's variable ("" for none).
+struct HelpFlag {
+  std::string name, short_alias, operator_env;
+  bool pod_only = false;
+};
+
+std::vector<HelpFlag> help_flags() {
+  static const std::regex line(R"(^  (?:(-\w), )?--([a-z][a-z-]*).*?(?: \(env ([A-Z_]+)( in a pod)?\))?$)");
+  std::vector<HelpFlag> flags;
+  std::istringstream in(usage_text());
+  for (std::string text; std::getline(in, text);) {
+    std::smatch m;
+    if (std::regex_match(text, m, line)) flags.push_back({m[2], m[1], m[3], m[4].matched});
+  }
+  return flags;
+}
+
+std::string pet(std::string name) {
+  std::string out = "PET_";
+  for (char ch : name) out += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+TEST(LaunchConfig, EveryFlagOfHelpTakesEverySpellingItHas) {
+  const auto help = help_flags();
+  ASSERT_EQ(help.size(), flag_cases().size()) << "a flag of --help without a row here, or a row without a flag";
+  ASSERT_EQ(help.front().operator_env, "NNODES") << "--help's (env NAME in a pod) read";
+  ASSERT_TRUE(help.front().pod_only);
+  for (const auto& flag : help) {
+    SCOPED_TRACE("--" + flag.name);
+    const auto row = std::find_if(flag_cases().begin(), flag_cases().end(),
+                                  [&](const FlagCase& c) { return c.name == flag.name; });
+    ASSERT_NE(row, flag_cases().end()) << "no row for it";
+    std::string underscore = flag.name;
+    std::replace(underscore.begin(), underscore.end(), '-', '_');
+    std::vector<std::pair<Args, Env>> spellings;
+    auto args = [&](Args flag_args) {
+      Args all = row->extra;
+      all.insert(all.end(), flag_args.begin(), flag_args.end());
+      all.push_back("t.py");
+      return all;
+    };
+    const std::string value = row->value.empty() ? "1" : row->value;
+    for (const std::string& name : {flag.name, underscore}) {
+      if (row->value.empty()) {
+        spellings.push_back({args({"--" + name}), {}});
+      } else {
+        spellings.push_back({args({"--" + name + "=" + value}), {}});
+        spellings.push_back({args({"--" + name, value}), {}});
+      }
+    }
+    if (!flag.short_alias.empty())
+      spellings.push_back({args(row->value.empty() ? Args{flag.short_alias} : Args{flag.short_alias, value}), {}});
+    spellings.push_back({args({}), {{pet(flag.name), value}}});
+    if (!flag.operator_env.empty()) {
+      Env env = {{flag.operator_env, value}};
+      if (flag.pod_only) env["KUBEDIST_JOB"] = "j";
+      spellings.push_back({args({}), env});
+    }
+    for (const auto& [spelled, env] : spellings) {
+      SCOPED_TRACE(::testing::PrintToString(spelled) + " " + ::testing::PrintToString(env));
+      const LaunchConfig c = parse_ok(spelled, env);
+      row->check(c);
+      if (c.help || env.empty()) continue;
+      const std::string source = env.count(pet(flag.name)) ? pet(flag.name) : flag.operator_env;
+      const std::string noted = "--" + flag.name + "=" + value + " (" + source + ")";
+      EXPECT_NE(std::find(c.from_env.begin(), c.from_env.end(), noted), c.from_env.end())
+          << "not said: " << noted;
+    }
+  }
 }
 
 }  // namespace
