@@ -501,5 +501,72 @@ TEST(LaunchConfig, EveryFlagOfHelpTakesEverySpellingItHas) {
   }
 }
 
+// A value each flag refuses (booleans: in the environment; every boolean flag refuses a value after it), and the
+// flags that take any text. --run-path is accepted and ignored, also as PET_RUN_PATH whatever it holds.
+TEST(LaunchConfig, EveryFlagOfHelpRefusesABadValueInOneLineNamingWhereItCameFrom) {
+  const std::map<std::string, std::string> bad = {
+      {"nnodes", "0"},           {"nproc-per-node", "0"},       {"node-rank", "-1"},
+      {"master-addr", "a b"},    {"master-port", "0"},          {"rdzv-endpoint", "h:x"},
+      {"rdzv-id", "a b"},        {"rdzv-backend", "etcd"},      {"rdzv-conf", "x"},
+      {"rdzv-secret-file", ""},  {"rdzv-trace", ""},            {"standalone", "maybe"},
+      {"max-restarts", "-1"},    {"restart-policy", "always"},  {"monitor-interval", "x"},
+      {"start-method", "thread"}, {"role", ""},                 {"no-python", "maybe"},
+      {"module", "maybe"},       {"run-path", ""},         {"redirects", "4"},
+      {"tee", "0:4"},            {"local-ranks-filter", "a"},   {"use-env", "maybe"},
+      {"legacy-launch", "maybe"}, {"local-rank-style", "snake"}, {"stop-timeout", "-1"},
+      {"hang-timeout", "1m"},    {"straggler-factor", "1"},     {"straggler-steps", "0"},
+      {"metrics-port", "70000"}, {"termination-log", ""},       {"help", "maybe"},
+  };
+  const std::set<std::string> any_text = {"log-dir", "metrics-addr"};
+  for (const auto& flag : help_flags()) {
+    SCOPED_TRACE("--" + flag.name);
+    const auto row = std::find_if(flag_cases().begin(), flag_cases().end(),
+                                  [&](const FlagCase& c) { return c.name == flag.name; });
+    ASSERT_NE(row, flag_cases().end());
+    if (any_text.count(flag.name)) continue;
+    ASSERT_TRUE(bad.count(flag.name)) << "no bad value for it";
+    const std::string value = bad.at(flag.name);
+    std::string underscore = flag.name;
+    std::replace(underscore.begin(), underscore.end(), '-', '_');
+    struct Try {
+      Args args;
+      Env env;
+      std::string starts;  // the error's first words
+    };
+    std::vector<Try> tries;
+    auto args = [&](Args flag_args) {
+      Args all = row->extra;
+      all.insert(all.end(), flag_args.begin(), flag_args.end());
+      all.push_back("t.py");
+      return all;
+    };
+    const std::string canonical = "--" + flag.name;
+    if (row->value.empty()) {
+      tries.push_back({args({"--" + underscore + "=1"}), {}, canonical + " takes no value"});
+    } else {
+      for (const std::string& name : {flag.name, underscore}) {
+        tries.push_back({args({"--" + name + "=" + value}), {}, canonical + ":"});
+        tries.push_back({args({"--" + name, value}), {}, canonical + ":"});
+      }
+      if (!flag.short_alias.empty()) tries.push_back({args({flag.short_alias, value}), {}, flag.short_alias + ":"});
+    }
+    if (!value.empty()) {  // an empty variable is unset
+      tries.push_back({args({}), {{pet(flag.name), value}}, pet(flag.name) + ":"});
+      if (!flag.operator_env.empty()) {
+        Env env = {{flag.operator_env, value}};
+        if (flag.pod_only) env["KUBEDIST_JOB"] = "j";
+        tries.push_back({args({}), env, flag.operator_env + ":"});
+      }
+    }
+    for (const auto& t : tries) {
+      SCOPED_TRACE(::testing::PrintToString(t.args) + " " + ::testing::PrintToString(t.env));
+      auto r = parse_launch_config(t.args, t.env);
+      ASSERT_FALSE(r.ok()) << "accepted";
+      EXPECT_EQ(r.error().rfind(t.starts, 0), 0u) << r.error();
+      EXPECT_EQ(r.error().find('\n'), std::string::npos) << r.error();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kubedist::launcher
