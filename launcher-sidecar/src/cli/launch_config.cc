@@ -348,8 +348,8 @@ const FlagSpec* find_short(const std::string& arg) {
 
 using RawValues = std::map<std::string, RawValue>;
 
-// Collects raw values, lowest precedence first, so that later sources overwrite earlier ones.
-Result<RawValues> collect(const std::vector<std::string>& args, const Env& env, std::vector<std::string>& command) {
+// The environment's values, lowest precedence first so that PET_* overwrites the operator's plain variable.
+RawValues collect_env(const Env& env) {
   RawValues raw;
   const bool in_pod = in_training_job(env);
   for (const auto& f : flag_table()) {
@@ -359,32 +359,39 @@ Result<RawValues> collect(const std::vector<std::string>& args, const Env& env, 
     if (auto it = env.find(contract::pet_name(f.name)); it != env.end() && !it->second.empty())
       raw[f.name] = {it->second, contract::pet_name(f.name)};
   }
+  return raw;
+}
+
+// The flag an argument names ("--nnodes", "--nproc_per_node", "-r", "-r3" as argparse allows) and its inline value;
+// nullptr when it names none.
+const FlagSpec* flag_of(std::string& name, std::optional<std::string>& inline_value) {
+  if (auto eq = name.find('='); eq != std::string::npos) {
+    inline_value = name.substr(eq + 1);
+    name = name.substr(0, eq);
+  }
+  const FlagSpec* spec = name.rfind("--", 0) == 0 ? find_flag(name.substr(2)) : find_short(name);
+  if (!spec && !inline_value && name.rfind("--", 0) != 0 && name.size() > 2) {
+    spec = find_short(name.substr(0, 2));
+    if (!spec || spec->boolean()) return nullptr;
+    inline_value = name.substr(2);
+    name = name.substr(0, 2);
+  }
+  return spec;
+}
+
+// The command line's flags over the environment's values, up to the command (the first argument that is not a
+// flag, or what follows "--").
+Result<RawValues> collect(const std::vector<std::string>& args, const Env& env, std::vector<std::string>& command) {
+  RawValues raw = collect_env(env);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (arg == "--") {
-      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
-      return raw;
-    }
-    if (arg.size() < 2 || arg[0] != '-') {
-      command.assign(args.begin() + static_cast<long>(i), args.end());
+    if (arg == "--" || arg.size() < 2 || arg[0] != '-') {
+      command.assign(args.begin() + static_cast<long>(i) + (arg == "--" ? 1 : 0), args.end());
       return raw;
     }
     std::string name = arg;
     std::optional<std::string> inline_value;
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      inline_value = arg.substr(eq + 1);
-    }
-    const FlagSpec* spec = name.rfind("--", 0) == 0 ? find_flag(name.substr(2)) : find_short(name);
-    if (!spec && !inline_value && name.rfind("--", 0) != 0 && name.size() > 2) {  // "-r3", as argparse allows
-      spec = find_short(name.substr(0, 2));
-      if (spec && !spec->boolean()) {
-        inline_value = name.substr(2);
-        name = name.substr(0, 2);
-      } else {
-        spec = nullptr;
-      }
-    }
+    const FlagSpec* spec = flag_of(name, inline_value);
     if (!spec && name == "--install") return make_error("--install must come first: --install DIR [--rdzv-secret-from FILE --rdzv-job UID]");
     if (!spec) return make_error("unknown flag '" + name + "' (see --help)");
     const std::string source = name.rfind("--", 0) == 0 ? "--" + std::string(spec->name) : name;
@@ -424,39 +431,47 @@ void note_environment(LaunchConfig& c, const RawValues& raw, const Env& env) {
   }
 }
 
+// torchrun --standalone: one node, everything on this host, a free port for the workers' store (master_port 0:
+// the launcher picks it).
+void apply_standalone(LaunchConfig& c) {
+  c.min_nodes = c.max_nodes = 1;
+  c.node_rank = 0;
+  c.node_rank_given = true;
+  c.master_addr = "127.0.0.1";
+  c.master_port = 0;
+}
+
+// The rendezvous service runs on node rank 0 at MASTER_PORT+1 unless --rdzv-endpoint names another place.
+std::optional<Error> locate_rendezvous(LaunchConfig& c, const RawValues& raw) {
+  c.rdzv_host = c.master_addr;
+  c.rdzv_port = c.master_port == 0 ? 0 : c.master_port + contract::kRendezvousPortOffset;
+  const RawValue* r = find_raw(raw, "rdzv-endpoint");
+  if (!r || c.standalone) return std::nullopt;
+  auto colon = r->value.rfind(':');
+  std::string host = colon == std::string::npos ? r->value : r->value.substr(0, colon);
+  int port = 29400;  // torchrun's default rendezvous port when the endpoint names none
+  if (colon != std::string::npos) {
+    auto p = to_long(r->value.substr(colon + 1));
+    if (!p || *p < 1 || *p > 65535) return bad(*r, "HOST[:PORT]");
+    port = static_cast<int>(*p);
+  }
+  if (host.empty()) return bad(*r, "HOST[:PORT]");
+  c.rdzv_host = host;
+  c.rdzv_port = port;
+  c.rdzv_endpoint_given = true;
+  return std::nullopt;
+}
+
 // What depends on several flags: --standalone over the node flags, where the rendezvous is, and what must come
 // together.
 std::optional<Error> finish(LaunchConfig& c, const RawValues& raw) {
-  if (c.standalone) {
-    // torchrun --standalone: one node, everything on this host, a free port for the workers' store.
-    c.min_nodes = c.max_nodes = 1;
-    c.node_rank = 0;
-    c.node_rank_given = true;
-    c.master_addr = "127.0.0.1";
-    c.master_port = 0;
-  }
+  if (c.standalone) apply_standalone(c);
   if (c.node_rank >= c.max_nodes)
     return make_error("--node-rank: " + std::to_string(c.node_rank) + " is not below the maximum number of nodes (" +
                       std::to_string(c.max_nodes) + ")");
   if (const RawValue* r = find_raw(raw, "local-rank-style"); r && !c.legacy_launch)
     return make_error(r->source + ": only applies with --legacy-launch (torch.distributed.launch's --local-rank=N)");
-  // The rendezvous service runs on node rank 0 at MASTER_PORT+1 unless --rdzv-endpoint names another place.
-  c.rdzv_host = c.master_addr;
-  c.rdzv_port = c.master_port == 0 ? 0 : c.master_port + contract::kRendezvousPortOffset;
-  if (const RawValue* r = find_raw(raw, "rdzv-endpoint"); r && !c.standalone) {
-    auto colon = r->value.rfind(':');
-    std::string host = colon == std::string::npos ? r->value : r->value.substr(0, colon);
-    int port = 29400;  // torchrun's default rendezvous port when the endpoint names none
-    if (colon != std::string::npos) {
-      auto p = to_long(r->value.substr(colon + 1));
-      if (!p || *p < 1 || *p > 65535) return bad(*r, "HOST[:PORT]");
-      port = static_cast<int>(*p);
-    }
-    if (host.empty()) return bad(*r, "HOST[:PORT]");
-    c.rdzv_host = host;
-    c.rdzv_port = port;
-    c.rdzv_endpoint_given = true;
-  }
+  if (auto err = locate_rendezvous(c, raw)) return err;
   if (c.command.empty())
     return make_error(c.module ? "-m needs a module name" : "missing the training script (or, with --no-python, the program) to run");
   if (c.module && c.no_python) return make_error("-m and --no-python cannot be combined");
