@@ -243,22 +243,22 @@ struct FlagSpec {
 const std::vector<FlagSpec>& flag_table() {
   using C = LaunchConfig;
   static const std::vector<FlagSpec> table = {
-      {contract::kFlagNnodes, "N|MIN:MAX", nullptr, contract::kNnodes, true, nnodes(), "nodes (elastic: MIN:MAX)"},
+      {contract::kFlagNnodes, "N|MIN:MAX", nullptr, contract::kNnodes, true, nnodes(), "nodes (elastic: MIN:MAX; default 1)"},
       {contract::kFlagNprocPerNode, "N|auto|gpu|cpu", nullptr, contract::kNprocPerNode, true, nproc_per_node(),
-       "workers on this node"},
+       "workers on this node (default 1)"},
       {contract::kFlagNodeRank, "R", nullptr, contract::kNodeRank, true,
-       integer(&C::node_rank, 0, 1000000, "a non-negative integer", &C::node_rank_given), "this node's rank"},
+       integer(&C::node_rank, 0, 1000000, "a non-negative integer", &C::node_rank_given), "this node's rank (default: 0 on one node; on several, the rendezvous endpoint's host is 0)"},
       {contract::kFlagMasterAddr, "HOST", nullptr, contract::kMasterAddr, true, master_addr(),
-       "the workers' store (node rank 0)"},
+       "the workers' store (node rank 0; default 127.0.0.1)"},
       {contract::kFlagMasterPort, "P", nullptr, contract::kMasterPort, true,
-       integer(&C::master_port, 1, 65534, "a port number 1-65534", &C::master_port_given), "the workers' store port"},
+       integer(&C::master_port, 1, 65534, "a port number 1-65534", &C::master_port_given), "the workers' store port (default 29500)"},
       {"rdzv-endpoint", "HOST[:PORT]", nullptr, nullptr, false, nullptr,
        "the rendezvous (default MASTER_ADDR:MASTER_PORT+1; port 29400 when none)"},
-      {"rdzv-id", "ID", nullptr, contract::kJob, false, word(&C::run_id, "an id without spaces", true), "the run id"},
+      {"rdzv-id", "ID", nullptr, contract::kJob, false, word(&C::run_id, "an id without spaces", true), "the run id (default none)"},
       {"rdzv-backend", "c10d|static|kubedist", nullptr, nullptr, false, rdzv_backend(),
        "accepted; the launcher hosts its own rendezvous"},
       {"rdzv-conf", "K=V,...", nullptr, nullptr, false, rdzv_conf(),
-       "join_timeout=S,last_call_timeout=S,idle_timeout=S"},
+       "join_timeout=S,last_call_timeout=S,idle_timeout=S (default 600, 1, 15)"},
       {"rdzv-secret-file", "PATH", nullptr, contract::kRdzvSecretFile, false,
        text(&C::rdzv_secret_file, "the path of a file holding the job's rendezvous secret"),
        "sign every rendezvous message with this secret"},
@@ -266,26 +266,26 @@ const std::vector<FlagSpec>& flag_table() {
        "append when this node joins and gets its place (benchmarks)"},
       {"standalone", nullptr, nullptr, nullptr, false, boolean(&C::standalone), "one node, a free store port"},
       {contract::kFlagMaxRestarts, "N", nullptr, nullptr, false,
-       integer(&C::max_restarts, 0, 1000000, "a non-negative integer"), "in-place restarts of the group"},
+       integer(&C::max_restarts, 0, 1000000, "a non-negative integer"), "in-place restarts of the group (default 0)"},
       // The TrainingJob's restartPolicy: under ExitCode, codes 1-127 are the program's own verdict, so restarting in
       // place would only fail again; 128+ (signals, OOM kills) stay retryable.
       {"restart-policy", "P", nullptr, contract::kRestartPolicy, false,
        one_of({"OnFailure", "Never", "ExitCode"}, "OnFailure, Never or ExitCode",
               [](C& c, const std::string& v) { c.permanent_exit_codes = v == "ExitCode"; }),
-       "OnFailure | Never | ExitCode (exit codes 1-127: no restart)"},
+       "OnFailure (default) | Never | ExitCode (exit codes 1-127: no restart)"},
       {"monitor-interval", "S", nullptr, nullptr, false, seconds(&C::monitor_interval), "accepted; never polls"},
       {"start-method", "M", nullptr, nullptr, false, one_of({"spawn", "fork", "forkserver"}, "spawn, fork or forkserver"),
        "accepted; workers are always separate processes"},
-      {"role", "NAME", nullptr, nullptr, false, word(&C::role, "a role name", false), "the workers' ROLE_NAME"},
+      {"role", "NAME", nullptr, nullptr, false, word(&C::role, "a role name", false), "the workers' ROLE_NAME (default default)"},
       {"no-python", nullptr, nullptr, nullptr, false, boolean(&C::no_python), "run the command as it is"},
       {"module", nullptr, "-m", nullptr, false, boolean(&C::module), "run a module as python -m does"},
       // Accepted: there is no Python agent to run the script in; it runs as usual.
       {"run-path", nullptr, nullptr, nullptr, false, nullptr, "accepted; the script runs as usual"},
-      {"redirects", "0-3|RANK:0-3,...", "-r", nullptr, false, streams(&C::redirects), "worker streams to log files"},
-      {"tee", "0-3|RANK:0-3,...", "-t", nullptr, false, streams(&C::tee), "worker streams to log files and the console"},
-      {"log-dir", "DIR", nullptr, nullptr, false, text(&C::log_dir), "where worker logs go"},
+      {"redirects", "0-3|RANK:0-3,...", "-r", nullptr, false, streams(&C::redirects), "worker streams to log files (default 0: none)"},
+      {"tee", "0-3|RANK:0-3,...", "-t", nullptr, false, streams(&C::tee), "worker streams to log files and the console (default 0: none)"},
+      {"log-dir", "DIR", nullptr, nullptr, false, text(&C::log_dir), "where worker logs go (default: a temporary directory, named when it holds logs)"},
       {"local-ranks-filter", "0,1,...", nullptr, nullptr, false, local_ranks_filter(),
-       "show only these local ranks' output"},
+       "show only these local ranks' output (default: all)"},
       {"use-env", nullptr, nullptr, contract::kUseEnv, false, boolean(&C::use_env),
        "with --legacy-launch: workers read LOCAL_RANK from the environment"},
       {"legacy-launch", nullptr, nullptr, contract::kLegacyLaunch, false, boolean(&C::legacy_launch),
@@ -304,7 +304,7 @@ const std::vector<FlagSpec>& flag_table() {
        "SIGTERM to SIGKILL grace for workers (default 10; in a pod, the pod's grace period less 2 s)"},
       // The TrainingJob's spec.hangTimeout (the operator sets PET_HANG_TIMEOUT).
       {contract::kFlagHangTimeout, "S", nullptr, nullptr, false, seconds(&C::hang_timeout),
-       "restart the group when the workers' reported step stops advancing this long (0: never)"},
+       "restart the group when the workers' reported step stops advancing this long (default 0: never)"},
       {"straggler-factor", "X", nullptr, nullptr, false,
        [](C& c, const RawValue& r) -> std::optional<Error> {
          auto v = to_double(r.value);
@@ -317,11 +317,11 @@ const std::vector<FlagSpec>& flag_table() {
        integer(&C::straggler_steps, 1, 1000000, "a positive integer"),
        "...for this many of the job's steps (default 20)"},
       {"metrics-port", "P", nullptr, contract::kMetricsPort, false,
-       integer(&C::metrics_port, 0, 65535, "a port number (0: any free port)"), "serve Prometheus /metrics"},
-      {"metrics-addr", "A", nullptr, contract::kMetricsAddr, false, text(&C::metrics_addr), "/metrics address"},
+       integer(&C::metrics_port, 0, 65535, "a port number (0: any free port)"), "serve Prometheus /metrics (default: none)"},
+      {"metrics-addr", "A", nullptr, contract::kMetricsAddr, false, text(&C::metrics_addr), "/metrics address (default 0.0.0.0)"},
       {"termination-log", "PATH", nullptr, contract::kTerminationLog, false,
        text(&C::termination_log, "a file path (in Kubernetes, the container's terminationMessagePath)"),
-       "on failure, one line: rank, host, exit code, error"},
+       "on failure, one line: rank, host, exit code, error (default: nowhere)"},
       {"help", nullptr, "-h", nullptr, false, boolean(&C::help), "this text"},
   };
   return table;
@@ -509,6 +509,33 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
   return c;
 }
 
+namespace {
+
+constexpr size_t kHelpColumn = 37;  // where a flag's description starts
+constexpr size_t kHelpWidth = 118;  // the repository's line length
+
+// Whether text[0, end) ends with `suffix`.
+bool ends_with(const std::string& text, size_t end, const std::string& suffix) {
+  return end >= suffix.size() && text.compare(end - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// One --help entry, broken at spaces into lines of kHelpWidth, the continued ones indented to `indent`; "(env NAME"
+// and "(default X" stay on one line.
+std::string wrap(const std::string& line, size_t indent) {
+  std::string out, rest = line;
+  while (rest.size() > kHelpWidth) {
+    size_t cut = rest.rfind(' ', kHelpWidth);
+    while (cut != std::string::npos && cut > indent && (ends_with(rest, cut, "(env") || ends_with(rest, cut, "(default")))
+      cut = rest.rfind(' ', cut - 1);
+    if (cut == std::string::npos || cut <= indent) break;
+    out += rest.substr(0, cut) + "\n";
+    rest = std::string(indent, ' ') + rest.substr(cut + 1);
+  }
+  return out + rest + "\n";
+}
+
+}  // namespace
+
 std::string usage_text() {
   std::string out = R"(usage: kubedist-launcher [flags] SCRIPT.py [ARGS...]
        kubedist-launcher [flags] -m MODULE [ARGS...]
@@ -523,11 +550,11 @@ MASTER_PORT apply too (below PET_*); elsewhere they are ignored, as torchrun ign
   for (const auto& f : flag_table()) {
     std::string spelling = "  " + (f.short_alias ? std::string(f.short_alias) + ", " : "") + "--" + f.name;
     if (!f.boolean()) spelling += " " + std::string(f.value);
-    if (spelling.size() < 37) spelling.resize(37, ' ');
+    if (spelling.size() < kHelpColumn) spelling.resize(kHelpColumn, ' ');
     else spelling += " ";
     std::string line = spelling + f.help;
     if (f.operator_env) line += std::string(" (env ") + f.operator_env + (f.pod_only ? " in a pod)" : ")");
-    out += line + "\n";
+    out += wrap(line, kHelpColumn);
   }
   return out;
 }

@@ -368,6 +368,13 @@ TEST(LaunchConfig, PythonExecNamesTheInterpreterElsePython3) {
   EXPECT_TRUE(parse_ok({"--no-python", "prog"}, {{"PYTHON_EXEC", "/venv/bin/python"}}).from_env.empty());
 }
 
+TEST(LaunchConfig, HelpFitsInTheRepositorysLineLength) {
+  std::istringstream in(usage_text());
+  for (std::string line; std::getline(in, line);) {
+    EXPECT_LE(line.size(), 118u) << line;
+  }
+}
+
 TEST(LaunchConfig, HelpNeedsNoScript) {
   EXPECT_TRUE(parse_ok({"--help"}).help);
   EXPECT_TRUE(parse_ok({"-h"}).help);
@@ -437,11 +444,17 @@ struct HelpFlag {
 
 std::vector<HelpFlag> help_flags() {
   static const std::regex line(R"(^  (?:(-\w), )?--([a-z][a-z-]*).*?(?: \(env ([A-Z_]+)( in a pod)?\))?$)");
-  std::vector<HelpFlag> flags;
+  const std::string continued(37, ' ');  // a description broken onto the next line
+  std::vector<std::string> entries;
   std::istringstream in(usage_text());
   for (std::string text; std::getline(in, text);) {
+    if (text.rfind("  -", 0) == 0) entries.push_back(text);
+    else if (text.rfind(continued, 0) == 0 && !entries.empty()) entries.back() += " " + text.substr(continued.size());
+  }
+  std::vector<HelpFlag> flags;
+  for (const auto& entry : entries) {
     std::smatch m;
-    if (std::regex_match(text, m, line)) flags.push_back({m[2], m[1], m[3], m[4].matched});
+    if (std::regex_match(entry, m, line)) flags.push_back({m[2], m[1], m[3], m[4].matched});
   }
   return flags;
 }
