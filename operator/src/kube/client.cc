@@ -416,8 +416,10 @@ struct Client::Impl {
     }
   }
 
+  // parse_success: whether a 2xx answer's body is parsed and returned (else null is).
   Result<json> send_once(bhttp::verb method, const std::string& path, const json* body,
-                         const std::string& content_type, std::optional<std::chrono::milliseconds>* retry_after) {
+                         const std::string& content_type, bool parse_success,
+                         std::optional<std::chrono::milliseconds>* retry_after) {
     try {
       auto req = make_request(method, path);
       if (body != nullptr) {
@@ -432,6 +434,7 @@ struct Client::Impl {
       }
       const int code = answer.code;
       observe(method, path, code);
+      if (code >= 200 && code < 300 && !parse_success) return json(nullptr);
       json parsed = answer.body.empty() ? json(nullptr) : json::parse(answer.body, nullptr, false);
       if (code >= 200 && code < 300) {
         if (parsed.is_discarded()) return Error{Error::Kind::kOther, "invalid JSON from the API server", code};
@@ -446,7 +449,7 @@ struct Client::Impl {
   }
 
   Result<json> send(bhttp::verb method, const std::string& path, const json* body = nullptr,
-                    const std::string& content_type = "application/json") {
+                    const std::string& content_type = "application/json", bool parse_success = true) {
     const bool write = method != bhttp::verb::get;
     (write ? counts.writes : counts.reads)++;
     for (int attempt = 1;; ++attempt) {
@@ -454,7 +457,7 @@ struct Client::Impl {
         if (auto why = write_gate(path)) return Error{Error::Kind::kOther, "not sent: " + *why, 0};
       }
       std::optional<std::chrono::milliseconds> retry_after;
-      auto r = send_once(method, path, body, content_type, &retry_after);
+      auto r = send_once(method, path, body, content_type, parse_success, &retry_after);
       if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
       std::this_thread::sleep_for(retry_delay(attempt, retry_after, retry, jitter()));
     }
@@ -497,6 +500,12 @@ Result<json> Client::get(const std::string& path) { return impl_->send(bhttp::ve
 
 Result<json> Client::create(const std::string& path, const json& body) {
   return impl_->send(bhttp::verb::post, path, &body);
+}
+
+Result<void> Client::create_unparsed(const std::string& path, const json& body) {
+  auto r = impl_->send(bhttp::verb::post, path, &body, "application/json", false);
+  if (!r) return r.error();
+  return {};
 }
 
 Result<json> Client::merge_patch(const std::string& path, const json& patch) {
