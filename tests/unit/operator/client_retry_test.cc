@@ -59,7 +59,7 @@ TEST(IsCaBundle, RefusesWhatHoldsNoCertificate) {
   EXPECT_FALSE(is_ca_bundle("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"));
 }
 
-// How many certificates a fresh TLS context holds once filled as cpprest fills it for each new connection.
+// How many certificates a fresh TLS context holds once filled as the client fills it for each new connection.
 int default_roots_loaded() {
   boost::asio::ssl::context ctx(boost::asio::ssl::context::sslv23);
   ctx.set_default_verify_paths();
