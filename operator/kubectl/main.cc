@@ -14,7 +14,7 @@
 
 int main(int argc, char** argv) {
   using namespace kubedist::kubectl;
-  // Ctrl-C detaches from a followed job: every thread (cpprest's included, started later) inherits the blocked
+  // Ctrl-C detaches from a followed job: every thread (the log streams' included, started later) inherits the blocked
   // mask, and one thread takes the signal and says so.
   sigset_t set;
   sigemptyset(&set);
@@ -49,6 +49,6 @@ int main(int argc, char** argv) {
     code = delete_command(inv->job, std::cout, std::cerr);
   }
   std::cout.flush();
-  // cpprest's I/O threads may still be parked in a cancelled request: do not wait for them.
+  // A log stream's thread may still be parked in a request: do not wait for it.
   std::_Exit(code);
 }

@@ -6,14 +6,35 @@
 
 namespace kubedist::controller {
 
+void WorkQueue::delay_locked(const std::string& key, Clock::time_point when) {
+  undelay_locked(key);
+  delayed_[key] = when;
+  due_.emplace(when, key);
+}
+
+void WorkQueue::undelay_locked(const std::string& key) {
+  auto it = delayed_.find(key);
+  if (it == delayed_.end()) return;
+  due_.erase({it->second, key});
+  delayed_.erase(it);
+}
+
+void WorkQueue::wake_one_locked() {
+  if (untimed_waiters_ > 0) {
+    cv_.notify_one();
+  } else if (timed_waiter_) {
+    timer_cv_.notify_one();
+  }
+}
+
 void WorkQueue::add(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_ || dirty_.count(key) != 0) return;
-  delayed_.erase(key);
+  undelay_locked(key);
   dirty_.insert(key);
   if (processing_.count(key) == 0) {
     ready_.push_back(key);
-    cv_.notify_one();
+    wake_one_locked();
   }
 }
 
@@ -26,8 +47,15 @@ void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds dela
   if (shutting_down_ || dirty_.count(key) != 0) return;
   const auto when = Clock::now() + delay;
   auto it = delayed_.find(key);
-  if (it == delayed_.end() || when < it->second) delayed_[key] = when;
-  cv_.notify_one();
+  if (it != delayed_.end() && it->second <= when) return;
+  const bool earliest = due_.empty() || when < due_.begin()->first;
+  delay_locked(key, when);
+  if (!earliest) return;  // the timed waiter's deadline comes first anyway
+  if (timed_waiter_) {
+    timer_cv_.notify_one();
+  } else if (untimed_waiters_ > 0) {
+    cv_.notify_one();  // it becomes the timed waiter
+  }
 }
 
 void WorkQueue::add_rate_limited(const std::string& key) {
@@ -51,13 +79,10 @@ int WorkQueue::failures(const std::string& key) const {
 }
 
 void WorkQueue::promote_due_locked(Clock::time_point now) {
-  for (auto it = delayed_.begin(); it != delayed_.end();) {
-    if (it->second > now) {
-      ++it;
-      continue;
-    }
-    const std::string key = it->first;
-    it = delayed_.erase(it);
+  while (!due_.empty() && due_.begin()->first <= now) {
+    const std::string key = due_.begin()->second;
+    due_.erase(due_.begin());
+    delayed_.erase(key);
     if (dirty_.count(key) != 0) continue;
     dirty_.insert(key);
     if (processing_.count(key) == 0) ready_.push_back(key);
@@ -68,20 +93,27 @@ std::optional<std::string> WorkQueue::get() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     if (shutting_down_) return std::nullopt;
-    promote_due_locked(Clock::now());
+    if (!due_.empty()) promote_due_locked(Clock::now());
     if (!ready_.empty()) {
       std::string key = ready_.front();
       ready_.pop_front();
       dirty_.erase(key);
       processing_.insert(key);
+      if (!ready_.empty()) {
+        wake_one_locked();  // more to do than this worker takes
+      } else if (!due_.empty() && !timed_waiter_ && untimed_waiters_ > 0) {
+        cv_.notify_one();  // this was the timed waiter: another one takes over the deadline
+      }
       return key;
     }
-    if (delayed_.empty()) {
+    if (due_.empty() || timed_waiter_) {
+      ++untimed_waiters_;
       cv_.wait(lock);
+      --untimed_waiters_;
     } else {
-      auto next = std::min_element(delayed_.begin(), delayed_.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; });
-      cv_.wait_until(lock, next->second);
+      timed_waiter_ = true;
+      timer_cv_.wait_until(lock, due_.begin()->first);
+      timed_waiter_ = false;
     }
   }
 }
@@ -91,7 +123,7 @@ void WorkQueue::done(const std::string& key) {
   processing_.erase(key);
   if (dirty_.count(key) != 0) {
     ready_.push_back(key);
-    cv_.notify_one();
+    wake_one_locked();
   }
 }
 
@@ -99,6 +131,7 @@ void WorkQueue::shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
+  timer_cv_.notify_all();
 }
 
 size_t WorkQueue::depth() const {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace kubedist::controller {
 
@@ -44,14 +45,26 @@ class WorkQueue {
 
  private:
   void promote_due_locked(Clock::time_point now);
+  // Sets or drops key's pending time, in both delayed_ and due_.
+  void delay_locked(const std::string& key, Clock::time_point when);
+  void undelay_locked(const std::string& key);
+  // Wakes one idle worker for a ready key: an untimed waiter if there is one, else the timed one.
+  void wake_one_locked();
 
   const Options options_;
   mutable std::mutex mu_;
+  // Idle workers wait on cv_ without a deadline, except one (timed_waiter_) that waits on timer_cv_ until the earliest
+  // pending time: at that time one worker wakes, not all of them (each wake-up is a context switch; with 16 workers
+  // they cost more CPU than the reconciles did).
   std::condition_variable cv_;
+  std::condition_variable timer_cv_;
+  int untimed_waiters_ = 0;
+  bool timed_waiter_ = false;
   std::deque<std::string> ready_;
   std::set<std::string> dirty_;       // in ready_ or to be re-queued after processing
   std::set<std::string> processing_;
   std::map<std::string, Clock::time_point> delayed_;  // key -> when it becomes ready
+  std::set<std::pair<Clock::time_point, std::string>> due_;  // the same, earliest first
   std::map<std::string, int> failures_;
   bool shutting_down_ = false;
 };

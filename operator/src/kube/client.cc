@@ -3,14 +3,21 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
-#include <cpprest/containerstream.h>
-#include <cpprest/http_client.h>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <pplx/threadpool.h>
 
 #include "common/backoff.h"
@@ -21,7 +28,10 @@ namespace kubedist::kube {
 namespace {
 
 using nlohmann::json;
-namespace http = web::http;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -80,7 +90,22 @@ Error error_from_response(int code, const json& body) {
   return {kind, message, code};
 }
 
-std::string query_escape(const std::string& value) { return web::uri::encode_data_string(value); }
+std::string query_escape(const std::string& value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
 
 std::string request_verb(const std::string& method, const std::string& path) {
   if (method == "POST") return "create";
@@ -112,36 +137,201 @@ std::string request_verb(const std::string& method, const std::string& path) {
   return segs.size() == i + 1 ? "list" : "get";
 }
 
+namespace {
+
+// Where the API server is, from Config::server: https://host[:port][/prefix] or http://...; [v6] hosts in brackets.
+struct ServerAddress {
+  bool tls = true;
+  std::string host;         // without brackets
+  std::string port;         // 443 or 80 when the address names none
+  std::string host_header;  // the address's host[:port] as it was written
+  std::string prefix;       // a path before every request's, without a trailing "/"
+};
+
+std::optional<ServerAddress> parse_server(const std::string& server) {
+  ServerAddress a;
+  std::string rest;
+  if (server.rfind("https://", 0) == 0) {
+    rest = server.substr(8);
+  } else if (server.rfind("http://", 0) == 0) {
+    a.tls = false;
+    rest = server.substr(7);
+  } else {
+    return std::nullopt;
+  }
+  const size_t slash = rest.find('/');
+  const std::string authority = rest.substr(0, slash);
+  if (slash != std::string::npos) {
+    a.prefix = rest.substr(slash);
+    while (!a.prefix.empty() && a.prefix.back() == '/') a.prefix.pop_back();
+  }
+  if (authority.empty() || authority.find_first_of("@?# ") != std::string::npos) return std::nullopt;
+  std::string port;
+  bool has_port = false;
+  if (authority[0] == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    a.host = authority.substr(1, close - 1);
+    const std::string after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return std::nullopt;
+      has_port = true;
+      port = after.substr(1);
+    }
+  } else if (const size_t colon = authority.rfind(':'); colon != std::string::npos) {
+    has_port = true;
+    a.host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  } else {
+    a.host = authority;
+  }
+  if (a.host.empty()) return std::nullopt;
+  if (has_port && (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+                   std::stoi(port) == 0 || std::stoi(port) > 65535)) {
+    return std::nullopt;
+  }
+  a.port = has_port ? port : (a.tls ? "443" : "80");
+  a.host_header = authority;
+  return a;
+}
+
+// Errors by which a kept-alive connection shows that the server closed it while it was idle.
+bool closed_while_idle(const beast::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::ssl::error::stream_truncated;
+}
+
+// One connection to the API server, used by one thread at a time. It has an io_context of its own, which the calling
+// thread runs for each step: a request is written and its answer read on the thread that asked, with no hand-off to
+// an I/O thread and back (cpprest's task continuations cost more CPU in context switches than the requests did).
+class Connection {
+ public:
+  Connection() : ioc_(1) {}
+
+  // Connects within timeout and, for https, shakes hands: verifying the server against the trusted CA and its name
+  // unless verify is false. ssl_setup fills the connection's TLS context (fresh for each connection, so that a rotated
+  // CA is taken at once); it may throw.
+  beast::error_code open(const ServerAddress& server, bool verify,
+                         const std::function<void(asio::ssl::context&)>& ssl_setup,
+                         std::chrono::steady_clock::duration timeout) {
+    tcp::resolver resolver(ioc_);
+    beast::error_code ec;
+    const auto endpoints = resolver.resolve(server.host, server.port, ec);
+    if (ec) return ec;
+    if (server.tls) {
+      ssl_ctx_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+      ssl_ctx_->set_default_verify_paths();  // as cpprest did: TrustedCa replaces them when a CA is configured
+      ssl_setup(*ssl_ctx_);
+      tls_ = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc_, *ssl_ctx_);
+    } else {
+      plain_ = std::make_unique<beast::tcp_stream>(ioc_);
+    }
+    lowest().expires_after(timeout);
+    ec = wait([&](auto handler) { lowest().async_connect(endpoints, std::move(handler)); });
+    if (ec) return ec;
+    lowest().socket().set_option(tcp::no_delay(true), ec);
+    if (!tls_) return {};
+    if (verify) {
+      tls_->set_verify_mode(asio::ssl::verify_peer);
+      tls_->set_verify_callback(asio::ssl::host_name_verification(server.host));
+    } else {
+      tls_->set_verify_mode(asio::ssl::verify_none);
+    }
+    beast::error_code not_ip;
+    asio::ip::make_address(server.host, not_ip);
+    if (not_ip) SSL_set_tlsext_host_name(tls_->native_handle(), server.host.c_str());  // SNI, for names only
+    return wait([&](auto handler) { tls_->async_handshake(asio::ssl::stream_base::client, std::move(handler)); });
+  }
+
+  // Writes a request; reads an answer's header, or some more of its body, into parser.
+  template <class Request>
+  beast::error_code write(Request& req) {
+    return wait([&](auto handler) { visit([&](auto& s) { bhttp::async_write(s, req, std::move(handler)); }); });
+  }
+  template <class Parser>
+  beast::error_code read(Parser& parser) {
+    return wait([&](auto handler) { visit([&](auto& s) { bhttp::async_read(s, buffer_, parser, std::move(handler)); }); });
+  }
+  template <class Parser>
+  beast::error_code read_header(Parser& parser) {
+    return wait(
+        [&](auto handler) { visit([&](auto& s) { bhttp::async_read_header(s, buffer_, parser, std::move(handler)); }); });
+  }
+  template <class Parser>
+  beast::error_code read_some(Parser& parser) {
+    return wait(
+        [&](auto handler) { visit([&](auto& s) { bhttp::async_read_some(s, buffer_, parser, std::move(handler)); }); });
+  }
+
+  // The deadline for every step from now on.
+  void expires_after(std::chrono::steady_clock::duration d) { lowest().expires_after(d); }
+  // Closes the socket from any thread: the step in progress, or the next one, fails (cancel_watches).
+  void close_soon() {
+    asio::post(ioc_, [this] {
+      beast::error_code ec;
+      lowest().socket().close(ec);
+    });
+  }
+
+ private:
+  beast::tcp_stream& lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+  template <class F>
+  void visit(F&& f) {
+    if (tls_) f(*tls_); else f(*plain_);
+  }
+  // Starts one asynchronous step and runs the io_context on this thread until it (and its timer) is done.
+  template <class Start>
+  beast::error_code wait(Start start) {
+    beast::error_code result;
+    start([&result](beast::error_code ec, auto&&...) { result = ec; });
+    ioc_.restart();
+    ioc_.run();
+    return result;
+  }
+
+  asio::io_context ioc_;
+  beast::flat_buffer buffer_;
+  std::unique_ptr<asio::ssl::context> ssl_ctx_;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls_;
+  std::unique_ptr<beast::tcp_stream> plain_;
+};
+
+// The most of an answer's body that is read (a list page of 500 big objects stays far below it).
+constexpr uint64_t kMaxBody = uint64_t{1} << 30;
+// The most of a refused watch's or stream's body that is read for its message.
+constexpr size_t kMaxErrorBody = 1 << 20;
+
+}  // namespace
+
 struct Client::Impl {
   Config cfg;
-  std::shared_ptr<TrustedCa> ca;  // shared with the TLS callbacks of the clients made from it
+  ServerAddress server;
+  std::shared_ptr<TrustedCa> ca;
   RetryPolicy retry;
   RequestCounts counts;
   RequestObserver observer;
-
-  void observe(const http::method& method, const std::string& path, int code) {
-    if (observer) observer(request_verb(method, path), code);
-  }
-  std::unique_ptr<http::client::http_client> http;         // reads
-  std::unique_ptr<http::client::http_client> http_writes;  // writes, with their own deadline
   WriteGate write_gate;
+
+  void observe(bhttp::verb method, const std::string& path, int code) {
+    if (observer) observer(request_verb(std::string(bhttp::to_string(method)), path), code);
+  }
 
   std::mutex token_mu;
   std::string token;
   struct timespec token_mtime {};
 
-  std::mutex cts_mu;
-  pplx::cancellation_token_source watch_cts;
+  // Kept-alive connections no request holds now; a request takes one (or opens one) and gives it back when the
+  // server keeps it open.
+  static constexpr size_t kMaxIdle = 64;
+  std::mutex pool_mu;
+  std::vector<std::unique_ptr<Connection>> idle;
 
-  http::client::http_client_config client_config(std::chrono::seconds timeout) const {
-    http::client::http_client_config cc;
-    cc.set_timeout(timeout);
-    cc.set_validate_certificates(!cfg.insecure_skip_verify);
-    Config tls = cfg;
-    std::shared_ptr<TrustedCa> trusted = ca;
-    cc.set_ssl_context_callback([tls, trusted](boost::asio::ssl::context& ctx) { configure_tls(ctx, tls, *trusted); });
-    return cc;
-  }
+  // The connections of the watches and streams in progress, which cancel_watches() closes.
+  std::mutex streams_mu;
+  bool streams_cancelled = false;
+  std::set<Connection*> streams;
+
+  std::string user_agent = "kubedist-operator/0.1";
 
   // The bearer token; a token file is re-read when it changes, because service account tokens rotate.
   std::string bearer() {
@@ -159,35 +349,98 @@ struct Client::Impl {
     return token;
   }
 
-  std::string user_agent = "kubedist-operator/0.1";
-
-  http::http_request make_request(const http::method& method, const std::string& path,
-                                  const std::string& accept = "application/json") {
-    http::http_request req(method);
-    req.set_request_uri(web::uri(path));
-    req.headers().add("Accept", accept);
-    req.headers().add("User-Agent", user_agent);
-    if (std::string t = bearer(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
+  bhttp::request<bhttp::string_body> make_request(bhttp::verb method, const std::string& path,
+                                                  const char* accept = "application/json") {
+    bhttp::request<bhttp::string_body> req(method, server.prefix + path, 11);
+    req.set(bhttp::field::host, server.host_header);
+    req.set(bhttp::field::accept, accept);
+    req.set(bhttp::field::user_agent, user_agent);
+    if (std::string t = bearer(); !t.empty()) req.set(bhttp::field::authorization, "Bearer " + t);
+    req.keep_alive(true);
     return req;
   }
 
-  Result<json> send_once(const http::method& method, const std::string& path, const json* body,
-                         const std::string& content_type, std::optional<std::chrono::milliseconds>* retry_after) {
+  // A new connection, open (throws on TLS credentials OpenSSL refuses).
+  beast::error_code open(Connection& conn, std::chrono::steady_clock::duration timeout) {
+    return conn.open(server, !cfg.insecure_skip_verify,
+                     [this](asio::ssl::context& ctx) { configure_tls(ctx, cfg, *ca); }, timeout);
+  }
+
+  std::unique_ptr<Connection> take_idle() {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (idle.empty()) return nullptr;
+    auto conn = std::move(idle.back());
+    idle.pop_back();
+    return conn;
+  }
+  void keep(std::unique_ptr<Connection> conn) {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (idle.size() < kMaxIdle) idle.push_back(std::move(conn));
+  }
+
+  struct Answer {
+    int code = 0;
+    std::string body;
+    std::string retry_after;
+  };
+
+  // One try of a request: written on an idle kept-alive connection, or on a new one when there is none or when the
+  // idle one turns out closed by the server (then before any answer came, so the server never saw the request);
+  // the whole answer read within timeout.
+  beast::error_code exchange(bhttp::request<bhttp::string_body>& req, std::chrono::seconds timeout, Answer& out) {
+    std::unique_ptr<Connection> conn = take_idle();
+    for (;;) {
+      const bool reused = conn != nullptr;
+      if (!reused) {
+        conn = std::make_unique<Connection>();
+        if (auto ec = open(*conn, timeout)) return ec;
+      }
+      conn->expires_after(timeout);
+      bhttp::response_parser<bhttp::string_body> parser;
+      parser.body_limit(kMaxBody);
+      beast::error_code ec = conn->write(req);
+      if (!ec) ec = conn->read(parser);
+      if (ec) {
+        if (reused && !parser.got_some() && closed_while_idle(ec)) {
+          conn.reset();
+          continue;
+        }
+        return ec;
+      }
+      auto msg = parser.release();
+      out.code = static_cast<int>(msg.result_int());
+      if (auto it = msg.find("Retry-After"); it != msg.end()) out.retry_after = std::string(it->value());
+      out.body = std::move(msg.body());
+      if (msg.keep_alive()) keep(std::move(conn));
+      return {};
+    }
+  }
+
+  // parse_success: whether a 2xx answer's body is parsed and returned (else null is).
+  Result<json> send_once(bhttp::verb method, const std::string& path, const json* body,
+                         const std::string& content_type, bool parse_success,
+                         std::optional<std::chrono::milliseconds>* retry_after) {
     try {
       auto req = make_request(method, path);
-      if (body != nullptr) req.set_body(body->dump(), content_type);
-      http::http_response resp = (method == http::methods::GET ? *http : *http_writes).request(req).get();
-      const std::string text = resp.extract_utf8string(true).get();
-      const int code = resp.status_code();
+      if (body != nullptr) {
+        req.set(bhttp::field::content_type, content_type);
+        req.body() = body->dump();
+      }
+      req.prepare_payload();
+      Answer answer;
+      if (auto ec = exchange(req, method == bhttp::verb::get ? retry.timeout : retry.write_timeout, answer)) {
+        observe(method, path, 0);
+        return Error{Error::Kind::kRetryable, "API server unreachable: " + ec.message(), 0};
+      }
+      const int code = answer.code;
       observe(method, path, code);
-      json parsed = text.empty() ? json(nullptr) : json::parse(text, nullptr, false);
+      if (code >= 200 && code < 300 && !parse_success) return json(nullptr);
+      json parsed = answer.body.empty() ? json(nullptr) : json::parse(answer.body, nullptr, false);
       if (code >= 200 && code < 300) {
         if (parsed.is_discarded()) return Error{Error::Kind::kOther, "invalid JSON from the API server", code};
         return parsed;
       }
-      if (auto it = resp.headers().find("Retry-After"); it != resp.headers().end()) {
-        *retry_after = parse_retry_after(it->second);
-      }
+      if (!answer.retry_after.empty()) *retry_after = parse_retry_after(answer.retry_after);
       return error_from_response(code, parsed.is_discarded() ? json(nullptr) : parsed);
     } catch (const std::exception& e) {
       observe(method, path, 0);
@@ -195,16 +448,16 @@ struct Client::Impl {
     }
   }
 
-  Result<json> send(const http::method& method, const std::string& path, const json* body = nullptr,
-                    const std::string& content_type = "application/json") {
-    const bool write = method != http::methods::GET;
+  Result<json> send(bhttp::verb method, const std::string& path, const json* body = nullptr,
+                    const std::string& content_type = "application/json", bool parse_success = true) {
+    const bool write = method != bhttp::verb::get;
     (write ? counts.writes : counts.reads)++;
     for (int attempt = 1;; ++attempt) {
       if (write && write_gate) {
         if (auto why = write_gate(path)) return Error{Error::Kind::kOther, "not sent: " + *why, 0};
       }
       std::optional<std::chrono::milliseconds> retry_after;
-      auto r = send_once(method, path, body, content_type, &retry_after);
+      auto r = send_once(method, path, body, content_type, parse_success, &retry_after);
       if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
       std::this_thread::sleep_for(retry_delay(attempt, retry_after, retry, jitter()));
     }
@@ -225,6 +478,8 @@ Result<std::unique_ptr<Client>> Client::create(const Config& config, RetryPolicy
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return Error::invalid("API server address \"" + config.server + "\" must start with https:// or http://");
   }
+  auto server = parse_server(config.server);
+  if (!server) return Error::invalid("bad API server address \"" + config.server + "\"");
   auto ca = std::make_shared<TrustedCa>(config.ca_pem, config.ca_file);
   try {  // refuse bad certificates now, with a clear message, rather than on every request
     boost::asio::ssl::context probe(boost::asio::ssl::context::tls_client);
@@ -234,31 +489,32 @@ Result<std::unique_ptr<Client>> Client::create(const Config& config, RetryPolicy
   }
   auto impl = std::make_unique<Impl>();
   impl->cfg = config;
+  impl->server = std::move(*server);
   impl->ca = std::move(ca);
   impl->retry = retry;
   impl->token = trim(config.token);
-  try {
-    impl->http = std::make_unique<http::client::http_client>(web::uri(config.server), impl->client_config(retry.timeout));
-    impl->http_writes =
-        std::make_unique<http::client::http_client>(web::uri(config.server), impl->client_config(retry.write_timeout));
-  } catch (const std::exception& e) {
-    return Error::invalid("bad API server address \"" + config.server + "\": " + e.what());
-  }
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
-Result<json> Client::get(const std::string& path) { return impl_->send(http::methods::GET, path); }
+Result<json> Client::get(const std::string& path) { return impl_->send(bhttp::verb::get, path); }
 
 Result<json> Client::create(const std::string& path, const json& body) {
-  return impl_->send(http::methods::POST, path, &body);
+  return impl_->send(bhttp::verb::post, path, &body);
+}
+
+Result<void> Client::create_unparsed(const std::string& path, const json& body) {
+  auto r = impl_->send(bhttp::verb::post, path, &body, "application/json", false);
+  if (!r) return r.error();
+  return {};
 }
 
 Result<json> Client::merge_patch(const std::string& path, const json& patch) {
-  return impl_->send(http::methods::PATCH, path, &patch, "application/merge-patch+json");
+  return impl_->send(bhttp::verb::patch, path, &patch, "application/merge-patch+json");
 }
 
 Result<void> Client::remove(const std::string& path, const json& options) {
-  auto r = options.is_null() ? impl_->send(http::methods::DEL, path) : impl_->send(http::methods::DEL, path, &options);
+  auto r = options.is_null() ? impl_->send(bhttp::verb::delete_, path)
+                             : impl_->send(bhttp::verb::delete_, path, &options);
   if (!r) return r.error();
   return {};
 }
@@ -285,54 +541,84 @@ Result<void> Client::watch(const std::string& path, const std::function<bool(jso
 
 Result<void> Client::stream_lines(const std::string& path, const std::function<bool(const std::string&)>& on_line,
                                   std::chrono::seconds idle) {
-  pplx::cancellation_token token = pplx::cancellation_token::none();
+  Impl& im = *impl_;
+  // A connection of its own, known to cancel_watches() while the stream lasts (the server ends a watch after its
+  // timeoutSeconds; the idle deadline, renewed for every read, only catches a dead connection).
+  auto conn = std::make_unique<Connection>();
   {
-    std::lock_guard<std::mutex> lock(impl_->cts_mu);
-    token = impl_->watch_cts.get_token();
+    std::lock_guard<std::mutex> lock(im.streams_mu);
+    if (im.streams_cancelled) return Error{Error::Kind::kOther, "watch cancelled", 0};
+    im.streams.insert(conn.get());
   }
-  if (token.is_canceled()) return Error{Error::Kind::kOther, "watch cancelled", 0};
-  try {
-    // The server ends each watch after timeoutSeconds; this client timeout only catches a dead connection.
-    http::client::http_client client(web::uri(impl_->cfg.server), impl_->client_config(idle));
-    auto req = impl_->make_request(http::methods::GET, path, "application/json, */*");
-    http::http_response resp = client.request(req, token).get();
-    impl_->observe(http::methods::GET, path, resp.status_code());
-    if (resp.status_code() != 200) {
-      const std::string text = resp.extract_utf8string(true).get();
-      json parsed = json::parse(text, nullptr, false);
-      return error_from_response(resp.status_code(), parsed.is_discarded() ? json(nullptr) : parsed);
+  struct Registration {
+    Impl& im;
+    Connection* conn;
+    ~Registration() {
+      std::lock_guard<std::mutex> lock(im.streams_mu);
+      im.streams.erase(conn);
     }
-    // The body is read as it arrives, in whatever it holds (a watch sends one event at a time), and cut into lines
-    // here: cpprest's read_line takes the body a byte at a time through its task machinery.
-    auto body = resp.body().streambuf();
-    using traits = concurrency::streams::streambuf<uint8_t>::traits;
-    LineSplitter lines;
+  } registration{im, conn.get()};
+  auto cancelled = [&im] {
+    std::lock_guard<std::mutex> lock(im.streams_mu);
+    return im.streams_cancelled;
+  };
+  auto broke = [](const std::string& why) { return Error{Error::Kind::kRetryable, "stream broke: " + why, 0}; };
+  try {
+    if (auto ec = im.open(*conn, idle)) return broke(ec.message());
+    auto req = im.make_request(bhttp::verb::get, path, "application/json, */*");
+    req.prepare_payload();
+    conn->expires_after(idle);
+    if (auto ec = conn->write(req)) return broke(ec.message());
+    bhttp::response_parser<bhttp::buffer_body> parser;
+    parser.body_limit(boost::none);
+    if (auto ec = conn->read_header(parser)) return broke(ec.message());
+    const int code = static_cast<int>(parser.get().result_int());
+    im.observe(bhttp::verb::get, path, code);
+    // The body is read as it arrives, in whatever it holds (a watch sends one event at a time), up to a chunk.
     std::string chunk(kReadChunk, '\0');
-    while (!token.is_canceled()) {
-      const auto first = body.bumpc().get();  // waits for the next byte, or the end
-      if (first == traits::eof()) {
+    auto read_some = [&](beast::error_code& ec) -> size_t {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      conn->expires_after(idle);
+      ec = conn->read_some(parser);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      return chunk.size() - parser.get().body().size;
+    };
+    beast::error_code ec;
+    if (code != 200) {
+      std::string text;
+      while (!parser.is_done() && text.size() < kMaxErrorBody) {
+        const size_t n = read_some(ec);
+        if (ec) break;
+        text.append(chunk.data(), n);
+      }
+      json parsed = json::parse(text, nullptr, false);
+      return error_from_response(code, parsed.is_discarded() ? json(nullptr) : parsed);
+    }
+    LineSplitter lines;
+    while (!cancelled()) {
+      if (parser.is_done()) {
         auto last = lines.finish(on_line);
         if (!last) return last.error();
         break;
       }
-      chunk[0] = static_cast<char>(first);
-      size_t n = 1;
-      if (const size_t more = std::min(body.in_avail(), chunk.size() - 1); more > 0) {
-        n += body.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), more).get();
-      }
+      const size_t n = read_some(ec);
+      if (ec) return cancelled() ? Result<void>{} : broke(ec.message());
+      if (n == 0) continue;
       auto fed = lines.feed(std::string_view(chunk.data(), n), on_line);
       if (!fed) return fed.error();
       if (!*fed) break;
     }
     return {};
   } catch (const std::exception& e) {
-    return Error{Error::Kind::kRetryable, std::string("stream broke: ") + e.what(), 0};
+    return broke(e.what());
   }
 }
 
 void Client::cancel_watches() {
-  std::lock_guard<std::mutex> lock(impl_->cts_mu);
-  impl_->watch_cts.cancel();
+  std::lock_guard<std::mutex> lock(impl_->streams_mu);
+  impl_->streams_cancelled = true;
+  for (Connection* conn : impl_->streams) conn->close_soon();
 }
 
 void Client::set_user_agent(const std::string& user_agent) { impl_->user_agent = user_agent; }

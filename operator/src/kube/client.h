@@ -71,6 +71,9 @@ class Client {
   // path: an API path with query, e.g. "/api/v1/namespaces/ns/pods?labelSelector=a".
   Result<nlohmann::json> get(const std::string& path);
   Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body);
+  // The same for a caller that needs only to know whether it worked: the server's copy of the object, several KiB of
+  // JSON for a pod, is not parsed (only a refusal's Status is).
+  Result<void> create_unparsed(const std::string& path, const nlohmann::json& body);
   // JSON merge patch. With metadata.resourceVersion in the patch the server refuses stale writes (Conflict).
   Result<nlohmann::json> merge_patch(const std::string& path, const nlohmann::json& patch);
   // DELETE with optional DeleteOptions (preconditions, propagationPolicy). NotFound is an error for the caller.

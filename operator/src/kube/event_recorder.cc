@@ -29,7 +29,7 @@ void EventRecorder::record(const ObjectRef& object, const std::string& type, con
       {"lastTimestamp", now},
       {"count", 1},
   };
-  auto r = client_.create("/api/v1/namespaces/" + object.ns + "/events", event);
+  auto r = client_.create_unparsed("/api/v1/namespaces/" + object.ns + "/events", event);
   if (!r) log_warn("event", "could not record event " + reason + " on " + object.name + ": " + r.error().message);
 }
 

@@ -14,7 +14,7 @@ namespace kubedist::kube {
 // Whether pem holds at least one certificate and nothing but certificates (what a CA bundle may hold).
 bool is_ca_bundle(const std::string& pem);
 
-// cpprest makes a fresh TLS context for every new connection and fills it with the system's roots
+// The client makes a fresh TLS context for every new connection and fills it with the system's roots
 // (SSL_CTX_set_default_verify_paths: /etc/ssl/certs/ca-certificates.crt parsed, 144 certificates, tens of ms) before
 // TrustedCa::apply() throws them away. Pointing OpenSSL's default CA file and directory at nothing (SSL_CERT_FILE,
 // SSL_CERT_DIR) makes that load empty. Process-wide: call before the client's threads start, and only when every TLS

@@ -129,7 +129,7 @@ void WatchStream::run_once(std::stop_token stop, const Sink& sink) {
         need_relist = true;
         continue;
       }
-      // Servers end watches at timeoutSeconds in ways cpprest reports as a broken stream; only early drops matter.
+      // Servers end watches at timeoutSeconds in ways the client may report as a broken stream; only early drops matter.
       const bool early = clock_.now() - started < std::chrono::seconds(options_.watch_timeout_s / 2);
       log(early ? LogLevel::kWarn : LogLevel::kDebug, "informer",
           "watch " + options_.list_path + " dropped: " + r.error().message);

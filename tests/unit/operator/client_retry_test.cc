@@ -53,13 +53,29 @@ TEST(ParseRetryAfter, TakesWholeSecondsAndNothingElse) {
   }
 }
 
+TEST(ClientCreate, RefusesAnApiServerAddressWithoutAHostOrWithABadPort) {
+  for (const char* bad : {"https://", "https://:6443", "https://host:", "https://host:x", "https://host:70000",
+                          "https://host:0", "https://[::1", "https://[::1]x", "https://user@host", "ftp://host"}) {
+    Config config;
+    config.server = bad;
+    EXPECT_FALSE(Client::create(config).ok()) << bad;
+  }
+  for (const char* good : {"https://10.0.0.1:6443", "http://localhost", "https://[::1]:6443",
+                           "https://kubernetes.default.svc/prefix/"}) {
+    Config config;
+    config.server = good;
+    auto client = Client::create(config);
+    EXPECT_TRUE(client.ok()) << good << ": " << client.error().message;
+  }
+}
+
 TEST(IsCaBundle, RefusesWhatHoldsNoCertificate) {
   EXPECT_FALSE(is_ca_bundle(""));
   EXPECT_FALSE(is_ca_bundle("not a certificate\n"));
   EXPECT_FALSE(is_ca_bundle("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"));
 }
 
-// How many certificates a fresh TLS context holds once filled as cpprest fills it for each new connection.
+// How many certificates a fresh TLS context holds once filled as the client fills it for each new connection.
 int default_roots_loaded() {
   boost::asio::ssl::context ctx(boost::asio::ssl::context::sslv23);
   ctx.set_default_verify_paths();

@@ -1,7 +1,9 @@
 #include "controller/work_queue.h"
 
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -67,6 +69,53 @@ TEST(WorkQueue, BacksOffExponentiallyPerKeyUntilForgotten) {
   q.forget("a");
   EXPECT_EQ(q.failures("a"), 0);
   EXPECT_LT(timed(), 40ms);
+}
+
+TEST(WorkQueue, HandsAReadyKeyToTheWorkerWaitingForADelayedOne) {
+  WorkQueue q;
+  q.add_after("later", 10s);
+  std::optional<std::string> got;
+  std::thread worker([&] { got = q.get(); });  // the only idle worker: it waits for "later"'s time
+  std::this_thread::sleep_for(20ms);
+  const auto start = WorkQueue::Clock::now();
+  q.add("now");
+  worker.join();
+  EXPECT_EQ(got, "now");
+  EXPECT_LT(WorkQueue::Clock::now() - start, 2s);
+}
+
+TEST(WorkQueue, AnEarlierDelayedKeyShortensTheWait) {
+  WorkQueue q;
+  q.add_after("later", 10s);
+  std::optional<std::string> got;
+  std::thread worker([&] { got = q.get(); });
+  std::this_thread::sleep_for(20ms);
+  const auto start = WorkQueue::Clock::now();
+  q.add_after("soon", 30ms);
+  worker.join();
+  EXPECT_EQ(got, "soon");
+  EXPECT_GE(WorkQueue::Clock::now() - start, 30ms);
+  EXPECT_LT(WorkQueue::Clock::now() - start, 2s);
+}
+
+TEST(WorkQueue, EveryDueKeyReachesAnIdleWorkerWhenOthersWaitToo) {
+  WorkQueue q;
+  std::atomic<int> taken{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.emplace_back([&] {
+      while (auto k = q.get()) {
+        ++taken;
+        q.done(*k);
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) q.add_after("k" + std::to_string(i), std::chrono::milliseconds(10 + 5 * i));
+  const auto deadline = WorkQueue::Clock::now() + 5s;
+  while (taken < 20 && WorkQueue::Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(taken, 20);
+  q.shutdown();
+  for (auto& w : workers) w.join();
 }
 
 TEST(WorkQueue, ShutdownWakesBlockedWorkers) {

@@ -166,7 +166,7 @@ Result<std::string> Reconciler::write_status(const TrainingJob& job, const Statu
 std::optional<ReconcileResult> Reconciler::carry_out(const Write& w) {
   switch (w.verb) {
     case Write::Verb::kCreate: {
-      auto r = client_.create(w.path, w.body);
+      auto r = client_.create_unparsed(w.path, w.body);
       if (r || r.error().kind == Error::Kind::kAlreadyExists) return std::nullopt;
       return ReconcileResult::failed("create " + w.kind + " " + w.name, r.error());
     }
@@ -250,7 +250,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   const std::string ns_path = "/api/v1/namespaces/" + job->ns;
   // The objects a job's pods rely on, each created when absent; AlreadyExists means our cache has not shown it yet.
   auto create_if_absent = [&](const std::string& collection, const json& obj, const std::string& what) {
-    auto r = client_.create(collection, obj);
+    auto r = client_.create_unparsed(collection, obj);
     return r || r.error().kind == Error::Kind::kAlreadyExists ? std::optional<ReconcileResult>()
                                                               : ReconcileResult::failed("create " + what, r.error());
   };
@@ -273,7 +273,7 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   std::optional<PodRefusal> refused;
   for (const Write& pod : plan.writes) {
     if (pod.kind != "Pod") continue;
-    auto r = client_.create(pod.path, pod.body);
+    auto r = client_.create_unparsed(pod.path, pod.body);
     if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
       expect.creates.insert(pod.name);
       continue;
