@@ -21,7 +21,18 @@ scenarios:
   fail     the example's rank 1 exits with code 3 under restartPolicy ExitCode: the job fails at once, and
            status.lastFailure and the PodFailed Event carry the launcher's one-line summary, which the launcher
            wrote to the trainer's termination message file and the kubelet copied into the pod's status
+  progress the example reports its steps (kubedist.progress) with spec.hangTimeout: status.progress fills and
+           kubectl get tj shows PROGRESS and ETA while it trains; rank 1 stops in a receive at step 5 while the
+           others wait for it in the step's all_reduce: the launchers catch it within hangTimeout + 5 s, the
+           operator's next STATUS poll (the chart's launcherPollInterval, 2 s here) puts the stuck rank's stack in
+           status.lastFailure and an Event HangDetected, restartsByReason.hang is 1, and the job Succeeds
+  restricted  a namespace enforcing Pod Security "restricted": the example (which meets it, and so does the
+           launcher init container the operator adds) runs to Succeeded; a template with privileged: true gets
+           the condition PodsRefused (PodSecurity), one Warning Event, no Created claim and creates retried with
+           backoff, counted in the API server's audit log; a ResourceQuota of 1 pod for the 2 replicas shows
+           PodsRefused (ResourceQuota) within 30 s, and once the quota allows 2 the second pod is created
 """
+import calendar
 import contextlib
 import json
 import os
@@ -107,13 +118,18 @@ def dump(ns):
 
 
 # ---- the example job -----------------------------------------------------------------------------------------
-def apply_example(ns, *extra_args, spec=None):
+def apply_example(ns, *extra_args, spec=None, name=None, container_security=None):
     """crd/examples/cpu/trainingjob.yaml as it is, with extra arguments appended to the training command (and
-    spec fields replaced)."""
+    spec fields replaced, the job renamed, the trainer's securityContext replaced)."""
     with open(EXAMPLE) as f:
         job = yaml.safe_load(f)
-    job["spec"]["template"]["spec"]["containers"][0]["command"] += list(extra_args)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["command"] += list(extra_args)
+    if container_security is not None:
+        container["securityContext"] = container_security
     job["spec"].update(spec or {})
+    if name:
+        job["metadata"]["name"] = name
     kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(job))
     return job["metadata"]["name"]
 
@@ -134,6 +150,20 @@ def pod_uids(ns, name):
 
 def logs(ns, pod):
     return kubectl("-n", ns, "logs", pod, "-c", "trainer").stdout
+
+
+def events(ns, name, reason):
+    return kget("-n", ns, "events", "--field-selector", f"involvedObject.name={name},reason={reason}")["items"]
+
+
+def rfc3339(text):
+    """Seconds since the epoch of an RFC 3339 UTC time, with or without fractions of a second."""
+    whole, _, frac = text.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + (float(f"0.{frac}") if frac else 0.0)
+
+
+def condition(st, kind):
+    return next((c for c in st.get("conditions", []) if c.get("type") == kind), {})
 
 
 def ranks_in(text):
@@ -321,11 +351,170 @@ def scenario_fail():
               f"the PodFailed Event carries it too ({[e.get('message') for e in events]})")
 
 
+def scenario_progress():
+    hang_timeout, poll = 15, 2  # poll: the chart's launcherPollInterval as scenario_chart installs it
+    with namespace("progress") as ns:
+        # 150 epochs of 16 steps: a minute or more of training after the hang, longer than the operator holds back
+        # a write of progress alone (30 s), so that one comes while it trains.
+        epochs = 150
+        name = apply_example(ns, "--epochs", str(epochs), "--hang-once-at-step", "5",
+                             spec={"hangTimeout": f"{hang_timeout}s"})
+        node0 = f"{name}-node-0"
+        # Rank 1 (node 0's second worker) stops at step 5 of the first attempt; the others wait in the all_reduce.
+        st = wait_restarts(ns, name, "hang", 1, 300)
+        detected_seen = time.time()
+        stamped = kubectl("-n", ns, "logs", node0, "-c", "trainer", "--timestamps").stdout
+        hung = re.search(r"^(\S+) rank 1: injected hang at step 5:", stamped, re.M)
+        check(hung is not None, "rank 1 logged the hang it injected at step 5")
+        last_step = rfc3339(hung.group(1))  # right after its 5th step was reported (the kubelet's log timestamp)
+        failure = st.get("lastFailure", {})
+        check(failure.get("reason") == "Hang" and failure.get("pod") == node0 and failure.get("node", "")
+              .startswith("worker-"), f"status.lastFailure names the hang, the stuck rank's pod and node ({failure})")
+        # The step is the last one the launcher heard of: the helper reports at most every 0.1 s, so with steps of
+        # a few milliseconds that may be an earlier one than rank 1's 5th.
+        stuck = re.search(rf": rank 1 on {node0} stuck \d+ s at step (\d+) in recv \(train\.py:\d+\) \[recv "
+                          r"\S+:\d+ < (.* < )?main train\.py:\d+", failure.get("message", ""))
+        check(stuck is not None and 1 <= int(stuck.group(1)) <= 5,
+              f"status.lastFailure names rank 1 first, stuck in recv, with its stack ({failure.get('message')})")
+        detected = rfc3339(failure["time"])
+        check(detected - last_step < hang_timeout + 5,
+              f"the launchers caught it {detected - last_step:.1f} s after rank 1's last step (hangTimeout "
+              f"{hang_timeout} s + 5)")
+        hang_events = events(ns, name, "HangDetected")
+        check(len(hang_events) == 1 and hang_events[0]["type"] == "Warning" and "in recv (train.py:" in
+              hang_events[0]["message"], f"one Warning Event HangDetected names where rank 1 is stuck "
+              f"({[e['message'][:200] for e in hang_events]})")
+        seen = rfc3339(hang_events[0]["firstTimestamp"])
+        check(seen - last_step < hang_timeout + 5 + poll + 1,
+              f"the operator recorded it {seen - last_step:.1f} s after the last step, {detected_seen - last_step:.1f}"
+              f" s by the time this test saw the status (hangTimeout {hang_timeout} s + 5 + the {poll} s STATUS "
+              f"poll, + 1 for the Event's whole seconds)")
+
+        # The second attempt trains: status.progress and kubectl get tj follow it.
+        def training():
+            st = kget("-n", ns, "tj", name).get("status", {})
+            p = st.get("progress", {})
+            if st.get("phase") != "Running" or p.get("step", 0) <= 5 or not p.get("estimatedCompletionTime"):
+                return None
+            return st, kubectl("-n", ns, "get", "tj", name).stdout
+        st, table = eventually(120, "status.progress of the second attempt with a rate and an ETA", training, 1)
+        p = st["progress"]
+        log(f"kubectl get tj while it trains:\n{table}")
+        total = epochs * 16  # 2048 samples over 4 ranks in batches of 32: 16 steps an epoch
+        check(p.get("totalSteps") == total and 0 < p["step"] < total and p.get("percent") == p["step"] * 100 // total
+              and p.get("stepsPerSecond", 0) > 0 and rfc3339(p["estimatedCompletionTime"]) > time.time() - 5
+              and "loss" in p.get("metrics", {}) and p.get("summary") == f"{p['percent']}% ({p['step']}/{total})",
+              f"status.progress: step, totalSteps, percent, stepsPerSecond, estimatedCompletionTime, loss ({p})")
+        header, row = table.splitlines()[0].split(), table.splitlines()[1].split()
+        check(header[5:7] == ["PROGRESS", "ETA"] and row[5:8] == p["summary"].split() + [p[
+            "estimatedCompletionTime"]], "kubectl get tj shows them under PROGRESS and ETA")
+        st = wait_phase(ns, name, "Succeeded", 600)
+        check(st.get("restarts") == 1 and st.get("restartsByReason") == {"hang": 1},
+              f"one restart, for the hang ({st.get('restarts')}, {st.get('restartsByReason')})")
+        stamped = kubectl("-n", ns, "logs", node0, "-c", "trainer", "--timestamps").stdout
+        finished = re.search(r"^(\S+) training finished: .* restarts 1", stamped, re.M)
+        check(finished is not None, "training resumed in place (TORCHELASTIC_RESTART_COUNT=1) and finished")
+        # The finished job shows node 0's last report (polled every 2 s, in whole seconds), not the last write of
+        # progress alone, which may be 30 s old.
+        p = st.get("progress", {})
+        lag = rfc3339(finished.group(1)) - rfc3339(p.get("lastStepTime", "1970-01-01T00:00:00Z"))
+        check(lag <= poll + 2 and not p.get("estimatedCompletionTime"),
+              f"status.progress of the finished job: its last step {lag:.1f} s before rank 0 finished, no ETA ({p})")
+
+
+def wait_restarts(ns, name, reason, count, seconds):
+    def counted():
+        st = kget("-n", ns, "tj", name).get("status", {})
+        if st.get("phase") in ("Succeeded", "Failed"):
+            raise Failure(f"tj/{name} ended {st.get('phase')} before {count} {reason} restart(s): {st}")
+        return st if st.get("restartsByReason", {}).get(reason, 0) >= count else None
+    return eventually(seconds, f"tj/{name} restartsByReason.{reason} {count}", counted, interval=1)
+
+
+def refused_creates(ns):
+    """(time, code) of each pod create the chart's operator sent for namespace ns and the API server refused,
+    from the API server's audit log (which records every request of kubedist-system's ServiceAccounts)."""
+    refused = []
+    with open(os.path.join(CLUSTER_DIR, "logs", "audit.log"), errors="replace") as f:
+        for line in f:
+            if f'"{ns}"' not in line or '"create"' not in line:
+                continue
+            e = json.loads(line)
+            ref, code = e.get("objectRef", {}), e.get("responseStatus", {}).get("code", 0)
+            if (e.get("verb") == "create" and ref.get("resource") == "pods" and ref.get("namespace") == ns and
+                    e.get("user", {}).get("username") == f"system:serviceaccount:{OPERATOR_NS}:{RELEASE}" and
+                    code >= 400):
+                refused.append((rfc3339(e["stageTimestamp"]), code))
+    return refused
+
+
+def scenario_restricted():
+    with namespace("restricted") as ns, namespace("quota") as qns:
+        for n in (ns, qns):
+            kubectl("label", "namespace", n, "pod-security.kubernetes.io/enforce=restricted")
+        good = apply_example(ns, name="good")
+        priv = apply_example(ns, name="priv", container_security={"privileged": True})
+
+        def refused(namespace_, name, reason):
+            c = condition(kget("-n", namespace_, "tj", name).get("status", {}), "PodsRefused")
+            return c if (c.get("status"), c.get("reason")) == ("True", reason) else None
+        c = eventually(30, "priv: PodsRefused/PodSecurity", lambda: refused(ns, priv, "PodSecurity"), 1)
+        t0 = time.time()
+        check(re.search(r'violates PodSecurity "restricted.*privileged', c.get("message", "")) is not None,
+              f"priv: PodsRefused True, PodSecurity: {c.get('message', '')[:200]}")
+
+        # The quota: node 0 is admitted, node 1 refused.
+        kubectl("-n", qns, "create", "quota", "one", "--hard=pods=1")
+        eventually(30, "the quota controller has counted quota one", lambda: kget(
+            "-n", qns, "quota", "one").get("status", {}).get("hard", {}).get("pods") == "1")
+        quota = apply_example(qns, name="quota")
+        q0 = time.time()
+        c = eventually(30, "quota: PodsRefused/ResourceQuota", lambda: refused(qns, quota, "ResourceQuota"), 0.5)
+        check("exceeded quota" in c.get("message", ""),
+              f"quota: PodsRefused ResourceQuota within {time.time() - q0:.0f} s: {c.get('message', '')[:200]}")
+        check(sorted(pod_uids(qns, quota)) == [f"{quota}-node-0"], f"quota: node 0 only ({sorted(pod_uids(qns, quota))})")
+        check(len(events(qns, quota, "PodsRefused")) == 1 and events(qns, quota, "PodsRefused")[0]["type"] == "Warning",
+              "quota: one Warning Event PodsRefused")
+        kubectl("-n", qns, "patch", "quota", "one", "--type=merge", "-p", '{"spec":{"hard":{"pods":"2"}}}')
+        q0 = time.time()
+        eventually(90, "quota: node 1 created once the quota allows it", lambda: len(pod_uids(qns, quota)) == 2, 1)
+        eventually(30, "quota: PodsRefused cleared", lambda: (lambda c: c.get("status") == "False")(condition(
+            kget("-n", qns, "tj", quota).get("status", {}), "PodsRefused")), 1)
+        log(f"ok: quota: node 1 created {time.time() - q0:.0f} s after the quota allowed it; PodsRefused False")
+
+        # The compliant example trains to the end under restricted, beside the refused one.
+        st = wait_phase(ns, good, "Succeeded", 480)
+        pods = kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={good}")["items"]
+        check(len(pods) == 2 and all(p["spec"]["initContainers"][0]["securityContext"].get("allowPrivilegeEscalation")
+                                     is False for p in pods),
+              "good: both pods admitted under restricted, the launcher init container included")
+        check(re.search(r"^training finished: .* world size 4", logs(ns, f"{good}-node-0"), re.M) is not None and
+              not st.get("restartsByReason"), "good: trained to the end with world size 4 and no restart")
+
+        # The refused job, meanwhile: no pod, no Created claim, not failed, one Event, creates with backoff.
+        eventually(30, "a window of 20 s since priv's condition", lambda: time.time() - t0 >= 20, 1)
+        st = kget("-n", ns, "tj", priv).get("status", {})
+        check(not pod_uids(ns, priv), "priv: no pod exists")
+        created = condition(st, "Created")
+        check((created.get("status"), created.get("reason")) != ("True", "PodsCreated") and st.get("phase") != "Failed",
+              f"priv: no Created claim and not failed for the namespace's rules ({created}, {st.get('phase')})")
+        ev = events(ns, priv, "PodsRefused")
+        check(len(ev) == 1 and ev[0]["type"] == "Warning" and ev[0].get("count", 1) == 1,
+              f"priv: one Warning Event PodsRefused ({[(e['type'], e.get('count')) for e in ev]})")
+        tries = refused_creates(ns)
+        span = tries[-1][0] - tries[0][0] if tries else 0
+        gaps = [round(b[0] - a[0]) for a, b in zip(tries, tries[1:])]
+        # Backoff 5 s doubling: 2 creates in the first 5 s, one per window after; a storm would be thousands.
+        check(tries and all(code == 403 for _, code in tries) and len(tries) <= 3 + span / 5,
+              f"priv: {len(tries)} refused pod creates (403) in {span:.0f} s, gaps {gaps} s (audit log)")
+        check(all(b >= a - 1 for a, b in zip(gaps, gaps[1:])), f"priv: the gaps between creates grow ({gaps})")
+
+
 if __name__ == "__main__":
     scenario = sys.argv[1] if len(sys.argv) > 1 else ""
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
-        sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail (got {scenario!r})")
+        sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:

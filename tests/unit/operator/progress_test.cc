@@ -7,7 +7,9 @@
 #include "trainingjob/api/status_json.h"
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/launcher.h"
+#include "trainingjob/decide/plan.h"
 #include "trainingjob/decide/progress.h"
+#include "trainingjob/decide/status.h"
 #include "trainingjob/render/env.h"
 
 namespace kubedist::trainingjob {
@@ -173,6 +175,29 @@ TEST(DecideProgress, KeepsWhatItShowedWithoutAReportOfThisNodeZero) {
   DecideState none(job, o, kNow);
   decide_progress(none, &none.live[0]);
   EXPECT_EQ(none.plan.status.progress->step, 9);
+}
+
+TEST(DecideProgress, AJobFinishedByNodeZeroShowsItsLastReportNotTheLastProgressWrite) {
+  auto job = testing::example_job();
+  job.spec.replicas = 2;
+  job.status.phase = JobPhase::kRunning;
+  job.status.progress = ProgressStatus{};  // what the last write of progress alone showed
+  job.status.progress->step = 840;
+  job.status.progress->estimated_completion_time = format_rfc3339(kNow + 60);
+  auto last = at_step(1000);
+  last.steps_per_second = 0;
+  Observed o = reporting(last);
+  o.pods[0].phase = "Succeeded";  // node 0's launcher, the rendezvous host, exited 0
+  o.pods[0].exit_code = 0;
+  o.pods[1].ready = false;        // node 1 on its way out: no grace to wait for
+  const Plan p = decide(job, o, kNow);
+  ASSERT_EQ(p.status.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(find_condition(p.status, ConditionType::kSucceeded)->reason, "GroupFinished");
+  ASSERT_TRUE(p.status.progress);
+  EXPECT_EQ(p.status.progress->step, 1000);
+  EXPECT_EQ(p.status.progress->summary, "100% (1000/1000)");
+  EXPECT_EQ(p.status.progress->last_step_time, format_rfc3339(kNow - 5));
+  EXPECT_EQ(p.status.progress->estimated_completion_time, "");  // nothing left to wait for
 }
 
 TEST(DecideProgress, NamesAStragglerOnceWithItsPodAndNode) {

@@ -72,6 +72,9 @@ Plan group_finished(DecideState& s, const PodFacts& host) {
     s.delete_pod(pod, node_lost(s, pod).force);  // forced only where its node is confirmed gone
     stopped.push_back(pod.name);
   }
+  // The finishing write carries node 0's last report: progress alone is written at most every 30 s, so without it a
+  // finished job would keep showing the step of its last such write (84% on real nodes).
+  decide_progress(s, &host);
   if (s.plan.status.progress) s.plan.status.progress->estimated_completion_time.clear();
   std::string message = "node 0 (pod " + host.name + ") finished the training: its launcher, the rendezvous host, exited 0";
   if (!stopped.empty()) message += "; stopping pods " + join_names(stopped);
