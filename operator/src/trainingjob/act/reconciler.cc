@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "rendezvous/rdzv_auth.h"
 #include "kube/config.h"
+#include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/parse.h"
 #include "trainingjob/render/render.h"
 
@@ -20,14 +21,6 @@ json request_body(const Write& w) {
   if (w.verb == Write::Verb::kDelete) body["preconditions"]["uid"] = w.precondition;
   if (w.verb == Write::Verb::kPatchStatus) body["metadata"]["resourceVersion"] = w.precondition;
   return body;
-}
-
-// obj[field][key] when it is a string, else "".
-std::string string_at(const json& obj, const char* field, const char* key) {
-  const auto it = obj.find(field);
-  if (it == obj.end() || !it->is_object()) return "";
-  const auto v = it->find(key);
-  return v != it->end() && v->is_string() ? v->get<std::string>() : "";
 }
 
 // The writes a pass makes before its commit point: every create and the integrations' writes; after it come the
@@ -222,7 +215,7 @@ std::optional<ReconcileResult> Reconciler::write_status(const TrainingJob& job, 
     return ReconcileResult::failed("update status of " + key, r.error());
   }
   if (metrics_ != nullptr) metrics_->written(job, plan.status);  // job: the version this write replaced
-  const std::string version = string_at(*r, "metadata", "resourceVersion");
+  const std::string version = string_at(object_or_empty(*r, "metadata"), "resourceVersion");
   std::lock_guard<std::mutex> lock(mu_);
   progress_writes_.written(key, std::chrono::steady_clock::now());
   if (!version.empty()) written_[key] = {version, std::chrono::steady_clock::now()};
@@ -233,7 +226,7 @@ std::optional<ReconcileResult> Reconciler::create_pod(const TrainingJob& job, co
                                                       const Write& w, Pass& pass) {
   auto r = api_.create(w.path, w.body);
   if (r.ok()) {
-    pass.expect.creates[w.name] = string_at(*r, "metadata", "uid");
+    pass.expect.creates[w.name] = string_at(object_or_empty(*r, "metadata"), "uid");
     return std::nullopt;
   }
   const Error& e = r.error();
@@ -276,7 +269,7 @@ std::optional<ReconcileResult> Reconciler::delete_pod(const Write& w, Pass& pass
 
 std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const Write& w) {
   const std::string what = std::string("secret ") + kNamespaceRdzvSecret;
-  const std::string ours = string_at(w.body, "data", kRdzvSecretKey);
+  const std::string ours = string_at(object_or_empty(w.body, "stringData"), kRdzvSecretKey);
   if (ours.empty()) return ReconcileResult::failed(Error{Error::Kind::kOther, "create " + what + ": no key", 0});
   auto r = api_.create(w.path, w.body);
   if (r) return std::nullopt;
@@ -284,14 +277,14 @@ std::optional<ReconcileResult> Reconciler::create_namespace_secret(const Trainin
   // Another job's pass made it first and our cache has not shown it yet, or it is somebody else's Secret.
   auto existing = api_.get(w.path + "/" + kNamespaceRdzvSecret);
   if (!existing) return ReconcileResult::failed("read " + what, existing.error());
-  const json labels = existing->value("metadata", json::object()).value("labels", json::object());
-  if (labels.is_object() && labels.value(kNamespaceRdzvLabel, "") == "namespace") {
-    const std::string theirs = string_at(*existing, "data", kRdzvSecretKey);
-    if (extras_.rendezvous_keys == nullptr || theirs == ours) return std::nullopt;
-    // Another key than the one this pass rendered its pods for: decide again once the cache shows it.
+  if (string_at(object_or_empty(object_or_empty(*existing, "metadata"), "labels"), kNamespaceRdzvLabel) ==
+      "namespace") {
     bool ok = false;
-    const std::string key = kube::base64_decode(theirs, &ok);
-    if (ok && !key.empty()) extras_.rendezvous_keys->seen(job.ns, key);
+    const std::string theirs =
+        kube::base64_decode(string_at(object_or_empty(*existing, "data"), kRdzvSecretKey), &ok);
+    if (extras_.rendezvous_keys == nullptr || (ok && theirs == ours)) return std::nullopt;
+    // Another key than the one this pass rendered its pods for: decide again once the cache shows it.
+    if (ok && !theirs.empty()) extras_.rendezvous_keys->seen(job.ns, theirs);
     return ReconcileResult::requeue_after(std::chrono::seconds(1));
   }
   const std::string why = "Secret " + std::string(kNamespaceRdzvSecret) + " in namespace " + job.ns +
