@@ -220,6 +220,28 @@ TEST(Decide, RetryableFailureRecreatesThePodAndCountsARestart) {
   EXPECT_EQ(p.events[0].type, "Warning");
 }
 
+TEST(Decide, TheStatusIsWrittenBeforeThePodItCountsIsDeletedOnItsUid) {
+  auto ps = pods(4, "Running");
+  ps[0] = pod(0, "Failed", 1);
+  const Plan p = decide(testing::example_job(), ps, true, kNow);
+  ASSERT_EQ(p.writes.size(), 2u);
+  EXPECT_EQ(p.writes[0].verb, Write::Verb::kPatchStatus);
+  EXPECT_EQ(p.writes[0].kind, "TrainingJob");
+  EXPECT_EQ(p.writes[0].path, "/apis/kubedist.io/v1alpha1/namespaces/team-a/trainingjobs/resnet/status");
+  EXPECT_EQ(p.writes[0].precondition, "10");  // the resourceVersion decided on
+  EXPECT_EQ(p.writes[0].body["status"]["restarts"], 1);
+  EXPECT_EQ(p.writes[1], (Write{Write::Verb::kDelete, "Pod", "resnet-node-0", "/api/v1/namespaces/team-a/pods/resnet-node-0",
+                               {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}}, "pod-0"}));
+  EXPECT_EQ(testing::pod_deletions(p), p.delete_pods);
+}
+
+TEST(Decide, AnUnchangedStatusIsNoWrite) {
+  auto job = testing::example_job();
+  const Plan first = decide(job, pods(4, "Running"), true, kNow);
+  job.status = first.status;
+  EXPECT_FALSE(testing::writes_any(decide(job, pods(4, "Running"), true, kNow), Write::Verb::kPatchStatus, "TrainingJob"));
+}
+
 TEST(Decide, RestartingLastsUntilAllNodesRunAgain) {
   auto job = testing::example_job();
   job.status.phase = JobPhase::kRestarting;
