@@ -95,7 +95,7 @@ struct Flag {
   const char* usage;               // its lines in --help
 };
 
-std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
+std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
   using kubedist::trainingjob::GangMode;
   const std::string grace = "a whole number of seconds from 1s to 24h (e.g. 30s, 2m)";
   auto whole_seconds = [](long ms) { return ms % 1000 == 0; };
@@ -104,9 +104,9 @@ std::vector<Flag> flag_table(kubedist::trainingjob::ManagerOptions* o) {
        "  --kubeconfig PATH        kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)\n"},
       {{"--context"}, false, text(&o->context), "  --context NAME           kubeconfig context (default: current-context)\n"},
       {{"--namespace"}, false, text(&o->ns), "  --namespace NS           watch only NS (default: all namespaces)\n"},
-      {{"--workers"}, false, integer(&o->workers, 1, 64, "an integer from 1 to 64"),
+      {{"--workers"}, false, integer(&o->manager.workers, 1, 64, "an integer from 1 to 64"),
        "  --workers N              concurrent reconciles (default 16)\n"},
-      {{"--probe-address", "--metrics-address", "--health-address"}, false, text(&o->probe_address),
+      {{"--probe-address", "--metrics-address", "--health-address"}, false, text(&o->manager.probe_address),
        "  --probe-address H:P      /healthz and /readyz listener (default :8081; port 0 = any);\n"
        "                           also spelled --metrics-address (/metrics is served there too)\n"},
       {{"--launcher-image"}, false,
@@ -220,7 +220,7 @@ bool parse_flags(int argc, char** argv, const std::vector<Flag>& flags, std::str
 }  // namespace
 
 int main(int argc, char** argv) {
-  kubedist::trainingjob::ManagerOptions options;
+  kubedist::trainingjob::OperatorOptions options;
   const std::vector<Flag> flags = flag_table(&options);
   std::string error;
   if (!parse_flags(argc, argv, flags, &error)) {

@@ -49,7 +49,9 @@ void Controller::work() {
     } catch (const std::exception& e) {  // no exception may end a worker
       result = ReconcileResult::failed(Error{Error::Kind::kOther, std::string("unexpected exception: ") + e.what(), 0});
     }
-    const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const auto took = std::chrono::steady_clock::now() - start;
+    const float ms = std::chrono::duration<float, std::milli>(took).count();
+    if (on_reconciled_) on_reconciled_(result, took);
     {
       std::lock_guard<std::mutex> lock(mu_);
       in_flight_.erase(std::this_thread::get_id());

@@ -1,4 +1,5 @@
-// N worker threads that take keys from a WorkQueue and reconcile them, with retries and timing.
+// N worker threads that take keys from a WorkQueue and reconcile them, with retries and timing: the one place
+// that times a reconcile and turns an exception into an error.
 #pragma once
 
 #include <atomic>
@@ -19,9 +20,11 @@ namespace kubedist::controller {
 class Controller {
  public:
   using ReconcileFn = std::function<ReconcileResult(const std::string& key)>;
+  // Told of each reconcile's result (an exception becomes an error) and how long it took, e.g. for metrics.
+  using OnReconciled = std::function<void(const ReconcileResult& result, std::chrono::duration<double> took)>;
 
-  Controller(WorkQueue& queue, ReconcileFn reconcile, int workers)
-      : queue_(queue), reconcile_(std::move(reconcile)), workers_(workers) {}
+  Controller(WorkQueue& queue, ReconcileFn reconcile, int workers, OnReconciled on_reconciled = nullptr)
+      : queue_(queue), reconcile_(std::move(reconcile)), on_reconciled_(std::move(on_reconciled)), workers_(workers) {}
   ~Controller() { stop(); }
 
   void start();
@@ -42,6 +45,7 @@ class Controller {
 
   WorkQueue& queue_;
   const ReconcileFn reconcile_;
+  const OnReconciled on_reconciled_;
   const int workers_;
   std::vector<std::jthread> threads_;
   std::atomic<uint64_t> reconciles_{0};

@@ -88,7 +88,7 @@ Result<void> Manager::run(std::stop_token outer_stop, Controller::ReconcileFn re
     });
   }
 
-  Controller workers(queue_, std::move(reconcile), options_.workers);
+  Controller workers(queue_, std::move(reconcile), options_.workers, options_.on_reconciled);
   live_workers = &workers;
   auto notify = [this] {
     std::lock_guard<std::mutex> lock(mu_);

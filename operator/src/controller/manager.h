@@ -33,6 +33,7 @@ struct ManagerOptions {
   // The lease's own client (per-call deadline write_deadline(), no retries: leader_election.h); null: the
   // manager's client.
   kube::Client* lease_client = nullptr;
+  Controller::OnReconciled on_reconciled;  // told of each reconcile's result and duration (metrics); may be empty
 };
 
 // Something started once the caches are synced (and the lease held) and stopped before the workers.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "kube/api.h"
 #include "kube/config.h"
 
 namespace kubedist::kube {
@@ -59,7 +60,7 @@ struct RequestCounts {
   std::atomic<uint64_t> watches{0};
 };
 
-class Client {
+class Client final : public Api {
  public:
   static Result<std::unique_ptr<Client>> create(const Config& config, RetryPolicy retry = {});
   // Sizes the shared I/O thread pool; call once, before the first client is created.
@@ -69,15 +70,14 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // path: an API path with query, e.g. "/api/v1/namespaces/ns/pods?labelSelector=a".
-  Result<nlohmann::json> get(const std::string& path);
-  Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body);
-  // The same for a caller that needs only to know whether it worked: the server's copy of the object, several KiB of
-  // JSON for a pod, is not parsed (only a refusal's Status is).
-  Result<void> create_unparsed(const std::string& path, const nlohmann::json& body);
+  Result<nlohmann::json> get(const std::string& path) override;
+  Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body) override;
+  // The server's copy of the object is not parsed (only a refusal's Status is).
+  Result<void> create_unparsed(const std::string& path, const nlohmann::json& body) override;
   // JSON merge patch. With metadata.resourceVersion in the patch the server refuses stale writes (Conflict).
-  Result<nlohmann::json> merge_patch(const std::string& path, const nlohmann::json& patch);
+  Result<nlohmann::json> merge_patch(const std::string& path, const nlohmann::json& patch) override;
   // DELETE with optional DeleteOptions (preconditions, propagationPolicy). NotFound is an error for the caller.
-  Result<void> remove(const std::string& path, const nlohmann::json& options = nullptr);
+  Result<void> remove(const std::string& path, const nlohmann::json& options = nullptr) override;
 
   // Opens a watch (path must contain watch=1) and calls on_event for each event object until the server
   // ends the stream, an error occurs, on_event returns false, or cancel() is called. on_event may move the event.

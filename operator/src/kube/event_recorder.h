@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "kube/client.h"
+#include "kube/api.h"
 
 namespace kubedist::kube {
 
@@ -17,12 +17,12 @@ struct ObjectRef {
 
 class EventRecorder {
  public:
-  EventRecorder(Client& client, std::string component) : client_(client), component_(std::move(component)) {}
+  EventRecorder(Api& client, std::string component) : client_(client), component_(std::move(component)) {}
   // Best effort: a failure to record is logged, never fatal. Every event is also logged.
   void record(const ObjectRef& object, const std::string& type, const std::string& reason, const std::string& message);
 
  private:
-  Client& client_;
+  Api& client_;
   const std::string component_;
 };
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/client.h"
+#include "kube/lister.h"
 #include "kube/store.h"
 #include "kube/watch_stream.h"
 
@@ -40,13 +41,16 @@ class InformerBase {
 
 // `on_change` gets the key and index value of every object that was added, changed or deleted (see Store).
 template <typename T>
-class Informer : public InformerBase {
+class Informer : public InformerBase, public Lister<T> {
  public:
   using Project = typename Store<T>::Project;
   using IndexOf = typename Store<T>::IndexOf;
   using OnChange = std::function<void(const std::string& key, const std::string& index)>;
   // Reads one watch line straight into the projection (without the JSON tree); nullopt when it is not JSON.
   using Decode = std::function<std::optional<DecodedEvent<T>>(std::string_view line)>;
+  // Told of each object a DELETED event removes, as the event carries it, before the cache drops it: the one
+  // sign of an object created and deleted again before anyone read the cache.
+  using OnDeleted = std::function<void(const T& object)>;
 
   Informer(Client& client, InformerOptions options, Project project, IndexOf index_of, OnChange on_change)
       : store_(std::move(project), std::move(index_of)), stream_(client, std::move(options)),
@@ -67,10 +71,12 @@ class Informer : public InformerBase {
   uint64_t relists() const { return relists_; }
   // Watch events are read by decode instead of being parsed and projected (lists still are). Call before start().
   void set_decoder(Decode decode) { decode_ = std::move(decode); }
+  // Call before start().
+  void set_on_deleted(OnDeleted on_deleted) { on_deleted_ = std::move(on_deleted); }
 
-  std::optional<T> get(const std::string& key) const { return store_.get(key); }
-  std::vector<T> by_index(const std::string& index) const { return store_.by_index(index); }
-  std::vector<std::string> keys() const { return store_.keys(); }
+  std::optional<T> get(const std::string& key) const override { return store_.get(key); }
+  std::vector<T> by_index(const std::string& index) const override { return store_.by_index(index); }
+  std::vector<std::string> keys() const override { return store_.keys(); }
 
  private:
   WatchStream::Sink sink() {
@@ -90,6 +96,9 @@ class Informer : public InformerBase {
           for (const auto& c : changes) on_change_(c.key, c.index);
         },
         [this](const WatchEvent& event) {
+          if (on_deleted_ && event.type == WatchEvent::Type::kDeleted) {
+            if (auto gone = store_.project(event.object)) on_deleted_(*gone);
+          }
           auto applied = store_.apply(event);
           if (applied.change) on_change_(applied.change->key, applied.change->index);
           return applied.next;
@@ -100,6 +109,9 @@ class Informer : public InformerBase {
       sink.line = [this](const std::string& line) -> std::optional<std::pair<WatchEvent, AfterEvent>> {
         std::optional<DecodedEvent<T>> decoded = decode_(line);
         if (!decoded) return std::nullopt;
+        if (on_deleted_ && decoded->event.type == WatchEvent::Type::kDeleted && decoded->projected) {
+          on_deleted_(*decoded->projected);
+        }
         auto applied = store_.apply_projected(decoded->event, decoded->key, std::move(decoded->projected));
         if (applied.change) on_change_(applied.change->key, applied.change->index);
         return std::pair(std::move(decoded->event), applied.next);
@@ -113,6 +125,7 @@ class Informer : public InformerBase {
   const OnChange on_change_;
   std::function<void()> on_synced_;
   Decode decode_;
+  OnDeleted on_deleted_;
   std::map<std::string, T> fresh_;  // the relist in progress (the stream's thread only)
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> relists_{0};

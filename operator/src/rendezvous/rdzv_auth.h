@@ -1,6 +1,7 @@
 // The operator's side of the launcher's rendezvous authentication (launcher-sidecar/src/rendezvous/auth.h): node 0
 // greets with "HELLO <challenge>", and every line after it is "MAC <n> <hex HMAC-SHA256> <line>" over
-// "kubedist-rdzv-1 <req|rep> <challenge> <n> <line>" with the job's secret (Secret J-rdzv). The framing is the
+// "kubedist-rdzv-1 <req|rep> <challenge> <n> <line>" with the job's secret (derive_job_secret from the namespace's
+// Secret kubedist-rendezvous; J-rdzv only for an earlier operator's job or a changed key). The framing is the
 // contract's (contract/signed_line.h); the HMAC here is OpenSSL's.
 #pragma once
 
@@ -19,7 +20,7 @@ std::string seal_rdzv_request(const std::string& secret, const std::string& chal
 // The plain line of node 0's reply number n, or why it is not node 0's.
 Result<std::string> open_rdzv_reply(const std::string& secret, const std::string& challenge, std::uint64_t n,
                                     const std::string& line);
-// 32 random bytes from OpenSSL, in hex: the text of a new job's Secret.
+// 32 random bytes from OpenSSL, in hex: the key of a new namespace Secret kubedist-rendezvous.
 Result<std::string> new_rdzv_secret();
 // A job's rendezvous secret, derived from its namespace's as the launcher's init container derives it
 // (contract/signed_line.h): lower-case hex of HMAC-SHA256(namespace secret, "kubedist-rdzv-job-1 " + job uid).

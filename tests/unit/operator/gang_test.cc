@@ -130,19 +130,20 @@ TEST(DecideGang, AGangJobCreatesItsWorkloadAndPodGroupWithItsPods) {
   auto job = job_with({{"minReplicas", 2}, {"scheduling", {{"gang", true}}}});
   Observed o = with_gang(true);
   auto p = decide(job, o, kNow);
-  // Workload J, then PodGroup J, then the pods.
-  ASSERT_EQ(p.writes.size(), 6u);
-  EXPECT_EQ(p.writes[0].kind, "Workload");
-  EXPECT_EQ(p.writes[0].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/workloads");
-  EXPECT_EQ(p.writes[0].body["apiVersion"], "scheduling.k8s.io/v1beta1");
-  EXPECT_EQ(p.writes[0].body["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"], 2);
-  EXPECT_EQ(p.writes[1].kind, "PodGroup");
-  EXPECT_EQ(p.writes[1].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups");
-  EXPECT_EQ(p.writes[1].body["spec"]["schedulingPolicy"]["gang"]["minCount"], 2);
-  EXPECT_EQ(p.writes[1].body["spec"]["workloadRef"]["workloadName"], "resnet");
+  // The Service, Workload J, then PodGroup J, then the pods, then the job's status.
+  std::vector<std::string> kinds;
+  for (const auto& w : p.writes) kinds.push_back(w.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"Service", "Workload", "PodGroup", "Pod", "Pod", "Pod", "Pod",
+                                             "TrainingJob"}));
+  ASSERT_EQ(p.writes.size(), 8u);
+  EXPECT_EQ(p.writes[1].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/workloads");
+  EXPECT_EQ(p.writes[1].body["apiVersion"], "scheduling.k8s.io/v1beta1");
+  EXPECT_EQ(p.writes[1].body["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"], 2);
+  EXPECT_EQ(p.writes[2].path, "/apis/scheduling.k8s.io/v1beta1/namespaces/team-a/podgroups");
+  EXPECT_EQ(p.writes[2].body["spec"]["schedulingPolicy"]["gang"]["minCount"], 2);
+  EXPECT_EQ(p.writes[2].body["spec"]["workloadRef"]["workloadName"], "resnet");
   EXPECT_FALSE(testing::writes_any(p, Write::Verb::kDelete, "PodGroup"));
   EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(p.writes[2].kind, "Pod");
   // Once the PodGroup is there it is not created again.
   o = with_gang(true, false, PodGroupFacts{"team-a", "resnet", "uid-1", 2, "", "", ""});
   EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kCreate, "PodGroup"));
@@ -186,7 +187,8 @@ TEST(DecideGang, WithoutTheWorkloadApiAGangJobFailsSayingWhatIsMissing) {
   EXPECT_NE(failed->message.find("scheduling.k8s.io/v1alpha2: Kubernetes 1.36"), std::string::npos);
   EXPECT_TRUE(testing::has_event(p, "GangSchedulingUnavailable"));
   EXPECT_TRUE(p.create_ranks.empty());
-  EXPECT_TRUE(p.writes.empty());
+  for (const char* kind : {"Pod", "Workload", "PodGroup"}) EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, kind));
+  EXPECT_TRUE(testing::writes_any(p, Write::Verb::kPatchStatus, "TrainingJob"));  // the failure
 }
 
 TEST(DecideGang, APodGroupOfAnotherOwnerIsNeverJoined) {

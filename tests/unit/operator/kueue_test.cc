@@ -216,7 +216,7 @@ TEST(DecideQueuedJob, CreatesItsWorkloadAndNoPodUntilAdmitted) {
   EXPECT_EQ(created[0].body["spec"]["queueName"], "team");
   EXPECT_TRUE(p.create_ranks.empty());
   EXPECT_FALSE(testing::writes_any(p, Verb::kCreate, "Pod"));
-  EXPECT_FALSE(p.create_service);
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "Service"));
   EXPECT_EQ(p.status.phase, JobPhase::kSuspended);
   EXPECT_FALSE(condition_true(p.status, kAdmitted));
   EXPECT_TRUE(condition_true(p.status, ConditionType::kSuspended));

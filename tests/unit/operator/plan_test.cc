@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
+#include "test_plans.h"
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/failures.h"
 #include "trainingjob/decide/lost_pods.h"
@@ -51,7 +52,7 @@ std::vector<std::string> deleted_names(const Plan& p) {
 
 TEST(Decide, NewJobCreatesServiceAndAllPodsNodeZeroFirst) {
   auto p = decide(testing::example_job(), {}, false, kNow);
-  EXPECT_TRUE(p.create_service);
+  EXPECT_TRUE(testing::writes_any(p, Write::Verb::kCreate, "Service"));
   EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_TRUE(p.delete_pods.empty());
   EXPECT_EQ(p.status.phase, JobPhase::kPending);
@@ -67,16 +68,16 @@ TEST(Decide, AMissingNamespaceRdzvSecretIsCreatedForAnActiveJobOnly) {
   Observed observed;
   observed.service_exists = true;
   observed.namespace_secret_exists = false;
-  EXPECT_TRUE(decide(testing::example_job(), observed, kNow).create_namespace_secret);
+  EXPECT_TRUE(testing::writes_named(decide(testing::example_job(), observed, kNow), Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
   observed.namespace_secret_exists = true;
-  EXPECT_FALSE(decide(testing::example_job(), observed, kNow).create_namespace_secret);  // never a second one
+  EXPECT_FALSE(testing::writes_named(decide(testing::example_job(), observed, kNow), Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));  // never a second one
   observed.namespace_secret_exists = false;
   auto finished = testing::example_job();
   finished.status.phase = JobPhase::kSucceeded;
-  EXPECT_FALSE(decide(finished, observed, kNow).create_namespace_secret);
+  EXPECT_FALSE(testing::writes_named(decide(finished, observed, kNow), Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
   auto deleting = testing::example_job();
   deleting.deleting = true;
-  EXPECT_FALSE(decide(deleting, observed, kNow).create_namespace_secret);
+  EXPECT_FALSE(testing::writes_named(decide(deleting, observed, kNow), Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
 }
 
 TEST(Decide, AJobWhosePodsMountItsOwnSecretFromAnEarlierOperatorKeepsItAndNeedsNoNamespaceSecret) {
@@ -89,7 +90,7 @@ TEST(Decide, AJobWhosePodsMountItsOwnSecretFromAnEarlierOperatorKeepsItAndNeedsN
   observed.pods = {node0};
   const Plan p = decide(job, observed, kNow);
   EXPECT_TRUE(p.job_rdzv_secret);
-  EXPECT_FALSE(p.create_namespace_secret);
+  EXPECT_FALSE(testing::writes_named(p, Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
   EXPECT_FALSE(p.create_ranks.empty());
   observed.pods = {};
   EXPECT_FALSE(decide(job, observed, kNow).job_rdzv_secret);
@@ -98,7 +99,7 @@ TEST(Decide, AJobWhosePodsMountItsOwnSecretFromAnEarlierOperatorKeepsItAndNeedsN
 TEST(Decide, CreatesOnlyWhatIsMissingAndNeverDuplicates) {
   auto job = testing::example_job();
   auto p = decide(job, {pod(0, "Running"), pod(2, "Pending")}, true, kNow);
-  EXPECT_FALSE(p.create_service);
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "Service"));
   EXPECT_EQ(p.create_ranks, (std::vector<int>{1, 3}));
 }
 
@@ -217,6 +218,28 @@ TEST(Decide, RetryableFailureRecreatesThePodAndCountsARestart) {
   ASSERT_TRUE(has_event(p, "PodFailed"));
   EXPECT_NE(p.events[0].message.find("pod resnet-node-0 failed (exit code 1)"), std::string::npos);
   EXPECT_EQ(p.events[0].type, "Warning");
+}
+
+TEST(Decide, TheStatusIsWrittenBeforeThePodItCountsIsDeletedOnItsUid) {
+  auto ps = pods(4, "Running");
+  ps[0] = pod(0, "Failed", 1);
+  const Plan p = decide(testing::example_job(), ps, true, kNow);
+  ASSERT_EQ(p.writes.size(), 2u);
+  EXPECT_EQ(p.writes[0].verb, Write::Verb::kPatchStatus);
+  EXPECT_EQ(p.writes[0].kind, "TrainingJob");
+  EXPECT_EQ(p.writes[0].path, "/apis/kubedist.io/v1alpha1/namespaces/team-a/trainingjobs/resnet/status");
+  EXPECT_EQ(p.writes[0].precondition, "10");  // the resourceVersion decided on
+  EXPECT_EQ(p.writes[0].body["status"]["restarts"], 1);
+  EXPECT_EQ(p.writes[1], (Write{Write::Verb::kDelete, "Pod", "resnet-node-0", "/api/v1/namespaces/team-a/pods/resnet-node-0",
+                               {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}}, "pod-0"}));
+  EXPECT_EQ(testing::pod_deletions(p), p.delete_pods);
+}
+
+TEST(Decide, AnUnchangedStatusIsNoWrite) {
+  auto job = testing::example_job();
+  const Plan first = decide(job, pods(4, "Running"), true, kNow);
+  job.status = first.status;
+  EXPECT_FALSE(testing::writes_any(decide(job, pods(4, "Running"), true, kNow), Write::Verb::kPatchStatus, "TrainingJob"));
 }
 
 TEST(Decide, RestartingLastsUntilAllNodesRunAgain) {
@@ -370,11 +393,11 @@ TEST(Decide, TtlDeletesTheJobAfterItFinished) {
   auto job = job_with({{"ttlSecondsAfterFinished", 30}}, "Succeeded");
   job.status.completion_time = format_rfc3339(kNow - 10);
   auto p = decide(job, {}, true, kNow);
-  EXPECT_FALSE(p.delete_job);
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kDelete, "TrainingJob"));
   EXPECT_EQ(p.requeue_after_s, 20);
   job.status.completion_time = format_rfc3339(kNow - 30);
   p = decide(job, {}, true, kNow);
-  EXPECT_TRUE(p.delete_job);
+  EXPECT_TRUE(testing::writes_any(p, Write::Verb::kDelete, "TrainingJob"));
   EXPECT_TRUE(has_event(p, "TTLExpired"));
 }
 
@@ -383,7 +406,7 @@ TEST(Decide, FinishedJobsStayFinished) {
   job.status.phase = JobPhase::kFailed;
   auto p = decide(job, {}, true, kNow);
   EXPECT_TRUE(p.create_ranks.empty());
-  EXPECT_FALSE(p.create_service);
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "Service"));
   EXPECT_EQ(p.status.phase, JobPhase::kFailed);
 }
 
@@ -392,7 +415,7 @@ TEST(Decide, DeletingJobsAreLeftToGarbageCollection) {
   job.deleting = true;
   auto p = decide(job, {}, false, kNow);
   EXPECT_TRUE(p.create_ranks.empty());
-  EXPECT_FALSE(p.create_service);
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "Service"));
   EXPECT_EQ(p.status, job.status);
 }
 
@@ -408,7 +431,7 @@ TEST(Decide, InvalidSpecFailsOnceWithAClearMessageAndNoHotLoop) {
   EXPECT_NE(c->message.find("command is required"), std::string::npos);
   EXPECT_TRUE(has_event(p, "InvalidSpec"));
   EXPECT_TRUE(p.create_ranks.empty());
-  EXPECT_FALSE(p.create_service);
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "Service"));
   EXPECT_FALSE(p.requeue_after_s.has_value());
 
   job.status = p.status;  // the second look changes nothing and says nothing

@@ -4,6 +4,7 @@
 
 #include "rendezvous/rdzv_auth.h"
 #include "test_jobs.h"
+#include "test_plans.h"
 #include "trainingjob/act/rendezvous_keys.h"
 #include "trainingjob/decide/plan.h"
 
@@ -85,7 +86,7 @@ TEST(RendezvousSecret, AReplacedKeyIsKeptForTheRunningJobInASecretOfItsOwnThatIt
   EXPECT_EQ(p.writes.front().kind, "Secret");  // before the pods that mount it
   EXPECT_EQ(p.status.rendezvous_secret, "resnet-rdzv");
   EXPECT_TRUE(p.job_rdzv_secret);
-  EXPECT_FALSE(p.create_namespace_secret);
+  EXPECT_FALSE(testing::writes_named(p, Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
   const auto events = changed_events(p);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, "Warning");
@@ -114,7 +115,7 @@ TEST(RendezvousSecret, ADeletedKeyIsKeptForTheRunningJobAndANewOneIsLeftToNewJob
   const Plan p = decide(testing::example_job(), o, kNow);
   ASSERT_NE(secret_write(p), nullptr);
   EXPECT_EQ(secret_write(p)->body["stringData"]["secret"], "job secret from the old key");
-  EXPECT_FALSE(p.create_namespace_secret);  // it needs none; a new job's pass creates it
+  EXPECT_FALSE(testing::writes_named(p, Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));  // it needs none; a new job's pass creates it
   const auto events = changed_events(p);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_NE(events[0].message.find("was deleted while the job ran"), std::string::npos) << events[0].message;
@@ -125,7 +126,7 @@ TEST(RendezvousSecret, ADeletedKeyIsKeptForTheRunningJobAndANewOneIsLeftToNewJob
   fresh.namespace_key = kNew;
   fresh.pod_options.rdzv_secret = true;
   const Plan q = decide(testing::example_job(), fresh, kNow);
-  EXPECT_TRUE(q.create_namespace_secret);
+  EXPECT_TRUE(testing::writes_named(q, Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
   EXPECT_TRUE(changed_events(q).empty());
   ASSERT_NE(pod_write(q, "resnet-node-0"), nullptr);
   EXPECT_EQ((*pod_write(q, "resnet-node-0"))["metadata"]["annotations"][kRdzvKeyAnnotation], kNew);

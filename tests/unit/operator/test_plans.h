@@ -21,6 +21,23 @@ inline bool writes_any(const Plan& p, Write::Verb verb, const std::string& kind)
   return !writes(p, verb, kind).empty();
 }
 
+// Whether the plan writes the object of this verb, kind and name.
+inline bool writes_named(const Plan& p, Write::Verb verb, const std::string& kind, const std::string& name) {
+  for (const auto& w : writes(p, verb, kind)) {
+    if (w.name == name) return true;
+  }
+  return false;
+}
+
+// The pods the plan deletes, as decide() decided them (name, uid precondition, forced).
+inline std::vector<PodDeletion> pod_deletions(const Plan& p) {
+  std::vector<PodDeletion> out;
+  for (const auto& w : writes(p, Write::Verb::kDelete, "Pod")) {
+    out.push_back({w.name, w.precondition, w.body.value("gracePeriodSeconds", -1) == 0});
+  }
+  return out;
+}
+
 inline bool has_event(const Plan& p, const std::string& reason) {
   for (const auto& e : p.events) {
     if (e.reason == reason) return true;

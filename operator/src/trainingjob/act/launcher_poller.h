@@ -3,8 +3,10 @@
 // Why polling: the launcher knows about in-place group restarts (worker crash, lost node, scale) that no pod
 // change shows. The rendezvous service on node 0 already listens on MASTER_PORT+1 for the other nodes; one more
 // request there ("STATUS\n", one line back) needs no API access for the launcher and no new port. The rendezvous is
-// authenticated with the job's Secret J-rdzv, which the operator creates: the poller signs with it too (the socket
-// client: rendezvous/status_client.h). The operator folds the counts into status.restartsByReason in decide()
+// authenticated with the job's secret, which the operator derives by HMAC from the one namespace Secret
+// kubedist-rendezvous as the pods' init containers do: the poller signs with it too (the socket client:
+// rendezvous/status_client.h). Only a job an earlier operator gave a Secret J-rdzv of its own, or one whose
+// namespace key changed while it ran, signs with J-rdzv. The operator folds the counts into status.restartsByReason in decide()
 // (see plan.h).
 #pragma once
 

@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "rendezvous/rdzv_auth.h"
 #include "kube/config.h"
+#include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/parse.h"
 #include "trainingjob/render/render.h"
 
@@ -13,13 +14,43 @@ using nlohmann::json;
 
 constexpr auto kExpectationTimeout = std::chrono::seconds(30);
 
-std::string jobs_path(const std::string& ns) {
-  return std::string("/apis/") + kGroup + "/" + kVersion + "/namespaces/" + ns + "/" + kPlural;
+// The request a write makes: its body with the precondition in place.
+json request_body(const Write& w) {
+  if (w.precondition.empty()) return w.body;
+  json body = w.body.is_object() ? w.body : json::object();
+  if (w.verb == Write::Verb::kDelete) body["preconditions"]["uid"] = w.precondition;
+  if (w.verb == Write::Verb::kPatchStatus) body["metadata"]["resourceVersion"] = w.precondition;
+  return body;
+}
+
+// The writes a pass makes before its commit point: every create and the integrations' writes; after it come the
+// job's own writes (its status, its deletion) and the pod deletions.
+bool before_status(const Write& w) {
+  return w.kind != kKind && !(w.kind == "Pod" && w.verb == Write::Verb::kDelete);
 }
 
 }  // namespace
 
+// What one pass has carried out so far.
+struct Reconciler::Pass {
+  Expectations expect;                         // the pods created and deleted, for the next pass to wait for
+  std::optional<ReconcileResult> first_error;  // a pod write that failed; the other pods are independent of it
+  std::chrono::milliseconds held_back{0};      // the status write held back this long
+  bool creates_through = false;
+};
+
 std::string job_key_of(const PodFacts& pod) { return pod.ns + "/" + pod.job_name; }
+
+void Reconciler::pod_deleted(const PodFacts& pod) {
+  if (pod.uid.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  while (!deleted_order_.empty() && now - deleted_order_.front().first > kExpectationTimeout) {
+    deleted_uids_.erase(deleted_order_.front().second);
+    deleted_order_.pop_front();
+  }
+  if (deleted_uids_.insert(pod.uid).second) deleted_order_.emplace_back(now, pod.uid);
+}
 
 bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -27,8 +58,9 @@ bool Reconciler::caches_caught_up(const std::string& key, const std::vector<PodF
   if (it == expectations_.end()) return true;
   auto& e = it->second;
   for (auto c = e.creates.begin(); c != e.creates.end();) {
-    bool seen = false;
-    for (const auto& p : pods) seen = seen || p.name == *c;
+    const auto& [name, uid] = *c;
+    bool seen = !uid.empty() && deleted_uids_.count(uid) != 0;  // created and deleted again already
+    for (const auto& p : pods) seen = seen || (uid.empty() ? p.name == name : p.uid == uid);
     c = seen ? e.creates.erase(c) : std::next(c);
   }
   for (auto d = e.deletes.begin(); d != e.deletes.end();) {
@@ -75,56 +107,71 @@ std::chrono::milliseconds Reconciler::hold_progress(const std::string& key, cons
   return progress_writes_.hold(key, before, after, std::chrono::steady_clock::now());
 }
 
-Observed Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) {
+void Reconciler::observe_refusals(const TrainingJob& job, Observed& o) {
   const std::string key = job.ns + "/" + job.name;
-  Observed o;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = rejected_.find(key);
-    if (it != rejected_.end()) {
-      const auto& [uid, rejection] = it->second;
-      // A job of the same name created anew, or a new spec: the refusal says nothing of it any more.
-      if (uid != job.uid || rejection.generation != job.generation) {
-        rejected_.erase(it);
-      } else {
-        o.pod_rejected = rejection;
-      }
-    }
-    auto refused = refused_.find(key);
-    if (refused != refused_.end()) {
-      if (refused->second.first != job.uid) {
-        refused_.erase(refused);  // a job of the same name created anew
-      } else {
-        o.pod_refused = refused->second.second;
-      }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = rejected_.find(key);
+  if (it != rejected_.end()) {
+    const auto& [uid, rejection] = it->second;
+    // A job of the same name created anew, or a new spec: the refusal says nothing of it any more.
+    if (uid != job.uid || rejection.generation != job.generation) {
+      rejected_.erase(it);
+    } else {
+      o.pod_rejected = rejection;
     }
   }
+  auto refused = refused_.find(key);
+  if (refused != refused_.end()) {
+    if (refused->second.first != job.uid) {
+      refused_.erase(refused);  // a job of the same name created anew
+    } else {
+      o.pod_refused = refused->second.second;
+    }
+  }
+}
+
+Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observed& o) {
+  if (extras_.namespace_secrets == nullptr) return {};
+  const auto secret = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret);
+  o.namespace_secret_exists = secret.has_value();
+  RendezvousKeys* keys = extras_.rendezvous_keys;
+  if (keys == nullptr) {
+    if (secret) return {};
+    auto made = rendezvous::new_rdzv_secret();
+    if (!made) return made.error();
+    o.new_namespace_key = *made;
+    return {};
+  }
+  // The key new pods derive from: the Secret's, or the one the operator is about to create. Each is remembered
+  // before any pod is rendered for it, so that it can be kept for the job if it is deleted or replaced later.
+  bool ok = false;
+  const std::string key = secret ? kube::base64_decode(secret->secret_b64, &ok) : std::string();
+  if (ok && !key.empty()) {
+    o.namespace_key = keys->seen(job.ns, key);
+  } else if (!secret) {
+    auto made = keys->to_create(job.ns);
+    if (!made) return made.error();
+    o.new_namespace_key = *made;
+    o.namespace_key = rendezvous::rdzv_key_fingerprint(*made);
+  }
+  for (const auto& [fingerprint, kept] : keys->all(job.ns)) {
+    o.job_secrets[fingerprint] = rendezvous::derive_job_secret(kept, job.uid);
+  }
+  return {};
+}
+
+Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists) {
+  Observed o;
+  observe_refusals(job, o);
   o.pods = std::move(pods);
   o.service_exists = service_exists;
-  if (extras_.namespace_secrets != nullptr) {
-    const auto secret = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret);
-    o.namespace_secret_exists = secret.has_value();
-    if (RendezvousKeys* keys = extras_.rendezvous_keys) {
-      // The key new pods derive from: the Secret's, or the one the operator is about to create. Each is remembered
-      // before any pod is rendered for it, so that it can be kept for the job if it is deleted or replaced later.
-      bool ok = false;
-      const std::string key = secret ? kube::base64_decode(secret->secret_b64, &ok) : std::string();
-      if (ok && !key.empty()) {
-        o.namespace_key = keys->seen(job.ns, key);
-      } else if (!secret) {
-        if (auto made = keys->to_create(job.ns)) o.namespace_key = rendezvous::rdzv_key_fingerprint(*made);
-      }
-      for (const auto& [fingerprint, kept] : keys->all(job.ns)) {
-        o.job_secrets[fingerprint] = rendezvous::derive_job_secret(kept, job.uid);
-      }
-    }
-  }
+  if (auto r = observe_rendezvous_keys(job, o); !r) return r.error();
   if (extras_.nodes != nullptr && extras_.nodes->synced()) {
     o.nodes_watched = true;
     o.nodes = extras_.nodes->by_index("");
     confirm_missing_nodes(o);
   }
-  if (extras_.launcher) o.launcher = extras_.launcher(key);
+  if (extras_.launcher) o.launcher = extras_.launcher(job.ns + "/" + job.name);
   for (const auto& [integration, caches] : extras_.integrations) {
     if (auto facts = integration->observe(job, caches)) o.integrations.push_back(std::move(facts));
   }
@@ -141,7 +188,7 @@ void Reconciler::confirm_missing_nodes(Observed& o) {
     // A pod that succeeded keeps its verdict whatever became of its node (lost_pods.cc): no need to ask.
     if (pod.node_name.empty() || pod.phase == "Succeeded" || known.count(pod.node_name) != 0) continue;
     known.insert(pod.node_name);
-    auto r = client_.get("/api/v1/nodes/" + pod.node_name);
+    auto r = api_.get("/api/v1/nodes/" + pod.node_name);
     if (r) {
       o.nodes.push_back(parse_node_facts(*r));  // there after all: the node watch has not shown it yet
     } else if (r.error().kind == Error::Kind::kNotFound) {
@@ -152,220 +199,206 @@ void Reconciler::confirm_missing_nodes(Observed& o) {
   }
 }
 
-Result<std::string> Reconciler::write_status(const TrainingJob& job, const Status& status) {
-  // The resourceVersion makes the server refuse a write based on a stale job (409 Conflict).
-  const json patch = {{"metadata", {{"resourceVersion", job.resource_version}}},
-                      {"status", status_patch(job.status, status)}};
-  auto r = client_.merge_patch(jobs_path(job.ns) + "/" + job.name + "/status", patch);
-  if (!r.ok()) return r.error();
-  if (metrics_ != nullptr) metrics_->written(job, status);  // job: the version this write replaced
-  const auto md = r->value("metadata", json::object());
-  return md.is_object() ? md.value("resourceVersion", std::string()) : std::string();
+std::optional<ReconcileResult> Reconciler::write_status(const TrainingJob& job, const Plan& plan, const Write& w,
+                                                        const std::vector<PodFacts>& pods, Pass& pass) {
+  const std::string key = job.ns + "/" + job.name;
+  if ((pass.held_back = hold_pending(key, job.status, plan.status, pods)).count() > 0 ||
+      (pass.held_back = hold_progress(key, job.status, plan.status)).count() > 0) {
+    return std::nullopt;
+  }
+  auto r = api_.merge_patch(w.path, request_body(w));
+  if (!r) {
+    // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
+    // version, which the job's watch event usually brings first; the timer covers a slow watch.
+    if (r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    if (r.error().kind == Error::Kind::kNotFound) return std::nullopt;
+    return ReconcileResult::failed("update status of " + key, r.error());
+  }
+  if (metrics_ != nullptr) metrics_->written(job, plan.status);  // job: the version this write replaced
+  const std::string version = string_at(object_or_empty(*r, "metadata"), "resourceVersion");
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_writes_.written(key, std::chrono::steady_clock::now());
+  if (!version.empty()) written_[key] = {version, std::chrono::steady_clock::now()};
+  return std::nullopt;
 }
 
-std::optional<ReconcileResult> Reconciler::carry_out(const Write& w) {
-  switch (w.verb) {
-    case Write::Verb::kCreate: {
-      auto r = client_.create_unparsed(w.path, w.body);
-      if (r || r.error().kind == Error::Kind::kAlreadyExists) return std::nullopt;
-      return ReconcileResult::failed("create " + w.kind + " " + w.name, r.error());
-    }
-    case Write::Verb::kDelete: {
-      auto r = client_.remove(w.path, w.body);
-      if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
-      return ReconcileResult::failed("delete " + w.kind + " " + w.name, r.error());
-    }
-    case Write::Verb::kPatchStatus: {
-      auto r = client_.merge_patch(w.path, w.body);
-      // The object changed since the cache's version: the next pass decides from the newer one.
-      if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
-      if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
-      return ReconcileResult::failed("update " + w.kind + " " + w.name, r.error());
-    }
+std::optional<ReconcileResult> Reconciler::create_pod(const TrainingJob& job, const Observed& observed,
+                                                      const Write& w, Pass& pass) {
+  auto r = api_.create(w.path, w.body);
+  if (r.ok()) {
+    pass.expect.creates[w.name] = string_at(object_or_empty(*r, "metadata"), "uid");
+    return std::nullopt;
+  }
+  const Error& e = r.error();
+  if (e.kind == Error::Kind::kAlreadyExists) {
+    pass.expect.creates[w.name] = "";  // some pod of that name: the cache will show it
+    return std::nullopt;
+  }
+  // A fact for decide(), which fails the job for a rejection and holds its creates after a refusal: the rest of
+  // this plan was made without it (it may claim the pods created), so it is dropped and the job reconciled again
+  // at once.
+  const std::string key = job.ns + "/" + job.name;
+  if (e.kind == Error::Kind::kUnprocessable || e.kind == Error::Kind::kInvalid || e.http_status == 400) {
+    // Every pod renders from the same template: the others would be refused too.
+    std::lock_guard<std::mutex> lock(mu_);
+    rejected_[key] = {job.uid, PodRejection{w.name, e.message, job.generation}};
+    return ReconcileResult::requeue_after(std::chrono::milliseconds(0));
+  }
+  if (e.kind == Error::Kind::kForbidden) {
+    // Admission (Pod Security, a quota, a webhook) or RBAC: the next pods would be refused alike, and retrying at
+    // once would only repeat the refusal.
+    const int attempts = observed.pod_refused ? observed.pod_refused->attempts + 1 : 1;
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_[key] = {job.uid, PodRefusal{w.name, e.message, attempts, now_unix() + refused_create_backoff_s(attempts)}};
+    return ReconcileResult::requeue_after(std::chrono::milliseconds(0));
+  }
+  if (!pass.first_error) pass.first_error = ReconcileResult::failed("create pod " + w.name, e);
+  return std::nullopt;
+}
+
+std::optional<ReconcileResult> Reconciler::delete_pod(const Write& w, Pass& pass) {
+  auto r = api_.remove(w.path, request_body(w));
+  // A Conflict: the uid precondition failed, the pod of that name is a newer one, which stays.
+  if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
+    pass.expect.deletes.insert(w.precondition);
+  } else if (!pass.first_error) {
+    pass.first_error = ReconcileResult::failed("delete pod " + w.name, r.error());
   }
   return std::nullopt;
 }
 
-std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref) {
+std::optional<ReconcileResult> Reconciler::create_namespace_secret(const TrainingJob& job, const Write& w) {
   const std::string what = std::string("secret ") + kNamespaceRdzvSecret;
-  const std::string collection = "/api/v1/namespaces/" + job.ns + "/secrets";
-  // The key this pass's pods were rendered for (RendezvousKeys::to_create), else a new one.
-  auto secret = extras_.rendezvous_keys != nullptr ? extras_.rendezvous_keys->to_create(job.ns)
-                                                   : rendezvous::new_rdzv_secret();
-  if (!secret) return ReconcileResult::failed("create " + what, secret.error());
-  auto r = client_.create(collection, render_namespace_rdzv_secret(job.ns, *secret));
+  const std::string ours = string_at(object_or_empty(w.body, "stringData"), kRdzvSecretKey);
+  if (ours.empty()) return ReconcileResult::failed(Error{Error::Kind::kOther, "create " + what + ": no key", 0});
+  auto r = api_.create(w.path, w.body);
   if (r) return std::nullopt;
   if (r.error().kind != Error::Kind::kAlreadyExists) return ReconcileResult::failed("create " + what, r.error());
   // Another job's pass made it first and our cache has not shown it yet, or it is somebody else's Secret.
-  auto existing = client_.get(collection + "/" + kNamespaceRdzvSecret);
+  auto existing = api_.get(w.path + "/" + kNamespaceRdzvSecret);
   if (!existing) return ReconcileResult::failed("read " + what, existing.error());
-  const json labels = existing->value("metadata", json::object()).value("labels", json::object());
-  if (labels.is_object() && labels.value(kNamespaceRdzvLabel, "") == "namespace") {
-    const json data = existing->value("data", json::object());
+  if (string_at(object_or_empty(object_or_empty(*existing, "metadata"), "labels"), kNamespaceRdzvLabel) ==
+      "namespace") {
     bool ok = false;
-    const std::string key =
-        data.is_object() ? kube::base64_decode(data.value(kRdzvSecretKey, std::string()), &ok) : std::string();
-    if (extras_.rendezvous_keys == nullptr || (ok && key == *secret)) return std::nullopt;
+    const std::string theirs =
+        kube::base64_decode(string_at(object_or_empty(*existing, "data"), kRdzvSecretKey), &ok);
+    if (extras_.rendezvous_keys == nullptr || (ok && theirs == ours)) return std::nullopt;
     // Another key than the one this pass rendered its pods for: decide again once the cache shows it.
-    if (ok && !key.empty()) extras_.rendezvous_keys->seen(job.ns, key);
+    if (ok && !theirs.empty()) extras_.rendezvous_keys->seen(job.ns, theirs);
     return ReconcileResult::requeue_after(std::chrono::seconds(1));
   }
   const std::string why = "Secret " + std::string(kNamespaceRdzvSecret) + " in namespace " + job.ns +
                           " is not the operator's (no label " + kNamespaceRdzvLabel +
                           "=namespace), and the job's pods need the operator's to sign their rendezvous: rename or "
                           "delete that Secret";
-  events_.record(ref, "Warning", "RendezvousSecretConflict", why);
+  events_.record({kApiVersion, kKind, job.ns, job.name, job.uid}, "Warning", "RendezvousSecretConflict", why);
   return ReconcileResult::failed(Error::invalid(why));
 }
 
-ReconcileResult Reconciler::reconcile(const std::string& key) {
-  auto job = jobs_.get(key);
-  if (!job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    expectations_.erase(key);
-    pending_writes_.forget(key);
-    progress_writes_.forget(key);
-    // Gone from the cache: deleted (the informer's delete event brought us here).
-    if (metrics_ != nullptr) {
-      const auto slash = key.find('/');
-      metrics_->forget(key.substr(0, slash), key.substr(slash + 1));
+std::optional<ReconcileResult> Reconciler::carry_out_plain(const Write& w) {
+  const std::string what = w.kind + " " + w.name;
+  switch (w.verb) {
+    case Write::Verb::kCreate: {
+      auto r = api_.create_unparsed(w.path, w.body);
+      if (r || r.error().kind == Error::Kind::kAlreadyExists) return std::nullopt;
+      return ReconcileResult::failed("create " + what, r.error());
     }
-    written_.erase(key);
-    rejected_.erase(key);
-    refused_.erase(key);
-    return ReconcileResult::done();
+    case Write::Verb::kDelete: {
+      auto r = api_.remove(w.path, request_body(w));
+      if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
+      // The precondition failed: the object of that name is a newer one, not the one decided on.
+      if (r.error().kind == Error::Kind::kConflict && !w.precondition.empty()) return std::nullopt;
+      return ReconcileResult::failed("delete " + what, r.error());
+    }
+    case Write::Verb::kPatchStatus: {
+      auto r = api_.merge_patch(w.path, request_body(w));
+      // The object changed since the cache's version: the next pass decides from the newer one.
+      if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+      if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
+      return ReconcileResult::failed("update " + what, r.error());
+    }
   }
-  if (metrics_ != nullptr) metrics_->seen(*job);
-  const std::vector<PodFacts> pods = pods_.by_index(key);
-  if (!caches_caught_up(key, pods) || !status_caught_up(key, *job)) {
-    // The watch event for our own write will bring us back; the timeout covers a lost event.
-    return ReconcileResult::requeue_after(std::chrono::seconds(2));
-  }
-  const auto svc = services_.get(key);
-  const bool service_exists = svc.has_value();
-  const Observed observed = observe(*job, pods, service_exists);
-  const Plan plan = decide(*job, observed, now_unix());
-  const kube::ObjectRef ref{kApiVersion, kKind, job->ns, job->name, job->uid};
+  return std::nullopt;
+}
 
-  const std::string ns_path = "/api/v1/namespaces/" + job->ns;
-  // The objects a job's pods rely on, each created when absent; AlreadyExists means our cache has not shown it yet.
-  auto create_if_absent = [&](const std::string& collection, const json& obj, const std::string& what) {
-    auto r = client_.create_unparsed(collection, obj);
-    return r || r.error().kind == Error::Kind::kAlreadyExists ? std::optional<ReconcileResult>()
-                                                              : ReconcileResult::failed("create " + what, r.error());
-  };
-  if (plan.create_namespace_secret) {
-    // Created once per namespace: while it exists it is never replaced, so running launchers and the poller keep
-    // agreeing on every job's secret.
-    if (auto e = create_namespace_secret(*job, ref)) return *e;
+std::optional<ReconcileResult> Reconciler::carry_out(const TrainingJob& job, const Observed& observed,
+                                                     const Plan& plan, const Write& w, Pass& pass) {
+  if (w.kind == kKind && w.name == job.name && w.verb == Write::Verb::kPatchStatus) {
+    return write_status(job, plan, w, observed.pods, pass);
   }
-  if (plan.create_service) {
-    if (auto e = create_if_absent(ns_path + "/services", render_service(*job), "service " + job->name)) return *e;
+  if (w.kind == "Pod") return w.verb == Write::Verb::kCreate ? create_pod(job, observed, w, pass) : delete_pod(w, pass);
+  if (w.kind == "Secret" && w.name == kNamespaceRdzvSecret && w.verb == Write::Verb::kCreate) {
+    return create_namespace_secret(job, w);
   }
-  // The integrations' objects first (a gang's PodGroup before its pods), each a write that must succeed.
-  for (const Write& w : plan.writes) {
-    if (w.kind == "Pod") continue;
-    if (auto e = carry_out(w)) return *e;
-  }
-  Expectations expect;
-  std::optional<ReconcileResult> first_error;
-  std::optional<PodRejection> rejected;
-  std::optional<PodRefusal> refused;
-  for (const Write& pod : plan.writes) {
-    if (pod.kind != "Pod") continue;
-    auto r = client_.create_unparsed(pod.path, pod.body);
-    if (r.ok() || r.error().kind == Error::Kind::kAlreadyExists) {
-      expect.creates.insert(pod.name);
-      continue;
-    }
-    if (r.error().kind == Error::Kind::kUnprocessable || r.error().kind == Error::Kind::kInvalid ||
-        r.error().http_status == 400) {
-      // Every pod renders from the same template: the others would be refused too.
-      rejected = PodRejection{pod.name, r.error().message, job->generation};
-      break;
-    }
-    if (r.error().kind == Error::Kind::kForbidden) {
-      // Admission (Pod Security, a quota, a webhook) or RBAC: the next pods would be refused alike, and retrying at
-      // once would only repeat the refusal.
-      const int attempts = observed.pod_refused ? observed.pod_refused->attempts + 1 : 1;
-      refused = PodRefusal{pod.name, r.error().message, attempts, now_unix() + refused_create_backoff_s(attempts)};
-      break;
-    }
-    if (!first_error) first_error = ReconcileResult::failed("create pod " + pod.name, r.error());
-  }
-  const auto remember_expected = [&] {
-    if (expect.creates.empty() && expect.deletes.empty()) return;
-    expect.since = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
-    expectations_[key] = std::move(expect);
-  };
-  if (rejected || refused) {
-    // A fact for decide(), which fails the job for a rejection and holds its creates after a refusal: the rest of
-    // this plan was made without it (it may claim the pods created), so it is dropped and the job reconciled again
-    // at once.
-    remember_expected();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (rejected) rejected_[key] = {job->uid, *rejected};
-    if (refused) refused_[key] = {job->uid, *refused};
-    return ReconcileResult::requeue_after(std::chrono::milliseconds(0));
-  }
-  if (observed.pod_refused && !plan.creates_held && first_error == std::nullopt) {
+  return carry_out_plain(w);
+}
+
+void Reconciler::creates_through(const TrainingJob& job, const Observed& observed, const Plan& plan, Pass& pass) {
+  pass.creates_through = true;
+  if (observed.pod_refused && !plan.creates_held && !pass.first_error) {
     // Every pod this plan wanted was created (or none is missing any more): the refusal is over.
     std::lock_guard<std::mutex> lock(mu_);
-    refused_.erase(key);
+    refused_.erase(job.ns + "/" + job.name);
   }
+  const kube::ObjectRef ref{kApiVersion, kKind, job.ns, job.name, job.uid};
   for (const auto& e : plan.events) events_.record(ref, e.type, e.reason, e.message);
+}
 
-  // The status is written before any pod is deleted: a deleted pod is gone from what the next pass sees, so a
-  // restart counted for it (a failure, a loss) must be stored first. A pass that stops in between (a conflict, a
-  // crash, a lost lease) leaves the pod in place, and status.failedPods/lostPods keep it from counting twice.
-  std::chrono::milliseconds held_back{0};
-  if (!(plan.status == job->status) && (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0 &&
-      (held_back = hold_progress(key, job->status, plan.status)).count() == 0) {
-    auto r = write_status(*job, plan.status);
-    if (!r && r.error().kind == Error::Kind::kConflict) {
-      // The job changed since the cache's version (a spec edit, a label): the next pass decides from the newer
-      // version, which the job's watch event usually brings first; the timer covers a slow watch.
-      remember_expected();  // the pods created above
-      return ReconcileResult::requeue_after(std::chrono::seconds(1));
-    }
-    if (!r && r.error().kind != Error::Kind::kNotFound) {
-      remember_expected();
-      return ReconcileResult::failed("update status of " + key, r.error());
-    }
-    if (r) {
-      std::lock_guard<std::mutex> lock(mu_);
-      progress_writes_.written(key, std::chrono::steady_clock::now());
-      if (!r->empty()) written_[key] = {*r, std::chrono::steady_clock::now()};
-    }
+void Reconciler::remember_expected(const std::string& key, Expectations expect) {
+  if (expect.creates.empty() && expect.deletes.empty()) return;
+  expect.since = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  expectations_[key] = std::move(expect);
+}
+
+ReconcileResult Reconciler::act(const TrainingJob& job, const Observed& observed, const Plan& plan) {
+  Pass pass;
+  std::optional<ReconcileResult> stopped;
+  for (const Write& w : plan.writes) {
+    if (!pass.creates_through && !before_status(w)) creates_through(job, observed, plan, pass);
+    if ((stopped = carry_out(job, observed, plan, w, pass))) break;
   }
-  for (const auto& d : plan.delete_pods) {
-    json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", d.uid}}}};
-    if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion
-    auto r = client_.remove(ns_path + "/pods/" + d.name, options);
-    if (r.ok() || r.error().kind == Error::Kind::kNotFound || r.error().kind == Error::Kind::kConflict) {
-      expect.deletes.insert(d.uid);
-    } else if (!first_error) {
-      first_error = ReconcileResult::failed("delete pod " + d.name, r.error());
-    }
-  }
-  remember_expected();
-  if (plan.delete_job) {
-    const json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"},
-                          {"preconditions", {{"uid", job->uid}}}};
-    auto r = client_.remove(jobs_path(job->ns) + "/" + job->name, options);
-    if (!r && r.error().kind != Error::Kind::kNotFound) {
-      return ReconcileResult::failed("delete job " + key, r.error());
-    }
-  }
-  if (first_error) return *first_error;
-  std::chrono::milliseconds after = held_back;
+  if (!stopped && !pass.creates_through) creates_through(job, observed, plan, pass);
+  remember_expected(job.ns + "/" + job.name, std::move(pass.expect));
+  if (stopped) return *stopped;
+  if (pass.first_error) return *pass.first_error;
+  std::chrono::milliseconds after = pass.held_back;
   if (plan.requeue_after_s) {
     const std::chrono::milliseconds timer = std::chrono::seconds(*plan.requeue_after_s);
     after = after.count() == 0 ? timer : std::min(after, timer);
   }
   if (after.count() > 0) return ReconcileResult::requeue_after(after);
   return ReconcileResult::done();
+}
+
+ReconcileResult Reconciler::forget(const std::string& key) {
+  // Gone from the cache: deleted (the informer's delete event brought us here).
+  std::lock_guard<std::mutex> lock(mu_);
+  expectations_.erase(key);
+  pending_writes_.forget(key);
+  progress_writes_.forget(key);
+  if (metrics_ != nullptr) {
+    const auto slash = key.find('/');
+    metrics_->forget(key.substr(0, slash), key.substr(slash + 1));
+  }
+  written_.erase(key);
+  rejected_.erase(key);
+  refused_.erase(key);
+  return ReconcileResult::done();
+}
+
+ReconcileResult Reconciler::reconcile(const std::string& key) {
+  auto job = jobs_.get(key);
+  if (!job) return forget(key);
+  if (metrics_ != nullptr) metrics_->seen(*job);
+  std::vector<PodFacts> pods = pods_.by_index(key);
+  if (!caches_caught_up(key, pods) || !status_caught_up(key, *job)) {
+    // The watch event for our own write will bring us back; the timeout covers a lost event.
+    return ReconcileResult::requeue_after(std::chrono::seconds(2));
+  }
+  auto observed = observe(*job, std::move(pods), services_.get(key).has_value());
+  if (!observed) return ReconcileResult::failed("observe " + key, observed.error());
+  return act(*job, *observed, decide(*job, *observed, now_unix()));
 }
 
 }  // namespace kubedist::trainingjob

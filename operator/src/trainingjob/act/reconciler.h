@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <map>
@@ -10,9 +11,9 @@
 #include <string>
 
 #include "controller/reconcile_result.h"
-#include "kube/client.h"
+#include "kube/api.h"
 #include "kube/event_recorder.h"
-#include "kube/informer.h"
+#include "kube/lister.h"
 #include "trainingjob/act/integrations.h"
 #include "trainingjob/act/progress_writes.h"
 #include "trainingjob/act/job_metrics.h"
@@ -26,11 +27,12 @@ namespace kubedist::trainingjob {
 
 using controller::ReconcileResult;
 
-using JobInformer = kube::Informer<TrainingJob>;
-using PodInformer = kube::Informer<PodFacts>;
-using ServiceInformer = kube::Informer<ServiceFacts>;
-using NodeInformer = kube::Informer<NodeFacts>;
-using SecretInformer = kube::Informer<SecretFacts>;
+// The caches the reconciler reads (informers in the operator, filled by hand in unit tests).
+using JobInformer = kube::Lister<TrainingJob>;
+using PodInformer = kube::Lister<PodFacts>;
+using ServiceInformer = kube::Lister<ServiceFacts>;
+using NodeInformer = kube::Lister<NodeFacts>;
+using SecretInformer = kube::Lister<SecretFacts>;
 
 // What the reconciler needs beyond the job, pod and service caches; everything here is optional.
 struct ReconcilerExtras {
@@ -54,45 +56,73 @@ std::string job_key_of(const PodFacts& pod);
 
 class Reconciler {
  public:
-  Reconciler(kube::Client& client, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
+  Reconciler(kube::Api& api, const JobInformer& jobs, const PodInformer& pods, const ServiceInformer& services,
              kube::EventRecorder& events, PodOptions pod_options, ReconcilerExtras extras = {},
              JobMetrics* metrics = nullptr)
-      : client_(client), jobs_(jobs), pods_(pods), services_(services), events_(events),
+      : api_(api), jobs_(jobs), pods_(pods), services_(services), events_(events),
         pod_options_(std::move(pod_options)), extras_(std::move(extras)), metrics_(metrics),
         progress_writes_(extras_.progress_write_interval) {}
 
-  // Level-triggered and idempotent: reads only the caches, never the event that woke it.
+  // Level-triggered and idempotent: reads only the caches, never the event that woke it. Observes the job, asks
+  // decide() for its plan, and carries the plan's writes out in order.
   ReconcileResult reconcile(const std::string& key);
+  // A pod's DELETED event (the pod informer's OnDeleted): a pod we created may be deleted again (kwok, a user, a
+  // node's eviction) before any pass read the cache that showed it; its deletion fulfils the expectation of it.
+  void pod_deleted(const PodFacts& pod);
 
  private:
   // Writes we issued that the caches have not shown yet; until they do, the caches are too old to decide on.
   struct Expectations {
-    std::set<std::string> creates;  // pod names
+    // Pod name -> the uid the API server gave the pod we created: fulfilled by any event of that uid, its deletion
+    // included. Empty uid: the pod existed already (AlreadyExists), fulfilled when the cache shows that name.
+    std::map<std::string, std::string> creates;
     std::set<std::string> deletes;  // pod uids
     std::chrono::steady_clock::time_point since;
   };
-  // Whether to hold this status write back for a while (returns how long), or write it now (zero).
-  std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after,
-                                         const std::vector<PodFacts>& pods);
-  std::chrono::milliseconds hold_progress(const std::string& key, const Status& before, const Status& after);
+  // What one pass has carried out so far (act()).
+  struct Pass;
+
+  ReconcileResult forget(const std::string& key);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
   // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
   bool status_caught_up(const std::string& key, const TrainingJob& job);
-  Observed observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists);
+  Result<Observed> observe(const TrainingJob& job, std::vector<PodFacts> pods, bool service_exists);
+  // The facts the API server told us and no cache holds: its last refusal of a pod of the job.
+  void observe_refusals(const TrainingJob& job, Observed& o);
+  // The namespace key new pods derive from, and the job's secrets from every key seen (RendezvousKeys).
+  Result<void> observe_rendezvous_keys(const TrainingJob& job, Observed& o);
   // Asks the API server about each node a pod of o is bound to that the node cache lacks: a 404 confirms it gone
   // (o.nodes_gone), an answer adds it to o.nodes, an error leaves it unknown (its pods are not judged lost).
   void confirm_missing_nodes(Observed& o);
-  // On success, the resourceVersion the server gave the job. A 409 Conflict (the job changed since the cache's
-  // version) comes back as the error: the next reconcile decides again from the newer job.
-  Result<std::string> write_status(const TrainingJob& job, const Status& status);
-  // Carries out one of the plan's writes; nullopt when it is done (or was already), else what reconcile returns.
-  std::optional<ReconcileResult> carry_out(const Write& write);
+
+  // Carries out the plan's writes in order; what to ask of the controller then.
+  ReconcileResult act(const TrainingJob& job, const Observed& observed, const Plan& plan);
+  // One write; nullopt to go on with the next, else what this pass returns (a write the rest depends on failed).
+  std::optional<ReconcileResult> carry_out(const TrainingJob& job, const Observed& observed, const Plan& plan,
+                                           const Write& write, Pass& pass);
+  // The plan's creates are through (the next write is the job's status or a deletion): its events are recorded,
+  // and a refusal of the job's pods is over when every pod it wanted was created.
+  void creates_through(const TrainingJob& job, const Observed& observed, const Plan& plan, Pass& pass);
+  std::optional<ReconcileResult> create_pod(const TrainingJob& job, const Observed& observed, const Write& write,
+                                            Pass& pass);
+  std::optional<ReconcileResult> delete_pod(const Write& write, Pass& pass);
+  // The job's own status: held back while PendingWrites or ProgressWrites say so. A 409 Conflict (the job changed
+  // since the cache's version) comes back next pass, which decides again from the newer job.
+  std::optional<ReconcileResult> write_status(const TrainingJob& job, const Plan& plan, const Write& write,
+                                              const std::vector<PodFacts>& pods, Pass& pass);
   // Creates the job's namespace's Secret kubedist-rendezvous; nullopt when it exists now (ours). A Secret of that
   // name that is not the operator's is an error the job shows as an Event: its pods could not sign.
-  std::optional<ReconcileResult> create_namespace_secret(const TrainingJob& job, const kube::ObjectRef& ref);
+  std::optional<ReconcileResult> create_namespace_secret(const TrainingJob& job, const Write& write);
+  // Any other write (the Service, J-rdzv, an integration's objects, the job's deletion).
+  std::optional<ReconcileResult> carry_out_plain(const Write& write);
+  void remember_expected(const std::string& key, Expectations expect);
+  // Whether to hold this status write back for a while (returns how long), or write it now (zero).
+  std::chrono::milliseconds hold_pending(const std::string& key, const Status& before, const Status& after,
+                                         const std::vector<PodFacts>& pods);
+  std::chrono::milliseconds hold_progress(const std::string& key, const Status& before, const Status& after);
 
-  kube::Client& client_;
+  kube::Api& api_;
   const JobInformer& jobs_;
   const PodInformer& pods_;
   const ServiceInformer& services_;
@@ -102,6 +132,10 @@ class Reconciler {
   JobMetrics* const metrics_;  // may be null
   std::mutex mu_;
   std::map<std::string, Expectations> expectations_;
+  // The uids of pods deleted within the expectation timeout, oldest first: a create's answer may come after the
+  // pod's DELETED event.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> deleted_order_;
+  std::set<std::string> deleted_uids_;
   // The resourceVersion of each job's last status write we have not yet seen in the cache, and since when.
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_;
   PendingWrites pending_writes_;

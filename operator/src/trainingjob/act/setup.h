@@ -7,20 +7,29 @@
 #include <string>
 
 #include "common/result.h"
+#include "controller/manager.h"
 #include "trainingjob/gang/gang.h"
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
 
-struct ManagerOptions {
+// The manager's defaults for the operator: 16 workers, "TrainingJobs" in its logs.
+inline controller::ManagerOptions default_manager_options() {
+  controller::ManagerOptions m;
+  m.workers = 16;
+  m.kind_plural = "TrainingJobs";
+  return m;
+}
+
+// The operator's options (main.cc's flags): the manager's (probes, workers, resync), and the TrainingJob
+// controller's own.
+struct OperatorOptions {
   std::string kubeconfig;      // "" = $KUBECONFIG, in-cluster, ~/.kube/config
   std::string context;         // kubeconfig context, "" = current
   std::string ns;              // "" = all namespaces
-  int workers = 16;
-  std::string probe_address = ":8081";
+  controller::ManagerOptions manager = default_manager_options();
   PodOptions pods;            // launcher image and metrics port
-  int resync_seconds = 300;    // re-reconcile every job this often, in case an event was missed
-  bool leader_elect = false;   // take a Lease first, so that only one replica reconciles
+  bool leader_elect = false;   // take a Lease first, so that only one replica reconciles (manager.leader)
   std::string leader_election_namespace;  // "" = the kubeconfig's / pod's namespace
   std::string leader_election_id = "kubedist-operator";
   int leader_election_lease_seconds = 15;
@@ -34,6 +43,6 @@ struct ManagerOptions {
 
 // Runs until stop is requested; returns an error for a setup failure (bad config, port in use) or when
 // leadership is lost (the process must exit so that it cannot act beside the new leader).
-Result<void> run_manager(const ManagerOptions& options, std::stop_token stop);
+Result<void> run_manager(const OperatorOptions& options, std::stop_token stop);
 
 }  // namespace kubedist::trainingjob

@@ -25,7 +25,8 @@ inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
 // The taint an administrator puts on a node confirmed shut down (Kubernetes' non-graceful node shutdown).
 inline constexpr const char* kOutOfServiceTaint = "node.kubernetes.io/out-of-service";
-// The pod volume of the job's rendezvous Secret (render.h): a pod without it has a launcher that signs nothing.
+// The pod volume of a job's own rendezvous Secret J-rdzv (render.h), mounted only by a job an earlier operator gave
+// one or whose namespace key changed while it ran; the others derive their secret from the namespace's (below).
 inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";  // a job's own Secret J-rdzv (earlier operators)
 // The namespace's rendezvous Secret (one for all its jobs, whose secrets are derived from it: contract/signed_line.h),
 // also the name of the volume that mounts it into the launcher init container, and its label (value "namespace").

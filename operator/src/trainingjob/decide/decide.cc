@@ -14,8 +14,9 @@
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/stop.h"
 #include "trainingjob/decide/elastic.h"
-#include "trainingjob/render/render.h"
+#include "trainingjob/api/status_json.h"
 #include "trainingjob/decide/status.h"
+#include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -164,7 +165,7 @@ Plan run(DecideState& s) {
     }
     s.plan.requeue_after_s = left;
   }
-  s.plan.create_service = !s.obs.service_exists;
+  s.create_service = !s.obs.service_exists;
   decide_rendezvous_secret(s);
   for (const Hook* hook : s.hooks) {
     if (const auto ending = hook->prepare(s)) return finish(s, *ending);
@@ -182,17 +183,50 @@ TrainingJob running_on(const TrainingJob& job, int nodes) {
   return capped;
 }
 
-// The pods of plan.create_ranks, rendered for the job as it runs, with what each integration adds to them.
-void render_new_pods(const DecideState& s, Plan& plan) {
+std::string jobs_path(const TrainingJob& job) {
+  return std::string("/apis/") + kGroup + "/" + kVersion + "/namespaces/" + job.ns + "/" + kPlural;
+}
+
+// The plan's writes in the order the act layer makes them (plan.h): what the pods rely on first, then the pods of
+// create_ranks (rendered for the job as it runs, with what each integration adds to them), the status, and the
+// deletions last.
+void plan_writes(const DecideState& s, Plan& plan) {
+  const TrainingJob& job = s.job;
+  const std::string ns_path = "/api/v1/namespaces/" + job.ns;
+  std::vector<Write> writes;
+  if (s.create_namespace_secret) {
+    // Created once per namespace: while it exists it is never replaced, so running launchers and the poller keep
+    // agreeing on every job's secret.
+    writes.push_back({Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret, ns_path + "/secrets",
+                      render_namespace_rdzv_secret(job.ns, s.obs.new_namespace_key)});
+  }
+  if (s.create_service) {
+    writes.push_back({Write::Verb::kCreate, "Service", job.name, ns_path + "/services", render_service(job)});
+  }
+  for (Write& w : plan.writes) writes.push_back(std::move(w));  // the integrations' objects and J-rdzv
   PodOptions options = s.obs.pod_options;
   options.job_rdzv_secret = plan.job_rdzv_secret;
   options.rdzv_key = s.obs.namespace_key;
   for (int rank : plan.create_ranks) {
-    nlohmann::json pod = render_pod(s.job, rank, options);
-    for (const Hook* hook : s.hooks) hook->render_pod(s.job, pod);
-    plan.writes.push_back({Write::Verb::kCreate, "Pod", pod_name(s.job.name, rank),
-                           "/api/v1/namespaces/" + s.job.ns + "/pods", std::move(pod)});
+    nlohmann::json pod = render_pod(job, rank, options);
+    for (const Hook* hook : s.hooks) hook->render_pod(job, pod);
+    writes.push_back({Write::Verb::kCreate, "Pod", pod_name(job.name, rank), ns_path + "/pods", std::move(pod)});
   }
+  if (!(plan.status == job.status)) {
+    writes.push_back({Write::Verb::kPatchStatus, kKind, job.name, jobs_path(job) + "/" + job.name + "/status",
+                      {{"status", status_patch(job.status, plan.status)}}, job.resource_version});
+  }
+  for (const PodDeletion& d : plan.delete_pods) {
+    nlohmann::json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+    if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion
+    writes.push_back({Write::Verb::kDelete, "Pod", d.name, ns_path + "/pods/" + d.name, options, d.uid});
+  }
+  if (s.delete_job) {
+    writes.push_back({Write::Verb::kDelete, kKind, job.name, jobs_path(job) + "/" + job.name,
+                      {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}},
+                      job.uid});
+  }
+  plan.writes = std::move(writes);
 }
 
 Plan decide_with(const TrainingJob& job, const Observed& observed, UnixSeconds now,
@@ -200,7 +234,7 @@ Plan decide_with(const TrainingJob& job, const Observed& observed, UnixSeconds n
   DecideState s(job, observed, now);
   for (const auto& hook : hooks) s.hooks.push_back(hook.get());
   Plan plan = run(s);
-  render_new_pods(s, plan);
+  plan_writes(s, plan);
   return plan;
 }
 

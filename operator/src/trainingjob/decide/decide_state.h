@@ -36,6 +36,10 @@ class DecideState {
   std::vector<std::string> lost;  // names of pods lost this time
   std::string last_reason;        // the reason of the latest restart counted (kRestart*)
   std::vector<const Hook*> hooks;  // the integrations' parts in this pass (hook.h), in registration order
+  // The objects the plan's writes create or delete besides the pods and the integrations' (decide.cc: plan_writes).
+  bool create_service = false;
+  bool create_namespace_secret = false;  // Secret kubedist-rendezvous, before any pod mounts it
+  bool delete_job = false;               // ttlSecondsAfterFinished has passed
 
   void emit(const std::string& type, const std::string& reason, const std::string& message);
   void delete_pod(const PodFacts& pod, bool force = false);

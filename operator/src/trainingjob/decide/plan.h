@@ -62,6 +62,8 @@ struct Observed {
   // The fingerprint of the namespace key new pods would derive from (the Secret's, or the one the operator is
   // about to create); empty when the operator manages no namespace key.
   std::string namespace_key;
+  // Without the Secret: the key the operator creates it with (the pods rendered now derive from it).
+  std::string new_namespace_key;
   // Fingerprint -> this job's secret derived from that key, for each key of the namespace the operator has seen
   // (the current one and those it held before a deletion or replacement).
   std::map<std::string, std::string> job_secrets;
@@ -83,15 +85,16 @@ struct Observed {
 };
 
 struct Plan {
-  bool create_service = false;
-  bool create_namespace_secret = false;   // Secret kubedist-rendezvous, before any pod mounts it
-  bool job_rdzv_secret = false;           // new pods mount the job's own Secret J-rdzv, as its running pods do
-  // The integrations' objects (before the pods), then the pods of create_ranks, rendered for the job as it runs.
+  // Every request the act layer makes, in the order it makes them (decide.cc: plan_writes): the namespace's Secret
+  // kubedist-rendezvous and the Service, the integrations' objects and J-rdzv, the pods of create_ranks (rendered
+  // for the job as it runs), the job's status when it changed, the pods of delete_pods, the job itself (its
+  // ttlSecondsAfterFinished has passed). The status comes before the deletions: a deleted pod is gone from what
+  // the next pass sees, so a restart counted for it must be stored first.
   std::vector<Write> writes;
+  bool job_rdzv_secret = false;           // new pods mount the job's own Secret J-rdzv, as its running pods do
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   bool creates_held = false;              // pods are missing but wait for the backoff after a refusal (pod_refused)
   std::vector<PodDeletion> delete_pods;
-  bool delete_job = false;                // ttlSecondsAfterFinished has passed
   Status status;                          // the status to write (unchanged == nothing to write)
   std::vector<Event> events;              // one per decision
   std::optional<int64_t> requeue_after_s; // a timer (deadline, TTL) the reconciler must come back for

@@ -108,7 +108,7 @@ void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::s
     } else {
       s.emit("Normal", "CreatedPods", "creating missing pods " + join_names(created));
     }
-  } else if (s.plan.create_service && condition_true(st, ConditionType::kCreated)) {
+  } else if (s.create_service && condition_true(st, ConditionType::kCreated)) {
     s.emit("Normal", "CreatedService", "creating missing Service " + job.name);
   }
 }

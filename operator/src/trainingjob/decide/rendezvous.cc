@@ -46,7 +46,7 @@ void decide_rendezvous_secret(DecideState& s) {
     }
   }
   s.plan.job_rdzv_secret = own_secret;
-  s.plan.create_namespace_secret = !own_secret && !s.obs.namespace_secret_exists;
+  s.create_namespace_secret = !own_secret && !s.obs.namespace_secret_exists;
 }
 
 }  // namespace kubedist::trainingjob

@@ -60,7 +60,7 @@ Plan finished(DecideState& s) {
     const UnixSeconds done = parse_rfc3339(st.completion_time).value_or(s.now);
     const int64_t left = done + *spec.ttl_seconds_after_finished - s.now;
     if (left <= 0) {
-      s.plan.delete_job = true;
+      s.delete_job = true;
       s.emit("Normal", "TTLExpired",
              "deleting the job: ttlSecondsAfterFinished=" + std::to_string(*spec.ttl_seconds_after_finished) +
                  " has passed");

@@ -1,0 +1,337 @@
+// The act layer's own logic on an in-memory API (fake_api.h): the order of a plan's writes, the expectations of
+// writes the caches have not shown yet, a 409 on the status, the API server's refusal of a pod, held status writes.
+#include "trainingjob/act/reconciler.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "fake_api.h"
+#include "rendezvous/rdzv_auth.h"
+#include "test_jobs.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+using kubedist::testing::FakeApi;
+using kubedist::testing::FakeCache;
+using std::chrono::milliseconds;
+
+const std::string kKey = "team-a/resnet";
+const std::string kJobPath = "/apis/kubedist.io/v1alpha1/namespaces/team-a/trainingjobs/resnet";
+const std::string kPods = "/api/v1/namespaces/team-a/pods";
+const std::string kServices = "/api/v1/namespaces/team-a/services";
+const std::string kEvents = "/api/v1/namespaces/team-a/events";
+
+class ReconcilerTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    const json job = testing::example_job_json();
+    api.put(kJobPath, job);
+    jobs.set(kKey, testing::job_from(job));
+  }
+
+  // What the watches would bring: the job, its pods and its Service as the API holds them now.
+  void sync() {
+    if (auto job = api.object(kJobPath)) jobs.set(kKey, testing::job_from(*job));
+    pods.clear();
+    for (const auto& obj : api.list(kPods)) pods.set("team-a/" + obj["metadata"]["name"].get<std::string>(), parse_pod_facts(obj));
+    for (const auto& obj : api.list(kServices)) {
+      services.set("team-a/" + obj["metadata"]["name"].get<std::string>(), parse_service_facts(obj));
+    }
+  }
+  // Every pod of the job in the cache runs, ready.
+  void pods_run() {
+    for (auto p : pods.by_index(kKey)) {
+      p.phase = "Running";
+      p.ready = true;
+      pods.set("team-a/" + p.name, p);
+    }
+  }
+  PodFacts cached_pod(const std::string& name) { return *pods.get("team-a/" + name); }
+  std::vector<std::string> event_reasons() const {
+    std::vector<std::string> out;
+    for (const auto& e : api.list(kEvents)) out.push_back(e.value("reason", ""));
+    return out;
+  }
+  static bool has(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  }
+  // Reconciles until the job runs: its pods created, shown by the cache, running, and the status Running written.
+  void run_job() {
+    reconciler.reconcile(kKey);
+    sync();
+    pods_run();
+    ASSERT_EQ(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kDone);
+    sync();
+    pods_run();
+    ASSERT_EQ(jobs.get(kKey)->status.phase, JobPhase::kRunning);
+    api.clear_calls();
+  }
+
+  FakeApi api;
+  FakeCache<TrainingJob> jobs;
+  FakeCache<PodFacts> pods{job_key_of};
+  FakeCache<ServiceFacts> services;
+  kube::EventRecorder recorder{api, "kubedist-operator"};
+  Reconciler reconciler{api, jobs, pods, services, recorder, PodOptions{}};
+};
+
+TEST_F(ReconcilerTest, CreatesTheServiceThenThePodsInRankOrder) {
+  reconciler.reconcile(kKey);
+  const auto creates = api.calls("create", "/namespaces/team-a/");
+  std::vector<std::string> paths;
+  for (const auto& c : creates) {
+    if (c.path != kEvents) paths.push_back(c.path + " " + c.body["metadata"].value("name", ""));
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{kServices + " resnet", kPods + " resnet-node-0", kPods + " resnet-node-1",
+                                             kPods + " resnet-node-2", kPods + " resnet-node-3"}));
+  EXPECT_TRUE(has(event_reasons(), "Created"));
+}
+
+TEST_F(ReconcilerTest, WaitsForTheCacheToShowItsCreatesBeforeDecidingAgain) {
+  reconciler.reconcile(kKey);
+  api.clear_calls();
+  // The cache has not shown the pods: deciding now would create them again.
+  const ReconcileResult early = reconciler.reconcile(kKey);
+  EXPECT_EQ(early.kind, ReconcileResult::Kind::kRequeueAfter);
+  EXPECT_EQ(early.after, milliseconds(2000));
+  EXPECT_TRUE(api.calls().empty());
+  sync();
+  reconciler.reconcile(kKey);
+  EXPECT_TRUE(api.calls("create", kPods).empty());  // all there
+}
+
+TEST_F(ReconcilerTest, APodCreatedAndDeletedBeforeTheCacheShowedItFulfilsItsExpectationByUid) {
+  reconciler.reconcile(kKey);
+  // kwok (or anyone) deletes resnet-node-1 by name before the cache showed it: its ADDED and DELETED events come
+  // together, and the cache never holds it.
+  const json gone = *api.object(kPods + "/resnet-node-1");
+  api.erase(kPods + "/resnet-node-1");
+  sync();
+  EXPECT_EQ(reconciler.reconcile(kKey).after, milliseconds(2000));  // not without the DELETED event
+  reconciler.pod_deleted(parse_pod_facts(gone));
+  api.clear_calls();
+  const ReconcileResult r = reconciler.reconcile(kKey);
+  EXPECT_NE(r.after, milliseconds(2000));  // not the 30 s wait for a pod that will never show
+  const auto creates = api.calls("create", kPods);
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].body["metadata"]["name"], "resnet-node-1");
+}
+
+TEST_F(ReconcilerTest, ADeletionSeenBeforeTheCreateAnsweredStillCounts) {
+  // The pod informer's DELETED event may come before the create's answer: the uid is remembered a while.
+  reconciler.reconcile(kKey);
+  const json gone = *api.object(kPods + "/resnet-node-2");
+  api.erase(kPods + "/resnet-node-2");
+  reconciler.pod_deleted(parse_pod_facts(gone));
+  sync();
+  EXPECT_NE(reconciler.reconcile(kKey).after, milliseconds(2000));
+}
+
+TEST_F(ReconcilerTest, AnOlderPodOfTheSameNameDoesNotFulfilTheExpectationOfANewOne) {
+  reconciler.reconcile(kKey);
+  sync();
+  // The cache still shows the pod this one replaces, terminating: not the one created.
+  PodFacts old = cached_pod("resnet-node-3");
+  old.uid = "an-older-pod";
+  old.deleting = true;
+  pods.set("team-a/resnet-node-3", old);
+  EXPECT_EQ(reconciler.reconcile(kKey).after, milliseconds(2000));
+}
+
+TEST_F(ReconcilerTest, HoldsBackAPendingJobsStatusWhileItsPodsStart) {
+  const ReconcileResult r = reconciler.reconcile(kKey);
+  EXPECT_TRUE(api.calls("patch", kJobPath).empty());  // Pending, again: one write when it runs, not one per pod
+  EXPECT_EQ(r.kind, ReconcileResult::Kind::kRequeueAfter);
+  EXPECT_GT(r.after, milliseconds(2000));
+  EXPECT_LE(r.after, milliseconds(30000));
+}
+
+TEST_F(ReconcilerTest, WritesTheStatusOnTheCachedResourceVersion) {
+  reconciler.reconcile(kKey);
+  sync();
+  pods_run();
+  EXPECT_EQ(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kDone);
+  const auto patches = api.calls("patch", kJobPath + "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].body["metadata"]["resourceVersion"], "10");
+  EXPECT_EQ(api.object(kJobPath)->at("status")["phase"], "Running");
+}
+
+TEST_F(ReconcilerTest, AConflictOnTheStatusComesBackInASecond) {
+  reconciler.reconcile(kKey);
+  sync();
+  pods_run();
+  api.answer("patch", kJobPath + "/status", 409, "Conflict");
+  const ReconcileResult r = reconciler.reconcile(kKey);
+  EXPECT_EQ(r.kind, ReconcileResult::Kind::kRequeueAfter);
+  EXPECT_EQ(r.after, milliseconds(1000));
+  EXPECT_FALSE(api.object(kJobPath)->contains("status"));
+  EXPECT_EQ(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kDone);  // decided again, written
+}
+
+TEST_F(ReconcilerTest, ThePodsRefusedAreReportedAndRetriedWithBackoff) {
+  api.answer("create", kPods, 403, "Forbidden");
+  const ReconcileResult first = reconciler.reconcile(kKey);
+  // The first refusal ends the pass: the others would be refused alike, and this plan claimed them created.
+  EXPECT_EQ(first.kind, ReconcileResult::Kind::kRequeueAfter);
+  EXPECT_EQ(first.after, milliseconds(0));
+  EXPECT_EQ(api.calls("create", kPods).size(), 1u);
+  EXPECT_FALSE(has(event_reasons(), "Created"));
+  EXPECT_TRUE(api.calls("patch", kJobPath).empty());
+
+  api.clear_calls();
+  sync();
+  const ReconcileResult held = reconciler.reconcile(kKey);
+  EXPECT_TRUE(api.calls("create", kPods).empty());  // the backoff first
+  EXPECT_EQ(held.kind, ReconcileResult::Kind::kRequeueAfter);
+  EXPECT_GE(held.after, milliseconds(4000));
+  EXPECT_LE(held.after, milliseconds(5000));
+  EXPECT_TRUE(has(event_reasons(), "PodsRefused"));
+  const json status = api.object(kJobPath)->at("status");  // news: written at once
+  bool refused = false;
+  for (const auto& c : status["conditions"]) refused = refused || (c["type"] == "PodsRefused" && c["status"] == "True");
+  EXPECT_TRUE(refused) << status.dump();
+}
+
+TEST_F(ReconcilerTest, ATemplateTheApiServerRejectsFailsTheJob) {
+  api.answer("create", kPods, 422, "Invalid");
+  EXPECT_EQ(reconciler.reconcile(kKey).after, milliseconds(0));
+  sync();
+  reconciler.reconcile(kKey);
+  EXPECT_EQ(api.object(kJobPath)->at("status")["phase"], "Failed");
+  EXPECT_EQ(api.calls("create", kPods).size(), 1u);
+}
+
+TEST_F(ReconcilerTest, APodThatFailsToCreateLeavesTheOthersToBeCreated) {
+  api.answer("create", kPods + "", 500, "InternalError");
+  const ReconcileResult r = reconciler.reconcile(kKey);
+  EXPECT_EQ(r.kind, ReconcileResult::Kind::kError);
+  EXPECT_NE(r.error.message.find("create pod resnet-node-0"), std::string::npos) << r.error.message;
+  EXPECT_EQ(api.calls("create", kPods).size(), 4u);
+  EXPECT_EQ(api.list(kPods).size(), 3u);
+}
+
+TEST_F(ReconcilerTest, AFailedPodsRestartIsStoredBeforeThePodIsDeleted) {
+  run_job();
+  PodFacts failed = cached_pod("resnet-node-0");
+  failed.phase = "Failed";
+  failed.ready = false;
+  failed.exit_code = 1;
+  pods.set("team-a/resnet-node-0", failed);
+  reconciler.reconcile(kKey);
+  const auto calls = api.calls();
+  const auto at = [&](const std::string& verb, const std::string& path) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].verb == verb && calls[i].path == path) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const int status = at("patch", kJobPath + "/status");
+  const int deleted = at("delete", kPods + "/resnet-node-0");
+  ASSERT_GE(status, 0);
+  ASSERT_GE(deleted, 0);
+  EXPECT_LT(status, deleted);
+  EXPECT_EQ(calls[status].body["status"]["restarts"], 1);
+  EXPECT_EQ(calls[deleted].body["preconditions"]["uid"], failed.uid);  // never a newer pod of that name
+}
+
+TEST_F(ReconcilerTest, AStatusWriteThatFailsLeavesTheFailedPodInPlace) {
+  run_job();
+  PodFacts failed = cached_pod("resnet-node-0");
+  failed.phase = "Failed";
+  failed.exit_code = 1;
+  pods.set("team-a/resnet-node-0", failed);
+  api.answer("patch", kJobPath + "/status", 500, "InternalError");
+  EXPECT_EQ(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kError);
+  EXPECT_TRUE(api.calls("delete", kPods).empty());
+  EXPECT_TRUE(api.object(kPods + "/resnet-node-0").has_value());
+}
+
+TEST_F(ReconcilerTest, APodDeletedMeanwhileOrReplacedCountsAsDeleted) {
+  run_job();
+  PodFacts failed = cached_pod("resnet-node-0");
+  failed.phase = "Failed";
+  failed.exit_code = 1;
+  pods.set("team-a/resnet-node-0", failed);
+  api.answer("delete", kPods + "/resnet-node-0", 409, "Conflict");  // the uid precondition: a newer pod
+  EXPECT_NE(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kError);
+}
+
+TEST_F(ReconcilerTest, AJobGoneFromTheCacheIsForgotten) {
+  reconciler.reconcile(kKey);
+  jobs.erase(kKey);
+  EXPECT_EQ(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kDone);
+  // Created anew under the same name: nothing of the old job's expectations holds it back.
+  jobs.set(kKey, testing::example_job());
+  api.clear_calls();
+  EXPECT_NE(reconciler.reconcile(kKey).after, milliseconds(2000));
+}
+
+// A reconciler of the operator's kind: its pods sign their rendezvous, with the namespace's Secret.
+struct SigningReconciler {
+  explicit SigningReconciler(ReconcilerTest& t) {
+    ReconcilerExtras extras;
+    extras.namespace_secrets = &secrets;
+    extras.rendezvous_keys = &keys;
+    PodOptions options;
+    options.rdzv_secret = true;
+    reconciler = std::make_unique<Reconciler>(t.api, t.jobs, t.pods, t.services, t.recorder, options, std::move(extras));
+  }
+  FakeCache<SecretFacts> secrets;
+  RendezvousKeys keys;
+  std::unique_ptr<Reconciler> reconciler;
+};
+
+const std::string kSecrets = "/api/v1/namespaces/team-a/secrets";
+
+TEST_F(ReconcilerTest, TheNamespaceSecretIsCreatedBeforeAnyPodThatDerivesFromIt) {
+  SigningReconciler signing(*this);
+  signing.reconciler->reconcile(kKey);
+  const auto creates = api.calls("create", "/namespaces/team-a/");
+  ASSERT_GE(creates.size(), 2u);
+  EXPECT_EQ(creates[0].path, kSecrets);
+  const std::string key = creates[0].body["stringData"][kRdzvSecretKey];
+  EXPECT_FALSE(key.empty());
+  const auto pod_creates = api.calls("create", kPods);
+  ASSERT_EQ(pod_creates.size(), 4u);
+  for (const auto& c : pod_creates) {
+    EXPECT_EQ(c.body["metadata"]["annotations"][kRdzvKeyAnnotation], rendezvous::rdzv_key_fingerprint(key));
+  }
+}
+
+TEST_F(ReconcilerTest, TheNamespaceSecretAnotherPassCreatedWithTheSameKeyIsTakenAsOurs) {
+  SigningReconciler signing(*this);
+  const std::string key = *signing.keys.to_create("team-a");
+  // The key base64-encoded, as the API server serves data.
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  for (size_t i = 0; i < key.size(); i += 3) {
+    uint32_t n = static_cast<uint8_t>(key[i]) << 16;
+    if (i + 1 < key.size()) n |= static_cast<uint8_t>(key[i + 1]) << 8;
+    if (i + 2 < key.size()) n |= static_cast<uint8_t>(key[i + 2]);
+    b64 += kAlphabet[(n >> 18) & 63];
+    b64 += kAlphabet[(n >> 12) & 63];
+    b64 += i + 1 < key.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    b64 += i + 2 < key.size() ? kAlphabet[n & 63] : '=';
+  }
+  api.put(kSecrets + "/kubedist-rendezvous",
+          {{"metadata", {{"name", "kubedist-rendezvous"}, {"labels", {{kNamespaceRdzvLabel, "namespace"}}}}},
+           {"data", {{kRdzvSecretKey, b64}}}});
+  EXPECT_NE(signing.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
+  EXPECT_EQ(api.calls("create", kPods).size(), 4u);
+}
+
+TEST_F(ReconcilerTest, ASecretOfThatNameThatIsNotTheOperatorsIsAConflictTheJobShows) {
+  SigningReconciler signing(*this);
+  api.put(kSecrets + "/kubedist-rendezvous", {{"metadata", {{"name", "kubedist-rendezvous"}}}, {"data", json::object()}});
+  const ReconcileResult r = signing.reconciler->reconcile(kKey);
+  EXPECT_EQ(r.kind, ReconcileResult::Kind::kError);
+  EXPECT_TRUE(has(event_reasons(), "RendezvousSecretConflict"));
+  EXPECT_TRUE(api.calls("create", kPods).empty());  // no pod that could not sign
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
