@@ -11,6 +11,7 @@
 #   cluster.sh down [NAME]               stop it and leave no process behind; keeps nothing but its logs
 #   cluster.sh status [NAME]             say whether it is up
 #   cluster.sh restart-apiserver [NAME]  stop kube-apiserver and start it again on the same port and data
+#   cluster.sh restart-etcd [NAME]       stop etcd and start it again on the same port and data
 #   cluster.sh kubeconfig [NAME]         print the kubeconfig path
 #   cluster.sh registry [NAME]           print the host's address of the registry of a cluster with real nodes
 #                                        (127.0.0.1:PORT; the nodes see it as 10.250.0.1:5000)
@@ -212,6 +213,17 @@ write_kwok_config() {
   } >"$dir/kwok.yaml"
 }
 
+# etcd on its data folder (up empties it first; restart-etcd keeps it).
+start_etcd() {
+  start etcd "${cp_exec[@]}" "$bin/etcd" --name "kubedist-$name" --data-dir "$dir/etcd-data" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-cluster "kubedist-$name=http://127.0.0.1:$etcd_peer_port" \
+    --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes=4294967296 --log-level=warn
+  wait_for etcd 60 "${cp_exec[@]}" curl -sf "http://127.0.0.1:$etcd_port/health"
+}
+
 start_apiserver() {
   local pki="$dir/pki" mode=()
   if [ "$real_nodes" -gt 0 ]; then
@@ -316,13 +328,7 @@ up() {
   fi
 
   rm -rf "$dir/etcd-data"
-  start etcd "${cp_exec[@]}" "$bin/etcd" --name "kubedist-$name" --data-dir "$dir/etcd-data" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
-    --initial-cluster "kubedist-$name=http://127.0.0.1:$etcd_peer_port" \
-    --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes=4294967296 --log-level=warn
-  wait_for etcd 60 "${cp_exec[@]}" curl -sf "http://127.0.0.1:$etcd_port/health"
+  start_etcd
 
   start_apiserver
 
@@ -429,6 +435,17 @@ restart_apiserver() {
   log "kube-apiserver back"
 }
 
+# etcd stopped (SIGTERM) and started again on the same data: the API server's requests fail meanwhile and its
+# watches resume from etcd's revision (the fault suite's control-plane scenario, tests/faults/).
+restart_etcd() {
+  alive etcd || die "etcd of cluster $name is not running"
+  stop etcd
+  log "etcd stopped; starting it again"
+  start_etcd
+  wait_for kube-apiserver 60 kctl get --raw /readyz
+  log "etcd back"
+}
+
 run_operator() {
   [ -f "$kubeconfig" ] && alive kube-apiserver || die "cluster $name is not up"
   stop kubedist-operator
@@ -495,10 +512,11 @@ case "$cmd" in
   down) down ;;
   status) status ;;
   restart-apiserver) restart_apiserver ;;
+  restart-etcd) restart_etcd ;;
   kubeconfig) echo "$kubeconfig" ;;
   registry) echo "127.0.0.1:$((base + 6))" ;;  # nodes.sh's registry_port_host
   *)
-    echo "usage: cluster.sh up|down|status|restart-apiserver|kubeconfig|registry|kueue-up|kueue-down|kueue-crds [NAME]" >&2
+    echo "usage: cluster.sh up|down|status|restart-apiserver|restart-etcd|kubeconfig|registry|kueue-up|kueue-down|kueue-crds [NAME]" >&2
     exit 2
     ;;
 esac
