@@ -58,6 +58,9 @@ class Burst:
         self.injected_fail = collections.Counter()  # the test's own record (the audit log is the truth)
         self.ambiguous = 0  # patches whose answer was lost to a fault (the audit log says whether they landed)
         self.faults_done = threading.Event()
+        self.progress = 0  # the test's own work done: jobs created, pods failed or lost, jobs finished
+        self.total_work = 1
+        self.work_over = threading.Event()
         self.fault_log = []
         self.last_fault_end = None
         self.error = None
@@ -96,6 +99,7 @@ class Burst:
                 status, doc = self.api.call("POST", JOBS, self.job_body(name))
                 if status not in (201, 409):  # 409: created, its answer lost to a fault
                     raise ScenarioFailed(f"create {name}: {status} {doc}")
+                self.progress += 1
             time.sleep(max(0.0, over_s / 10 - 0.1))
 
     def running_pods(self):
@@ -144,11 +148,11 @@ class Burst:
             return False
         return status == 200
 
-    def inject(self, until, failures, losses):
-        """About `failures` pod failures (any running pod of a job that will not finish) and `losses` pod losses
-        (of a stable job, one at a time), spread until `until` (monotonic)."""
+    def inject(self, until, failures, losses, hard):
+        """`failures` pod failures (any running pod of a job that will not finish) and `losses` pod losses (of a
+        stable job), spread until `until` (monotonic), or later on a slow machine, but not past `hard`."""
         n_fail = n_lost = 0
-        while (n_fail < failures or n_lost < losses) and time.monotonic() < until:
+        while (n_fail < failures or n_lost < losses) and time.monotonic() < hard:
             left = max(1, failures + losses - n_fail - n_lost)
             pace = max(0.05, (until - time.monotonic()) / left)
             running = self.running_pods()
@@ -162,11 +166,13 @@ class Burst:
                     pod, uid = self.rng.choice(running[j])
                     if self.lose_pod(pod, uid):
                         n_lost += 1
+                        self.progress += 1
                         pool = [(k, p) for k, p in pool if k != j]  # no failure beside the loss this round
             for j, (pod, uid) in self.rng.sample(pool, min(len(pool), max(1, int(2 / pace)))):
                 if n_fail < failures and self.end_pod(pod, uid, 137, FAIL_AGENT):
                     self.injected_fail[j] += 1
                     n_fail += 1
+                    self.progress += 1
             time.sleep(min(pace, 2.0))
         return n_fail, n_lost
 
@@ -183,6 +189,7 @@ class Burst:
                 for pod, uid in running[j]:
                     self.end_pod(pod, uid, 0, FINISH_AGENT)
                 left.discard(j)
+                self.progress += 1
             time.sleep(1)
 
     # -- the faults ----------------------------------------------------------------------------------------------
@@ -197,10 +204,14 @@ class Burst:
 
     def run_faults(self, t0, plan):
         try:
-            for at, kind in plan:
+            for k, (at, kind) in enumerate(plan):
                 delay = t0 + at - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+                # Not ahead of the work either (a slow machine stretches it): fault k lands once k/K of it is done,
+                # so that the faults fall among the creates, failures, losses and finishes whatever the speed.
+                while self.progress < k * self.total_work / len(plan) and not self.work_over.is_set():
+                    time.sleep(0.1)
                 t = time.monotonic()
                 if kind == "operator-kill":
                     self.op.kill()
@@ -326,13 +337,21 @@ class Burst:
             f"about {failures} pod failures (exit 137) and {a.losses if a.losses is not None else a.jobs // 4} pod losses "
             f"(deleted at once); {len(self.finishing)} jobs finished (exit 0)")
         say("fault moments (s): " + ", ".join(f"{at:.1f} {kind}" for at, kind in plan))
+        losses = a.losses if a.losses is not None else a.jobs // 4
+        self.total_work = a.jobs + failures + losses + len(self.finishing)
         t0 = time.monotonic()
         faults = threading.Thread(target=self.run_faults, args=(t0, plan), daemon=True)
         faults.start()
-        self.create_jobs(min(a.window * 0.3, 30))
-        losses = a.losses if a.losses is not None else a.jobs // 4
-        n, n_lost = self.inject(t0 + a.window * 0.8, failures, losses)
-        self.finish_jobs(t0 + a.window + a.converge_deadline)
+        try:
+            self.create_jobs(min(a.window * 0.3, 30))
+            until = max(t0 + a.window * 0.8, time.monotonic() + 30)
+            n, n_lost = self.inject(until, failures, losses, until + a.converge_deadline)
+            self.finish_jobs(time.monotonic() + a.converge_deadline)
+        finally:
+            self.work_over.set()
+        t_work = time.monotonic()
+        if n < failures or n_lost < losses:
+            raise ScenarioFailed(f"only {n} of {failures} failures and {n_lost} of {losses} losses injected in time")
         self.faults_done.wait()
         if self.error:
             raise self.error
@@ -380,7 +399,8 @@ class Burst:
             f"what happened (pod_failure {sum(fails.values())}, node_lost {sum(lost.values())}: 0 lost, 0 counted "
             f"twice); {len(self.finishing)} finished jobs Succeeded")
         self.result = (sum(fails.values()), sum(lost.values()), creates[201], creates[409], converged)
-        say(f"converged {converged:.1f}s after the last fault")
+        say(f"converged {converged:.1f}s after the last fault (the test's own last change "
+            f"{t_work - self.last_fault_end:+.1f}s from it)")
         print(f"RESULT jobs={a.jobs} nodes={a.nodes} operator_kills={a.operator_kills} "
               f"apiserver_restarts={a.apiserver_restarts} etcd_restarts={a.etcd_restarts} "
               f"pod_failures={sum(fails.values())} node_lost={sum(lost.values())} lost=0 duplicates=0 "
