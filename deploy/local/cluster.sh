@@ -207,9 +207,9 @@ write_kwok_config() {
     # kwok applies its option defaults only when it has no configuration file, so this one sets them all.
     render_template kwok.yaml pod_cidr="$pod_cidr" kwok_port="$kwok_port"
     local pod_delete=pod/fast/pod-delete.yaml
-    # Without it pods deleted gracefully on kwok nodes stay terminating; the fault suite's burst, which deletes
-    # none, turns it off: kwok deletes pods by name after seeing them deleted, and now and then takes the
-    # same-named replacement along, a pod loss no test injected.
+    # Without it pods deleted gracefully on kwok nodes stay terminating. The fault suite's burst turns it off and
+    # confirms deletions itself, by uid: kwok deletes pods by name after seeing them deleted, and now and then takes
+    # the same-named replacement along, a pod loss no test injected.
     [ "${KUBEDIST_KWOK_POD_DELETE:-1}" != 0 ] || pod_delete=""
     for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
       pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml $pod_delete; do

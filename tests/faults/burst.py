@@ -14,6 +14,7 @@ env: FAULTS_CLUSTER (the cluster's name, default faults; brought up fresh and do
      seed, printed), KUBEDIST_CACHE."""
 import argparse
 import collections
+import http.client
 import math
 import os
 import sys
@@ -28,6 +29,7 @@ NS = "faults"
 FAIL_AGENT = "kubedist-faults/fail"
 FINISH_AGENT = "kubedist-faults/finish"
 LOSE_AGENT = "kubedist-faults/lose"
+KUBELET_AGENT = "kubedist-faults/kubelet"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 JOBS = f"/apis/kubedist.io/v1alpha1/namespaces/{NS}/trainingjobs"
 
@@ -61,6 +63,7 @@ class Burst:
         self.progress = 0  # the test's own work done: jobs created, pods failed or lost, jobs finished
         self.total_work = 1
         self.work_over = threading.Event()
+        self.confirmed = 0
         self.fault_log = []
         self.last_fault_end = None
         self.error = None
@@ -71,8 +74,8 @@ class Burst:
         a = self.a
         nodes = max(4, math.ceil(a.jobs * a.nodes / 100) + 1)
         os.environ.setdefault("KUBEDIST_POD_CIDR", "10.201.0.0/16")  # nothing connects to the pods
-        # kwok's pod-delete stage off: nothing here deletes a pod gracefully, and kwok would now and then delete a
-        # same-named replacement of a pod it saw deleted (cluster.sh says more): a loss this test did not inject.
+        # kwok's pod-delete stage off: it would now and then delete a same-named replacement of a pod it saw deleted
+        # (cluster.sh says more), a loss this test did not inject; the test confirms deletions itself (confirm()).
         self.cluster = Cluster(os.environ.get("FAULTS_CLUSTER", "faults"), nodes, {"KUBEDIST_KWOK_POD_DELETE": "0"})
         self.sc.on_close(self.cluster.down)
         self.cluster.up()
@@ -136,6 +139,22 @@ class Burst:
                     len(running.get(j, [])) == self.a.nodes):
                 out.add(j)
         return out
+
+    def confirm_loop(self, stop):
+        """The kubelets' part in a deletion, by uid: a pod left terminating (a DELETE the API server answered 504
+        marks it and may not finish it) is deleted with grace 0, as its kubelet would confirm it."""
+        while not stop.is_set():
+            try:
+                for p in self.api.get(PODS, deadline_s=30)["items"]:
+                    md = p["metadata"]
+                    if md.get("deletionTimestamp"):
+                        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                                "preconditions": {"uid": md["uid"]}}
+                        self.api.once("DELETE", f"{PODS}/{md['name']}", body, agent=KUBELET_AGENT)
+                        self.confirmed += 1
+            except (ScenarioFailed, OSError, http.client.HTTPException):
+                pass  # the API server restarting: next round
+            stop.wait(2)
 
     def lose_pod(self, pod, uid):
         """The pod deleted at once (grace 0), as when its node is gone: a node_lost restart."""
@@ -342,6 +361,9 @@ class Burst:
         t0 = time.monotonic()
         faults = threading.Thread(target=self.run_faults, args=(t0, plan), daemon=True)
         faults.start()
+        stop_confirming = threading.Event()
+        self.sc.on_close(stop_confirming.set)
+        threading.Thread(target=self.confirm_loop, args=(stop_confirming,), daemon=True).start()
         try:
             self.create_jobs(min(a.window * 0.3, 30))
             until = max(t0 + a.window * 0.8, time.monotonic() + 30)
@@ -387,6 +409,7 @@ class Burst:
             f"deleted at once, {self.foreign_pending} pending ones")
         if others or self.foreign_pending:
             raise ScenarioFailed(f"pods deleted that the test did not delete: {others}, {self.foreign_pending} pending")
+        say(f"pods left terminating and confirmed by the test's kubelet part: {self.confirmed}")
         say(f"operator's pod creates: {creates[201]} taken, {creates[504]} answered 504 (needed {want_creates}), "
             f"{creates[409]} refused as existing; its pod deletes by answer: {dict(op_deletes)}")
         # A create answered 504 (the API server's own timeout, etcd slow or restarting) may have landed.
