@@ -183,7 +183,7 @@ class Burst:
                 stable = sorted(self.stable_jobs(running) - self.finishing)
                 for j in self.rng.sample(stable, min(len(stable), max(1, int(2 / pace) // 2))):
                     pod, uid = self.rng.choice(running[j])
-                    if self.lose_pod(pod, uid):
+                    if n_lost < losses and self.lose_pod(pod, uid):
                         n_lost += 1
                         self.progress += 1
                         pool = [(k, p) for k, p in pool if k != j]  # no failure beside the loss this round
@@ -399,6 +399,7 @@ class Burst:
                                      f"wrong, e.g.\n  " + "\n  ".join(bad[:15]) + f"\n{self.op.log_tail(15)}")
             time.sleep(1)
         time.sleep(3)  # nothing more may change: a late duplicate or count would show now
+        say(f"converged {converged:.1f}s after the last fault")
         fails, foreign, creates, op_deletes = self.expected()
         bad = self.mismatches(fails, lost)
         if bad:
@@ -416,8 +417,10 @@ class Burst:
         if not creates[201] <= want_creates <= creates[201] + creates[504]:
             raise ScenarioFailed(f"{creates[201]} pod creates taken ({creates[504]} answered 504), {want_creates} "
                                  "needed: duplicates or missing")
-        if op_deletes[200] != sum(fails.values()):
-            raise ScenarioFailed(f"the operator deleted {op_deletes[200]} pods, {sum(fails.values())} failed")
+        # Each failed pod deleted once (a DELETE answered 504 may have landed: the test's kubelet part confirmed it).
+        if not op_deletes[200] <= sum(fails.values()) <= op_deletes[200] + op_deletes[504]:
+            raise ScenarioFailed(f"the operator deleted {op_deletes[200]} pods ({op_deletes[504]} answered 504), "
+                                 f"{sum(fails.values())} failed")
         say(f"checked: {a.jobs} jobs have exactly their pods (0 duplicates, 0 missing); every job's restarts equal "
             f"what happened (pod_failure {sum(fails.values())}, node_lost {sum(lost.values())}: 0 lost, 0 counted "
             f"twice); {len(self.finishing)} finished jobs Succeeded")
