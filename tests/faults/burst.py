@@ -279,6 +279,8 @@ class Burst:
             if code not in (200, 201):
                 if e["verb"] == "create" and not sub and agent.startswith(OPERATOR_AGENT):
                     creates[code] += 1
+                    if code == 504:  # the API server's timeout: the pod may exist (kwok's Running patch will say)
+                        state.setdefault(name, "Pending")
                 elif e["verb"] == "delete" and agent.startswith(OPERATOR_AGENT):
                     op_deletes[code] += 1
                 continue
@@ -297,7 +299,7 @@ class Burst:
             elif e["verb"] == "delete" and not sub:
                 if agent.startswith(OPERATOR_AGENT):
                     op_deletes[code] += 1
-                elif state.get(name) == "Running":
+                elif state.get(name) == "Running" or agent.startswith(LOSE_AGENT):  # the test lost a running pod
                     foreign_deletes[(job_of(name), agent.split("/")[0])] += 1
                 elif state.get(name) == "Pending":
                     self.foreign_pending += 1
@@ -414,7 +416,7 @@ class Burst:
         say(f"operator's pod creates: {creates[201]} taken, {creates[504]} answered 504 (needed {want_creates}), "
             f"{creates[409]} refused as existing; its pod deletes by answer: {dict(op_deletes)}")
         # A create answered 504 (the API server's own timeout, etcd slow or restarting) may have landed.
-        if not creates[201] <= want_creates <= creates[201] + creates[504]:
+        if not creates[201] <= want_creates <= creates[201] + creates[504] + creates[500]:
             raise ScenarioFailed(f"{creates[201]} pod creates taken ({creates[504]} answered 504), {want_creates} "
                                  "needed: duplicates or missing")
         # Each failed pod deleted once (a DELETE answered 504 may have landed: the test's kubelet part confirmed it).
