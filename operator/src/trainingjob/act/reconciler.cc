@@ -267,6 +267,23 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
     if (w.kind == "Pod") continue;
     if (auto e = carry_out(w)) return *e;
   }
+  // A vanished pod's count is stored before its replacement is created: the job's status still says Running, so a
+  // pass that stopped between the create and the write would find every pod present and the loss forgotten. Once
+  // written (phase Restarting), a pass that stops before the create recreates the pod without counting it again.
+  bool status_written = false;
+  if (plan.status_before_creates && !plan.create_ranks.empty() && !(plan.status == job->status)) {
+    auto r = write_status(*job, plan.status);
+    if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    if (!r && r.error().kind != Error::Kind::kNotFound) {
+      return ReconcileResult::failed("update status of " + key, r.error());
+    }
+    if (r) {
+      status_written = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      progress_writes_.written(key, std::chrono::steady_clock::now());
+      if (!r->empty()) written_[key] = {*r, std::chrono::steady_clock::now()};
+    }
+  }
   Expectations expect;
   std::optional<ReconcileResult> first_error;
   std::optional<PodRejection> rejected;
@@ -320,7 +337,8 @@ ReconcileResult Reconciler::reconcile(const std::string& key) {
   // restart counted for it (a failure, a loss) must be stored first. A pass that stops in between (a conflict, a
   // crash, a lost lease) leaves the pod in place, and status.failedPods/lostPods keep it from counting twice.
   std::chrono::milliseconds held_back{0};
-  if (!(plan.status == job->status) && (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0 &&
+  if (!status_written && !(plan.status == job->status) &&
+      (held_back = hold_pending(key, job->status, plan.status, pods)).count() == 0 &&
       (held_back = hold_progress(key, job->status, plan.status)).count() == 0) {
     auto r = write_status(*job, plan.status);
     if (!r && r.error().kind == Error::Kind::kConflict) {

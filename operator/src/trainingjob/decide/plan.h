@@ -93,6 +93,9 @@ struct Plan {
   std::vector<PodDeletion> delete_pods;
   bool delete_job = false;                // ttlSecondsAfterFinished has passed
   Status status;                          // the status to write (unchanged == nothing to write)
+  // The status counts a pod that vanished unseen (a node_lost restart) and create_ranks recreates it: the status is
+  // written before the pods are created, since once its replacement exists nothing shows that the pod was lost.
+  bool status_before_creates = false;
   std::vector<Event> events;              // one per decision
   std::optional<int64_t> requeue_after_s; // a timer (deadline, TTL) the reconciler must come back for
 };
