@@ -427,8 +427,7 @@ class Burst:
             f"what happened (pod_failure {sum(fails.values())}, node_lost {sum(lost.values())}: 0 lost, 0 counted "
             f"twice); {len(self.finishing)} finished jobs Succeeded")
         self.result = (sum(fails.values()), sum(lost.values()), creates[201], creates[409], converged)
-        say(f"converged {converged:.1f}s after the last fault (the test's own last change "
-            f"{t_work - self.last_fault_end:+.1f}s from it)")
+        say(f"(the test's own last change was {t_work - self.last_fault_end:+.1f}s from the last fault)")
         print(f"RESULT jobs={a.jobs} nodes={a.nodes} operator_kills={a.operator_kills} "
               f"apiserver_restarts={a.apiserver_restarts} etcd_restarts={a.etcd_restarts} "
               f"pod_failures={sum(fails.values())} node_lost={sum(lost.values())} lost=0 duplicates=0 "
