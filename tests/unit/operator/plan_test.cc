@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_jobs.h"
 #include "test_plans.h"
 #include "trainingjob/decide/decide_state.h"
@@ -919,6 +921,36 @@ TEST(Decide, NodeZeroFinishedOutweighsAnotherNodesFailureOrNotReadyNode) {
   auto all = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow);
   EXPECT_EQ(find_condition(all.status, ConditionType::kSucceeded)->reason, "AllNodesSucceeded");
   EXPECT_TRUE(all.delete_pods.empty());
+}
+
+TEST(Decide, AVanishedPodIsCountedInAStatusWrittenBeforeItsReplacementIsCreated) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps.erase(ps.begin() + 2);  // deleted at once (grace 0) between two passes: no pod is left to carry its uid
+  const Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  auto p = decide(job, o, kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{2}));
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartNodeLost), 1);
+  // Once the replacement exists nothing shows the loss: the act layer writes this status before creating it.
+  EXPECT_TRUE(p.status_before_creates);
+  EXPECT_EQ(p.status.phase, JobPhase::kRestarting);
+  const auto at = [&](const std::string& kind) {
+    return std::find_if(p.writes.begin(), p.writes.end(), [&](const Write& w) { return w.kind == kind; }) -
+           p.writes.begin();
+  };
+  EXPECT_LT(at("TrainingJob"), at("Pod"));  // the status write comes first in the plan's writes
+  EXPECT_LT(at("Pod"), static_cast<std::ptrdiff_t>(p.writes.size()));
+  // Written, then the pass stopped before the create (a crash, a refused create): recreated, not counted again.
+  job.status = p.status;
+  auto again = decide(job, o, kNow + 1);
+  EXPECT_EQ(again.create_ranks, (std::vector<int>{2}));
+  EXPECT_EQ(again.status.restarts_by_reason.at(kRestartNodeLost), 1);
+  EXPECT_EQ(again.status.restarts, 1);
+  EXPECT_FALSE(again.status_before_creates);
+  // A pod that is merely missing at the start (never created) is no loss and needs no early write.
+  auto first = decide(testing::example_job(), observed({}, up({"n0", "n1", "n2", "n3"})), kNow);
+  EXPECT_EQ(first.create_ranks.size(), 4u);
+  EXPECT_FALSE(first.status_before_creates);
 }
 
 TEST(Decide, AFailedPodIsCountedOnceThoughItsDeleteDidNotLand) {

@@ -204,6 +204,17 @@ void plan_writes(const DecideState& s, Plan& plan) {
     writes.push_back({Write::Verb::kCreate, "Service", job.name, ns_path + "/services", render_service(job)});
   }
   for (Write& w : plan.writes) writes.push_back(std::move(w));  // the integrations' objects and J-rdzv
+  std::optional<Write> status_write;
+  if (!(plan.status == job.status)) {
+    status_write = Write{Write::Verb::kPatchStatus, kKind, job.name, jobs_path(job) + "/" + job.name + "/status",
+                         {{"status", status_patch(job.status, plan.status)}}, job.resource_version};
+  }
+  // A vanished pod's count is stored before its replacement is created: once the replacement exists nothing shows
+  // that the pod was lost, so a pass that stopped between the create and the write would forget the loss.
+  if (status_write && plan.status_before_creates && !plan.create_ranks.empty()) {
+    writes.push_back(std::move(*status_write));
+    status_write.reset();
+  }
   PodOptions options = s.obs.pod_options;
   options.job_rdzv_secret = plan.job_rdzv_secret;
   options.rdzv_key = s.obs.namespace_key;
@@ -212,10 +223,7 @@ void plan_writes(const DecideState& s, Plan& plan) {
     for (const Hook* hook : s.hooks) hook->render_pod(job, pod);
     writes.push_back({Write::Verb::kCreate, "Pod", pod_name(job.name, rank), ns_path + "/pods", std::move(pod)});
   }
-  if (!(plan.status == job.status)) {
-    writes.push_back({Write::Verb::kPatchStatus, kKind, job.name, jobs_path(job) + "/" + job.name + "/status",
-                      {{"status", status_patch(job.status, plan.status)}}, job.resource_version});
-  }
+  if (status_write) writes.push_back(std::move(*status_write));
   for (const PodDeletion& d : plan.delete_pods) {
     nlohmann::json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
     if (d.force) options["gracePeriodSeconds"] = 0;  // the node is gone: no kubelet will confirm the deletion

@@ -96,6 +96,9 @@ struct Plan {
   bool creates_held = false;              // pods are missing but wait for the backoff after a refusal (pod_refused)
   std::vector<PodDeletion> delete_pods;
   Status status;                          // the status to write (unchanged == nothing to write)
+  // The status counts a pod that vanished unseen (a node_lost restart) and create_ranks recreates it: plan_writes
+  // puts the status before the pods' creates, since once its replacement exists nothing shows that the pod was lost.
+  bool status_before_creates = false;
   std::vector<Event> events;              // one per decision
   std::optional<int64_t> requeue_after_s; // a timer (deadline, TTL) the reconciler must come back for
 };
