@@ -899,6 +899,37 @@ TEST(Decide, NodesStillRunningHealthyGetAGraceToFinishAfterNodeZero) {
   EXPECT_EQ(decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 10).status.phase, JobPhase::kSucceeded);
 }
 
+TEST(Decide, ANodeWhoseTrainerExitedZeroIsWaitedForAsFinishingNotStoppedAsNotReady) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  ps[0].phase = "Succeeded";
+  ps[0].exit_code = 0;
+  ps[0].finished_at = format_rfc3339(kNow);
+  // What a kubelet reports for a second between the trainer's exit and the pod's Succeeded: Running, not ready,
+  // the container terminated with 0 (seen on the real nodes: real.plugin.dryrun lost node 1's pod and its logs).
+  ps[1].ready = false;
+  ps[1].exit_code = 0;
+  ps[1].finished_at = format_rfc3339(kNow);
+  auto early = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 1);
+  EXPECT_EQ(early.status.phase, JobPhase::kRunning);
+  EXPECT_TRUE(early.delete_pods.empty());
+  EXPECT_EQ(early.requeue_after_s, 29);
+  // Then all Succeeded: AllNodesSucceeded, every pod kept.
+  for (auto& pod : ps) pod.phase = "Succeeded", pod.exit_code = 0, pod.ready = false;
+  auto all = decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 2);
+  EXPECT_EQ(find_condition(all.status, ConditionType::kSucceeded)->reason, "AllNodesSucceeded");
+  EXPECT_TRUE(all.delete_pods.empty());
+  // A trainer that exited non-zero is no finishing node: no wait.
+  ps = {};
+  job = running_job(&ps);
+  ps[0].phase = "Succeeded";
+  ps[0].exit_code = 0;
+  ps[0].finished_at = format_rfc3339(kNow);
+  ps[1].ready = false;
+  ps[1].exit_code = 1;
+  EXPECT_EQ(decide(job, observed(ps, up({"n0", "n1", "n2", "n3"})), kNow + 1).status.phase, JobPhase::kSucceeded);
+}
+
 TEST(Decide, NodeZeroFinishedOutweighsAnotherNodesFailureOrNotReadyNode) {
   std::vector<PodFacts> ps;
   auto job = running_job(&ps);

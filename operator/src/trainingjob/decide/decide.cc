@@ -31,7 +31,8 @@ const PodFacts* finished_host(const DecideState& s) {
 }
 
 // How long the other nodes have after node 0 finished to finish on their own (they normally do within moments)
-// while they all still run on healthy nodes; a node lost, failed or not ready ends the wait at once.
+// while they all still run on healthy nodes; a node lost, failed or not ready ends the wait at once (a pod whose
+// trainer already exited 0 is not "not ready": it is about to turn Succeeded).
 constexpr int64_t kGroupFinishGraceS = 30;
 
 // Whether to wait for the others to finish by themselves: some still run, ready, on a Ready node, and node 0 finished
@@ -43,7 +44,10 @@ bool others_still_finishing(DecideState& s, const PodFacts& host) {
     bool node_ready = true;
     for (const auto& node : s.obs.nodes) node_ready = node_ready && !(node.name == pod.node_name && !node.ready);
     node_ready = node_ready && s.obs.nodes_gone.count(pod.node_name) == 0;
-    if (pod.phase != "Running" || !pod.ready || !node_ready) return false;
+    // A trainer that exited 0 is finishing: its pod stays Running, no longer ready, until the kubelet's next
+    // status update says Succeeded (a second or so on real nodes).
+    const bool exited_0 = pod.exit_code == 0;
+    if (pod.phase != "Running" || !(pod.ready || exited_0) || !node_ready) return false;
     running = true;
   }
   if (!running || !s.terminating.empty()) return false;
