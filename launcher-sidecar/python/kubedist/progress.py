@@ -9,7 +9,8 @@ step is the number of steps done so far (the step just finished, counted from 1)
 optional; any other keyword with a number is a metric (at most 8 reach the job's status). Outside a kubedist
 launcher (KUBEDIST_PROGRESS unset) every call does nothing. No call blocks or raises: a report the launcher cannot
 take now is dropped, and reports are sent at most every 0.1 s (the last step of `total` at once), so a call costs
-a clock read in between.
+a clock read in between; a step held back by that interval is sent by a helper thread once the interval is over,
+so the launcher hears of the last step even when the loop stops right after it (a hang, a long evaluation).
 
 In a job whose ranks wait for each other every step (DDP), every rank's step takes as long as the slowest one's.
 To let the launcher tell which rank holds the others back, time the part of the step that does not wait for the
@@ -43,6 +44,10 @@ _last_step_time = 0.0
 _compute = 0.0          # seconds in compute() since the last report
 _first = True
 _stack_file = None      # faulthandler keeps only the fd: the file object must live
+_held = None            # the newest report the interval held back: (step, total, epoch, samples, metrics, time)
+_armed = False          # the flusher thread has been told of it
+_lock = None            # one send at a time: the training loop's and the flusher's
+_wake = None            # threading.Event the flusher waits on
 
 
 def enabled():
@@ -125,19 +130,71 @@ def _send(step, total, epoch, samples, metrics, now):
         pass  # the launcher is busy (its queue is full) or gone: this report is dropped
 
 
+def _start_flusher():
+    global _lock, _wake
+    import threading
+    _lock, _wake = threading.Lock(), threading.Event()
+    threading.Thread(target=_flush_held, name="kubedist-progress", daemon=True).start()
+    import atexit
+    atexit.register(_flush_now)
+
+
+def _flush_held():
+    global _armed
+    while True:
+        _wake.wait()
+        _wake.clear()
+        delay = _last_send + _INTERVAL - _monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        # Disarmed before the held report is read: a step held after this read arms the flusher again.
+        _armed = False
+        _flush_now()
+
+
+def _flush_now():
+    global _held
+    try:
+        with _lock:
+            held, _held = _held, None
+            if held is not None:
+                _send(*held)
+    except Exception:
+        pass
+
+
+def _after_fork_in_child():
+    global _lock, _held, _armed
+    _lock = _held = None  # the flusher thread did not come along: a child that reports starts its own
+    _armed = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def step(step, total=None, epoch=None, samples=None, **metrics):
     """Report that `step` steps are done (of `total`); keywords with numbers are metrics (loss=0.5)."""
+    global _held, _armed
     if _address is None:
         return
     try:
         now = _monotonic()
-        if now - _last_send < _INTERVAL and not (total is not None and step >= total):
-            return
         if _socket is None:
             _open()
             if _socket is None:
                 return
-        _send(step, total, epoch, samples, metrics, now)
+        if _lock is None:
+            _start_flusher()
+        if now - _last_send < _INTERVAL and not (total is not None and step >= total):
+            _held = (step, total, epoch, samples, metrics, now)
+            if not _armed:
+                _armed = True
+                _wake.set()
+            return
+        with _lock:
+            _held = None
+            _send(step, total, epoch, samples, metrics, now)
     except Exception:
         pass  # never into the training loop
 

@@ -3,6 +3,7 @@ reports reach node 0's STATUS, a rank stuck in a collective is caught and named 
 restarts, a job that never reports is never judged hung, a throttled rank is named a straggler (and nobody in a
 clean run), the lost time of a worker crash matches the restart window, and bad or flooding reports cost nothing
 but one warning."""
+import json
 import os
 import re
 import socket
@@ -82,6 +83,39 @@ class Progress(LauncherTest):
                 "print('ok')\n")
         out = subprocess.run(["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual((out.returncode, out.stdout, out.stderr), (0, "ok\n", ""))
+
+    def test_a_step_the_interval_held_back_is_sent_when_the_loop_stops_after_it(self):
+        """The helper sends at most every 0.1 s; a loop that stops right after a held step (a hang) must still
+        tell the launcher that step, or the hang message names an older one."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        name = f"kubedist-progress-test-{os.getpid()}"
+        sock.bind("\0" + name)
+        sock.settimeout(0.5)
+        env = {"PYTHONPATH": HELPER, "PATH": "/usr/bin:/bin", "KUBEDIST_PROGRESS": "@" + name}
+        code = ("import os, sys, time\n"
+                "from kubedist import progress\n"
+                "for i in range(1, 1001): progress.step(i, total=5000, loss=1.0 / i)\n"
+                "print('stopped', flush=True)\n"
+                "time.sleep(60)\n"  # stuck: only the helper's own thread can still send step 1000
+                "os._exit(0)\n")
+        child = subprocess.Popen(["/usr/bin/python3", "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(child.stdout.readline(), "stopped\n")
+            steps, deadline = [], time.monotonic() + 30
+            while (not steps or steps[-1] != 1000) and time.monotonic() < deadline:
+                try:
+                    steps.append(json.loads(sock.recv(4096))["step"])
+                except socket.timeout:
+                    pass
+            self.assertIsNone(child.poll(), "the loop is still stuck when the held step arrives")
+        finally:
+            child.kill()
+            child.wait()
+            sock.close()
+        self.assertEqual(steps[-1:], [1000], f"the held step never came: {steps}")
+        self.assertEqual(steps[0], 1)
+        self.assertEqual(steps, sorted(set(steps)), "each report newer than the one before")
+        self.assertLess(len(steps), 100, "still at most one report per 0.1 s")
 
     def test_reports_reach_node_zeros_status_as_the_jobs_step_rate_and_metrics(self):
         launchers, port = self.job(2, 2, ["--step-sleep", "0.25"], steps=40)
