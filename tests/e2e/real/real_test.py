@@ -40,6 +40,9 @@ scenarios:
   powerloss_rigid  (faults, manual) the same fault under a rigid job (replicas 2): the job waits, Restarting, with
            node 1's pod deleted but not forced (its node may only be cut off); once the node comes back its pod is
            replaced, the group re-forms at world size 4 and the job Succeeds; prints the times
+  upgrade  (faults, manual) helm upgrade of the operator to a new image tag with changed values while a job
+           trains: the operator's pods are replaced, the training pods are not (same uids, no container restart),
+           the job Succeeds with no restart counted and its status carries on (progress kept, observedGeneration)
 """
 import calendar
 import contextlib
@@ -638,12 +641,67 @@ def scenario_powerloss_rigid():
               f"began); restartsByReason {st.get('restartsByReason')}", flush=True)
 
 
+def retag(image, tag):
+    """The same image under another tag in the cluster's registry (the distribution API: its manifest put again)."""
+    registry = cluster_sh("registry").stdout.strip()
+    repo = image.split("/", 1)[1].rsplit(":", 1)[0]
+    old_tag = image.rsplit(":", 1)[1]
+    accept = ("application/vnd.oci.image.manifest.v1+json,application/vnd.oci.image.index.v1+json,"
+              "application/vnd.docker.distribution.manifest.v2+json")
+    with tempfile.NamedTemporaryFile() as manifest:
+        got = run("curl", "-fsS", "-D", "-", "-o", manifest.name, "-H", f"Accept: {accept}",
+                  f"http://{registry}/v2/{repo}/manifests/{old_tag}").stdout
+        kind = re.search(r"^content-type:\s*(\S+)", got, re.M | re.I).group(1)
+        run("curl", "-fsS", "-X", "PUT", "-H", f"Content-Type: {kind}", "--data-binary", f"@{manifest.name}",
+            f"http://{registry}/v2/{repo}/manifests/{tag}")
+    return image.rsplit(":", 1)[0] + ":" + tag
+
+
+def scenario_upgrade():
+    refs = images()
+    with namespace("upgrade") as ns:
+        name = apply_example(ns, "--epochs", "60")
+        eventually(300, "rank 0 has trained an epoch", lambda: "epoch 1/" in logs(ns, f"{name}-node-0"), 1)
+        before_pods = pod_uids(ns, name)
+        before_ops = {p["metadata"]["name"] for p in kget("-n", OPERATOR_NS, "pods", "-l",
+                                                              "app.kubernetes.io/component=operator")["items"]}
+        before = eventually(60, "status.progress", lambda: (lambda st: st if st.get("progress") else None)(
+            kget("-n", ns, "tj", name)["status"]), 1)
+        new_image = retag(refs["KUBEDIST_OPERATOR_IMAGE"], "upgrade-test")
+        repo, tag = new_image.rsplit(":", 1)
+        t = time.time()
+        # reuse-values keeps what real.chart installed; the image tag and a value change.
+        run("helm", "upgrade", RELEASE, "--namespace", OPERATOR_NS, "--reuse-values", "--wait", "--timeout", "240s",
+            os.path.join(SOURCE, "helm/kubedist"), "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
+            "--set", "launcherPollInterval=3s", "--set", "logLevel=debug")
+        upgraded = time.time()
+        ops = kget("-n", OPERATOR_NS, "pods", "-l", "app.kubernetes.io/component=operator")["items"]
+        check(ops and all(p["spec"]["containers"][0]["image"] == new_image for p in ops)
+              and not before_ops & {p["metadata"]["name"] for p in ops},
+              f"helm upgrade replaced the operator's pods with {new_image} in {upgraded - t:.1f} s")
+        args = ops[0]["spec"]["containers"][0]["args"]
+        check("--launcher-poll-interval=3s" in args and "--log-level=debug" in args, f"the new values reached it ({args})")
+        st = wait_phase(ns, name, "Succeeded", 600)
+        check(pod_uids(ns, name) == before_pods, "the training pods are the same pods (no recreation)")
+        restarts = [cs.get("restartCount", 0) for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")
+                    ["items"] for cs in p["status"].get("containerStatuses", [])]
+        check(restarts and all(r == 0 for r in restarts), f"no container restarted ({restarts})")
+        check(st.get("restarts", 0) == 0 and not st.get("restartsByReason"),
+              f"no restart counted ({st.get('restartsByReason')})")
+        check((st.get("progress") or {}).get("step", 0) > before["progress"].get("step", 0) and
+              st.get("startTime") == before.get("startTime"),
+              f"the status carried on past the upgrade (the same startTime, step {before['progress'].get('step')} -> "
+              f"{st.get('progress', {}).get('step')})")
+        print(f"FIGURES upgrade: helm upgrade --wait took {upgraded - t:.1f} s while the job trained; 0 pod "
+              f"recreations, 0 container restarts, 0 restarts counted; Succeeded", flush=True)
+
+
 if __name__ == "__main__":
     scenario = sys.argv[1] if len(sys.argv) > 1 else ""
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
         sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted|powerloss|"
-                 f"powerloss_rigid (got {scenario!r})")
+                 f"powerloss_rigid|upgrade (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:
