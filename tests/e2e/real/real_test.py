@@ -40,6 +40,10 @@ scenarios:
   powerloss_rigid  (faults, manual) the same fault under a rigid job (replicas 2): the job waits, Restarting, with
            node 1's pod deleted but not forced (its node may only be cut off); once the node comes back its pod is
            replaced, the group re-forms at world size 4 and the job Succeeds; prints the times
+  netcut   (faults, manual) node 1's node loses its link to the network for 20 s (cluster.sh node-link) while a rigid
+           job trains, less than the controller-manager's 60 s before NotReady: the launchers notice, the group
+           re-forms at world size 4 once the link is back, no pod is recreated, and the job Succeeds; prints the
+           times from the cut to the group stopping and from the heal to training resumed
   upgrade  (faults, manual) helm upgrade of the operator to a new image tag with changed values while a job
            trains: the operator's pods are replaced, the training pods are not (same uids, no container restart),
            the job Succeeds with no restart counted and its status carries on (progress kept, observedGeneration)
@@ -641,6 +645,33 @@ def scenario_powerloss_rigid():
               f"began); restartsByReason {st.get('restartsByReason')}", flush=True)
 
 
+def scenario_netcut():
+    cut_s = 20
+    with namespace("netcut") as ns:
+        name = apply_example(ns, "--epochs", "60")
+        lost = lost_node_of(ns, name)
+        index = str(int(lost.rsplit("-", 1)[1]))
+        before = pod_uids(ns, name)
+        pod0 = f"{name}-node-0"
+        cut = time.time()
+        cluster_sh("node-link", index, "down")
+        log(f"injected: {lost}'s link down for {cut_s} s")
+        try:
+            eventually(cut_s + 10, "the cut held", lambda: time.time() - cut >= cut_s, 1)
+        finally:
+            cluster_sh("node-link", index, "up")
+        healed = time.time()
+        resumed = eventually(300, "the group re-formed at world size 4", lambda: stamped_lines(
+            ns, pod0, r"^start: RANK=0 .*WORLD_SIZE=4 .*restart=[1-9]", cut), 1)[0][0]
+        st = wait_phase(ns, name, "Succeeded", 900)
+        check(pod_uids(ns, name) == before, "no pod was recreated: the group re-formed in place")
+        finished = stamped_lines(ns, pod0, r"^training finished: ")
+        check(finished and "world size 4" in finished[-1][1], "node 0 finished the training at world size 4")
+        print(f"FIGURES netcut: {lost}'s link down {healed - cut:.0f} s; training resumed at world size 4 "
+              f"{resumed - healed:.1f} s after the link came back ({resumed - cut:.1f} s after the cut); "
+              f"restartsByReason {st.get('restartsByReason')}; Succeeded", flush=True)
+
+
 def retag(image, tag):
     """The same image under another tag in the cluster's registry (the distribution API: its manifest put again)."""
     registry = cluster_sh("registry").stdout.strip()
@@ -701,7 +732,7 @@ if __name__ == "__main__":
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
         sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted|powerloss|"
-                 f"powerloss_rigid|upgrade (got {scenario!r})")
+                 f"powerloss_rigid|netcut|upgrade (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:
