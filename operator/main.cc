@@ -147,6 +147,15 @@ std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
       {{"--node-lost-grace"}, false,
        duration_ms([o](long ms) { o->node_lost_grace_s = ms / 1000; }, whole_seconds, 1000, 86400000, grace),
        "  --node-lost-grace D      pods on a node NotReady longer than D are deleted and recreated (forced once the node is gone) (default 60s)\n"},
+      {{"--avoid-node-after-failures"}, false,
+       integer(&o->avoid_node_after_failures, 0, 1000, "an integer from 0 (never) to 1000"),
+       "  --avoid-node-after-failures N   a node where N of a job's pods failed for reasons not the training\n"
+       "                           code's (a signal, OOMKilled, lost with the node, a hang) is avoided by the job's\n"
+       "                           new pods (status.avoidedNodes, Event NodeAvoided); 0: never (default 2)\n"},
+      {{"--taint-avoided-nodes"}, true, boolean(&o->taint_avoided_nodes),
+       "  --taint-avoided-nodes[=BOOL]   also taint a node a job comes to avoid kubedist.io/avoided:NoSchedule, so\n"
+       "                           that no job's new pods land there until it is removed (needs --watch-nodes and\n"
+       "                           patch on nodes) (default false)\n"},
       {{"--launcher-poll-interval"}, false,
        duration_ms([o](long ms) { o->launcher_poll_interval_ms = ms; }, [](long ms) { return ms == 0 || ms >= 100; },
                    0, 3600000, "0 (off) or a duration from 100ms to 1h (e.g. 10s)"),
@@ -225,6 +234,11 @@ int main(int argc, char** argv) {
   std::string error;
   if (!parse_flags(argc, argv, flags, &error)) {
     std::fprintf(stderr, "kubedist-operator: %s\n%s", error.c_str(), usage(flags).c_str());
+    return 2;
+  }
+  if (options.taint_avoided_nodes && !options.watch_nodes.value_or(options.ns.empty())) {
+    std::fprintf(stderr, "kubedist-operator: --taint-avoided-nodes needs the node watch: --watch-nodes (on by default "
+                         "only without --namespace)\n");
     return 2;
   }
   // Every thread inherits this mask, so SIGTERM/SIGINT reach only the sigwait below.

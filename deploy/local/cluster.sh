@@ -519,10 +519,20 @@ case "$cmd" in
   status) status ;;
   restart-apiserver) restart_apiserver ;;
   restart-etcd) restart_etcd ;;
+  node-power-loss | node-restart | node-link)
+    [ "$real_nodes" -gt 0 ] || die "$cmd: cluster $name has no real nodes"
+    [[ ${3:-} =~ ^[0-9]$ ]] && [ "$3" -lt "$real_nodes" ] || die "$cmd needs a node number from 0 to $((real_nodes - 1)), got '${3:-}'"
+    case "$cmd" in
+      node-power-loss) node_power_loss "$3" ;;
+      node-restart) node_restart "$3" ;;
+      node-link) node_link "$3" "${4:-}" ;;
+    esac
+    ;;
   kubeconfig) echo "$kubeconfig" ;;
   registry) echo "127.0.0.1:$((base + 6))" ;;  # nodes.sh's registry_port_host
   *)
     echo "usage: cluster.sh up|down|status|restart-apiserver|restart-etcd|kubeconfig|registry|kueue-up|kueue-down|kueue-crds [NAME]" >&2
+    echo "       cluster.sh node-power-loss|node-restart NAME I; cluster.sh node-link NAME I up|down (real nodes)" >&2
     exit 2
     ;;
 esac

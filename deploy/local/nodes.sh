@@ -288,6 +288,57 @@ node_down() {
   rm -rf "$d/kubelet" "$d/cni-ipam" "$d/pod-logs" "$r"
 }
 
+# --- faults (tests/e2e/real) -------------------------------------------------------------------------------
+
+# node_power_loss I: worker-I loses its power: every process of it killed at once (kubelet, kube-proxy, containerd,
+# the shims, every container in its cgroups), and its link to the network down (its address answers nothing any
+# more). Nothing is cleaned up, as nothing would be; node_restart brings it back.
+node_power_loss() {
+  local i=$1 r root h what p victims=() pass
+  r=$(node_run "$i")
+  root=$(cgroup_root "$i")
+  [ -d "/run/netns" ] && ip netns list | grep -qw "$(node_ns "$i")" || die "worker-$i is not up"
+  for what in "kubelet-w$i" "kube-proxy-w$i" "containerd-w$i"; do
+    p=$(pid_of "$what")
+    [ -n "$p" ] && victims+=("-$p")
+  done
+  while read -r p; do victims+=("$p"); done < <(pgrep -f -- "-address $r/containerd.sock" || true)
+  for h in /sys/fs/cgroup/*/; do
+    [ -d "$h$root" ] || continue
+    while read -r p; do victims+=("$p"); done < <(find "$h$root" -name cgroup.procs -exec cat {} + 2>/dev/null)
+  done
+  kill -KILL -- "${victims[@]}" 2>/dev/null || true
+  ip -n "$net_ns" link set "w$i" down
+  # Whatever forked between the listing and the kill.
+  for pass in 1 2 3; do
+    for h in /sys/fs/cgroup/*/; do
+      [ -d "$h$root" ] || continue
+      find "$h$root" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    done
+  done
+  log "worker-$i lost its power: ${#victims[@]} processes killed at once, its link down"
+}
+
+# node_restart I: worker-I starts again after a power loss: what the dead processes left is cleared (node_down),
+# and the node comes up as up brings it (its Node object is the same; its pods are gone).
+node_restart() {
+  local i=$1
+  node_down "$i"
+  node_up "$i"
+  wait_for "kubelet-w$i" 180 node_ready "$i"
+  configs_strict "$i"
+  advertise_gpus "$i"
+  wait_for "kubelet-w$i" 60 gpus_advertised "$i"
+  log "worker-$i is up again"
+}
+
+# node_link I up|down: worker-I's link to the network (a cut cable, a dead switch port); its processes run on.
+node_link() {
+  case "$2" in up | down) ;; *) die "node-link needs up or down, got '$2'" ;; esac
+  ip -n "$net_ns" link set "w$1" "$2"
+  log "worker-$1's link is $2"
+}
+
 # --- the whole set ----------------------------------------------------------------------------------------
 
 real_up() {

@@ -31,6 +31,22 @@ scenarios:
            the condition PodsRefused (PodSecurity), one Warning Event, no Created claim and creates retried with
            backoff, counted in the API server's audit log; a ResourceQuota of 1 pod for the 2 replicas shows
            PodsRefused (ResourceQuota) within 30 s, and once the quota allows 2 the second pod is created
+  powerloss  (faults, manual) the issue's node power loss: an elastic job (replicas 2, minReplicas 1) trains, and
+           every process of the node running node 1's pod is killed at once and its link cut (cluster.sh
+           node-power-loss): node 0's launchers re-form at world size 2 and train to the end, the job Succeeds
+           (GroupFinished) without node 1's pod being recreated, and the operator, whichever of its 2 replicas
+           was on the dead node, keeps reconciling; prints the times from the fault to the workers restarted, to
+           training resumed (the first epoch after) and to Succeeded; the node is restarted afterwards
+  powerloss_rigid  (faults, manual) the same fault under a rigid job (replicas 2): the job waits, Restarting, with
+           node 1's pod deleted but not forced (its node may only be cut off); once the node comes back its pod is
+           replaced, the group re-forms at world size 4 and the job Succeeds; prints the times
+  netcut   (faults, manual) node 1's node loses its link to the network for 20 s (cluster.sh node-link) while a rigid
+           job trains, less than the controller-manager's 60 s before NotReady: the launchers notice, the group
+           re-forms at world size 4 once the link is back, no pod is recreated, and the job Succeeds; prints the
+           times from the cut to the group stopping and from the heal to training resumed
+  upgrade  (faults, manual) helm upgrade of the operator to a new image tag with changed values while a job
+           trains: the operator's pods are replaced, the training pods are not (same uids, no container restart),
+           the job Succeeds with no restart counted and its status carries on (progress kept, observedGeneration)
 """
 import calendar
 import contextlib
@@ -510,11 +526,213 @@ def scenario_restricted():
         check(all(b >= a - 1 for a, b in zip(gaps, gaps[1:])), f"priv: the gaps between creates grow ({gaps})")
 
 
+# ---- faults on real nodes (issue 28) ---------------------------------------------------------------------
+def cluster_sh(*args):
+    return run(os.path.join(SOURCE, "deploy/local/cluster.sh"), args[0], os.path.basename(CLUSTER_DIR), *args[1:])
+
+
+def stamped_lines(ns, pod, pattern, after=0.0):
+    """(time, line) of the trainer's log lines matching pattern, by the kubelet's timestamps, later than after."""
+    out = kubectl("-n", ns, "logs", pod, "-c", "trainer", "--timestamps", ok=False).stdout
+    found = []
+    for line in out.splitlines():
+        stamp, _, text = line.partition(" ")
+        if re.search(pattern, text):
+            t = rfc3339(stamp)
+            if t > after:
+                found.append((t, text))
+    return found
+
+
+def leader_node():
+    holder = kget("-n", OPERATOR_NS, "lease", RELEASE)["spec"].get("holderIdentity", "")
+    for pod in kget("-n", OPERATOR_NS, "pods", "-l", "app.kubernetes.io/component=operator")["items"]:
+        if holder.startswith(pod["metadata"]["name"]):
+            return pod["spec"].get("nodeName", "")
+    return ""
+
+
+@contextlib.contextmanager
+def power_lost(node):
+    """worker-I (node) loses its power; it is started again on the way out, whatever happened."""
+    index = int(node.rsplit("-", 1)[1])
+    t = time.time()
+    cluster_sh("node-power-loss", str(index))
+    try:
+        yield t
+    finally:
+        cluster_sh("node-restart", str(index))
+        eventually(180, f"{node} Ready again", lambda: [c for c in kget("node", node)["status"]["conditions"]
+                                                        if c["type"] == "Ready" and c["status"] == "True"], 2)
+
+
+def lost_node_of(ns, name):
+    """Once both pods train on different nodes: the node of node 1's pod (the one to lose) and the leader's."""
+    eventually(300, "rank 0 has trained an epoch", lambda: "epoch 1/" in logs(ns, f"{name}-node-0"), 1)
+    pods = {p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")["items"]}
+    check(pods[f"{name}-node-0"] != pods[f"{name}-node-1"], f"the two pods train on different nodes ({pods})")
+    return pods[f"{name}-node-1"]
+
+
+def scenario_powerloss():
+    epochs = 120
+    with namespace("powerloss") as ns:
+        name = apply_example(ns, "--epochs", str(epochs), spec={"replicas": 2, "minReplicas": 1, "maxReplicas": 2})
+        lost = lost_node_of(ns, name)
+        leader = leader_node()
+        node1 = pod_uids(ns, name)[f"{name}-node-1"]
+        with power_lost(lost) as fault:
+            log(f"injected: {lost} (node 1's pod; the operator's leader on {leader}) lost its power")
+            pod0 = f"{name}-node-0"
+            restarted = eventually(120, "node 0's workers restarted at world size 2", lambda: stamped_lines(
+                ns, pod0, r"^start: RANK=0 .*WORLD_SIZE=2 ", fault), 1)[0][0]
+            resumed = eventually(120, "an epoch trained at world size 2", lambda: stamped_lines(
+                ns, pod0, r"^epoch \d+/", restarted), 1)[0][0]
+            st = wait_phase(ns, name, "Succeeded", 900)
+            done = rfc3339(condition(st, "Succeeded").get("lastTransitionTime") or st["completionTime"])
+            finished = stamped_lines(ns, pod0, r"^training finished: ")
+            check(finished and "world size 2" in finished[-1][1],
+                  f"node 0 trained all {epochs} epochs at world size 2 ({finished[-1][1] if finished else 'no end'})")
+            check(condition(st, "Succeeded").get("reason") in ("GroupFinished", "AllNodesSucceeded"),
+                  f"the job Succeeded as node 0 finished ({condition(st, 'Succeeded').get('reason')})")
+            check(pod_uids(ns, name).get(f"{name}-node-1") in (None, node1),
+                  "node 1's pod was not recreated for a group that was finishing without it")
+            by_reason = st.get("restartsByReason", {})
+            check(by_reason.get("pod_failure", 0) == 0,
+                  f"no pod failure counted for a lost node ({by_reason})")
+            print(f"FIGURES powerloss: workers restarted {restarted - fault:.1f} s after the fault, training resumed "
+                  f"(first epoch at world size 2) {resumed - fault:.1f} s, job Succeeded {done - fault:.1f} s; "
+                  f"restartsByReason {by_reason}; the operator's leader was on "
+                  f"{'the lost node' if leader == lost else 'the other node'}", flush=True)
+        eventually(120, "the operator's 2 replicas available again", lambda: kget(
+            "-n", OPERATOR_NS, "deployment", RELEASE)["status"].get("availableReplicas") == 2, 2)
+
+
+def scenario_powerloss_rigid():
+    epochs = 60
+    with namespace("powerrigid") as ns:
+        name = apply_example(ns, "--epochs", str(epochs))
+        lost = lost_node_of(ns, name)
+        node1 = pod_uids(ns, name)[f"{name}-node-1"]
+        index = int(lost.rsplit("-", 1)[1])
+        fault = time.time()
+        cluster_sh("node-power-loss", str(index))
+        log(f"injected: {lost} (node 1's pod) lost its power")
+        try:
+            # The node goes NotReady (the controller-manager's 60 s), its pod is deleted without force after the
+            # operator's node-lost grace (60 s): nothing confirms it, so no replacement may share its hostname.
+            eventually(240, "node 1's pod being deleted", lambda: kget("-n", ns, "pod", f"{name}-node-1")
+                       ["metadata"].get("deletionTimestamp"), 2)
+            st = kget("-n", ns, "tj", name)["status"]
+            check(st.get("phase") == "Restarting" and pod_uids(ns, name).get(f"{name}-node-1") == node1,
+                  f"the rigid job waits, {st.get('phase')}, its lost pod deleted without force and not replaced")
+            back = time.time()
+        finally:
+            cluster_sh("node-restart", str(index))
+        eventually(180, f"{lost} Ready again", lambda: [c for c in kget("node", lost)["status"]["conditions"]
+                                                        if c["type"] == "Ready" and c["status"] == "True"], 2)
+        replaced = eventually(300, "node 1's pod replaced", lambda: pod_uids(ns, name).get(f"{name}-node-1")
+                              not in (None, node1), 2)
+        restarted = eventually(300, "the group re-formed at world size 4", lambda: stamped_lines(
+            ns, f"{name}-node-0", r"^start: RANK=0 .*WORLD_SIZE=4 .*restart=[1-9]", fault), 2)[0][0]
+        st = wait_phase(ns, name, "Succeeded", 900)
+        check(replaced and st.get("restartsByReason", {}).get("node_lost", 0) >= 1,
+              f"the loss is counted as node_lost ({st.get('restartsByReason')})")
+        print(f"FIGURES powerloss_rigid: node 1's pod deleted (not forced) and waited for while the node was down; "
+              f"the node back {back - fault:.0f} s after the fault (the test's choice); the group re-formed at world "
+              f"size 4 {restarted - fault:.1f} s after the fault ({restarted - back:.1f} s after the node's restart "
+              f"began); restartsByReason {st.get('restartsByReason')}", flush=True)
+
+
+def scenario_netcut():
+    cut_s = 20
+    with namespace("netcut") as ns:
+        name = apply_example(ns, "--epochs", "60")
+        lost = lost_node_of(ns, name)
+        index = str(int(lost.rsplit("-", 1)[1]))
+        before = pod_uids(ns, name)
+        pod0 = f"{name}-node-0"
+        cut = time.time()
+        cluster_sh("node-link", index, "down")
+        log(f"injected: {lost}'s link down for {cut_s} s")
+        try:
+            eventually(cut_s + 10, "the cut held", lambda: time.time() - cut >= cut_s, 1)
+        finally:
+            cluster_sh("node-link", index, "up")
+        healed = time.time()
+        resumed = eventually(300, "the group re-formed at world size 4", lambda: stamped_lines(
+            ns, pod0, r"^start: RANK=0 .*WORLD_SIZE=4 .*restart=[1-9]", cut), 1)[0][0]
+        st = wait_phase(ns, name, "Succeeded", 900)
+        check(pod_uids(ns, name) == before, "no pod was recreated: the group re-formed in place")
+        finished = stamped_lines(ns, pod0, r"^training finished: ")
+        check(finished and "world size 4" in finished[-1][1], "node 0 finished the training at world size 4")
+        print(f"FIGURES netcut: {lost}'s link down {healed - cut:.0f} s; training resumed at world size 4 "
+              f"{resumed - healed:.1f} s after the link came back ({resumed - cut:.1f} s after the cut); "
+              f"restartsByReason {st.get('restartsByReason')}; Succeeded", flush=True)
+
+
+def retag(image, tag):
+    """The same image under another tag in the cluster's registry (the distribution API: its manifest put again)."""
+    registry = cluster_sh("registry").stdout.strip()
+    repo = image.split("/", 1)[1].rsplit(":", 1)[0]
+    old_tag = image.rsplit(":", 1)[1]
+    accept = ("application/vnd.oci.image.manifest.v1+json,application/vnd.oci.image.index.v1+json,"
+              "application/vnd.docker.distribution.manifest.v2+json")
+    with tempfile.NamedTemporaryFile() as manifest:
+        got = run("curl", "-fsS", "-D", "-", "-o", manifest.name, "-H", f"Accept: {accept}",
+                  f"http://{registry}/v2/{repo}/manifests/{old_tag}").stdout
+        kind = re.search(r"^content-type:\s*(\S+)", got, re.M | re.I).group(1)
+        run("curl", "-fsS", "-X", "PUT", "-H", f"Content-Type: {kind}", "--data-binary", f"@{manifest.name}",
+            f"http://{registry}/v2/{repo}/manifests/{tag}")
+    return image.rsplit(":", 1)[0] + ":" + tag
+
+
+def scenario_upgrade():
+    refs = images()
+    with namespace("upgrade") as ns:
+        name = apply_example(ns, "--epochs", "60")
+        eventually(300, "rank 0 has trained an epoch", lambda: "epoch 1/" in logs(ns, f"{name}-node-0"), 1)
+        before_pods = pod_uids(ns, name)
+        before_ops = {p["metadata"]["name"] for p in kget("-n", OPERATOR_NS, "pods", "-l",
+                                                              "app.kubernetes.io/component=operator")["items"]}
+        before = eventually(60, "status.progress", lambda: (lambda st: st if st.get("progress") else None)(
+            kget("-n", ns, "tj", name)["status"]), 1)
+        new_image = retag(refs["KUBEDIST_OPERATOR_IMAGE"], "upgrade-test")
+        repo, tag = new_image.rsplit(":", 1)
+        t = time.time()
+        # reuse-values keeps what real.chart installed; the image tag and a value change.
+        run("helm", "upgrade", RELEASE, "--namespace", OPERATOR_NS, "--reuse-values", "--wait", "--timeout", "240s",
+            os.path.join(SOURCE, "helm/kubedist"), "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
+            "--set", "launcherPollInterval=3s", "--set", "logLevel=debug")
+        upgraded = time.time()
+        ops = kget("-n", OPERATOR_NS, "pods", "-l", "app.kubernetes.io/component=operator")["items"]
+        check(ops and all(p["spec"]["containers"][0]["image"] == new_image for p in ops)
+              and not before_ops & {p["metadata"]["name"] for p in ops},
+              f"helm upgrade replaced the operator's pods with {new_image} in {upgraded - t:.1f} s")
+        args = ops[0]["spec"]["containers"][0]["args"]
+        check("--launcher-poll-interval=3s" in args and "--log-level=debug" in args, f"the new values reached it ({args})")
+        st = wait_phase(ns, name, "Succeeded", 600)
+        check(pod_uids(ns, name) == before_pods, "the training pods are the same pods (no recreation)")
+        restarts = [cs.get("restartCount", 0) for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")
+                    ["items"] for cs in p["status"].get("containerStatuses", [])]
+        check(restarts and all(r == 0 for r in restarts), f"no container restarted ({restarts})")
+        check(st.get("restarts", 0) == 0 and not st.get("restartsByReason"),
+              f"no restart counted ({st.get('restartsByReason')})")
+        check((st.get("progress") or {}).get("step", 0) > before["progress"].get("step", 0) and
+              st.get("startTime") == before.get("startTime"),
+              f"the status carried on past the upgrade (the same startTime, step {before['progress'].get('step')} -> "
+              f"{st.get('progress', {}).get('step')})")
+        print(f"FIGURES upgrade: helm upgrade --wait took {upgraded - t:.1f} s while the job trained; 0 pod "
+              f"recreations, 0 container restarts, 0 restarts counted; Succeeded", flush=True)
+
+
 if __name__ == "__main__":
     scenario = sys.argv[1] if len(sys.argv) > 1 else ""
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
-        sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted (got {scenario!r})")
+        sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted|powerloss|"
+                 f"powerloss_rigid|netcut|upgrade (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:

@@ -228,6 +228,26 @@ bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true"
           "networkPolicy.namespaces={Team_A}", ok=False)
 check(bad.returncode != 0 and "namespaces" in bad.stderr, "values.schema.json refuses a namespace name Kubernetes would not")
 
+# Bad nodes: the operator's limit is the chart's; tainting them for everyone is asked for, and only then may the
+# operator patch nodes (least privilege), and only in the cluster-wide install, where nodes are watched.
+def node_verbs(docs):
+    return [r["verbs"] for r in find(docs, "ClusterRole")[0]["rules"] if r.get("resources") == ["nodes"]]
+plain = render()
+check("--avoid-node-after-failures=2" in operator_args(plain) and "--taint-avoided-nodes" not in operator_args(plain)
+      and node_verbs(plain) == [["get", "list", "watch"]],
+      "by default a job avoids a node after 2 failures that are not its code's, and the operator may not patch nodes")
+tainting = render("avoidNodeAfterFailures=3", "taintAvoidedNodes=true")
+check("--avoid-node-after-failures=3" in operator_args(tainting) and "--taint-avoided-nodes" in operator_args(tainting)
+      and node_verbs(tainting) == [["get", "list", "watch", "patch"]],
+      "avoidNodeAfterFailures and taintAvoidedNodes reach the flags; tainting grants patch on nodes")
+refused = run("helm", "template", "kd", CHART, "--set", "watchNamespace=team-a", "--set", "taintAvoidedNodes=true",
+              ok=False)
+check(refused.returncode != 0 and "taintAvoidedNodes: tainting nodes needs the cluster-wide install" in refused.stderr,
+      f"a namespaced install that asks to taint nodes is refused: {' '.join(refused.stderr.split())[-140:]}")
+negative = run("helm", "template", "kd", CHART, "--set", "avoidNodeAfterFailures=-1", ok=False)
+check(negative.returncode != 0 and "avoidNodeAfterFailures" in negative.stderr,
+      "values.schema.json refuses a negative avoidNodeAfterFailures")
+
 # The plain manifests are what the chart renders now, and the API server accepts them.
 import tempfile
 with tempfile.TemporaryDirectory() as tmp:

@@ -34,10 +34,19 @@ expect 2 "--node-lost-grace needs a value" --node-lost-grace
 expect 2 "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"5h\"" --launcher-poll-interval=5h
 expect 2 "--launcher-poll-interval must be 0 (off) or a duration from 100ms to 1h (e.g. 10s), got \"10ms\"" --launcher-poll-interval=10ms
 expect 2 "--gang-scheduling must be per-job, all or off, got \"sometimes\"" --gang-scheduling sometimes
+expect 2 "--avoid-node-after-failures must be an integer from 0 (never) to 1000, got \"-1\"" --avoid-node-after-failures=-1
+expect 2 "--avoid-node-after-failures must be an integer from 0 (never) to 1000, got \"twice\"" --avoid-node-after-failures twice
+expect 2 "--avoid-node-after-failures needs a value" --avoid-node-after-failures
+expect 2 "--taint-avoided-nodes must be true or false, got \"yes\"" --taint-avoided-nodes=yes
+expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by default only without --namespace)" \
+  --namespace team-a --taint-avoided-nodes
+expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by default only without --namespace)" \
+  --taint-avoided-nodes --watch-nodes=false
 expect 2 "--gang-scheduling needs a value" --gang-scheduling
 # Good values pass the flag checks and fail later, at the (missing) kubeconfig.
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig --watch-nodes \
-  --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0 --gang-scheduling=all
+  --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0 --gang-scheduling=all \
+  --avoid-node-after-failures=0 --taint-avoided-nodes
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

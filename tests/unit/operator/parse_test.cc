@@ -291,6 +291,18 @@ TEST(ParseNodeFacts, ReadyCordonedAndNotReadySince) {
   EXPECT_EQ(fresh.schedulable_since, "2026-12-03T05:00:09Z");
 }
 
+TEST(ParseNodeFacts, KeepsItsTaintsAndVersionForATaintWriteAndSeesTheAvoidedTaint) {
+  auto n = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-1", "resourceVersion": "42"},
+    "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}, {"key": "kubedist.io/avoided", "effect": "NoSchedule"}]}})"));
+  EXPECT_EQ(n.resource_version, "42");
+  EXPECT_TRUE(n.avoided_taint);
+  EXPECT_FALSE(n.out_of_service);
+  EXPECT_EQ(n.taints.size(), 2u);
+  auto plain = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-2"}, "spec": {"taints": [{"key": 3}]}})"));
+  EXPECT_FALSE(plain.avoided_taint);
+  EXPECT_TRUE(parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-3"}})")).taints.empty());
+}
+
 TEST(ParseNodeFacts, TheOutOfServiceTaintAloneMarksANodeOutOfService) {
   auto n = parse_node_facts(nlohmann::json::parse(R"({"metadata": {"name": "gpu-1"}, "spec": {"taints": [
     {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_jobs.h"
+#include "test_plans.h"
 #include "trainingjob/act/progress_writes.h"
 #include "trainingjob/api/status_json.h"
 #include "trainingjob/decide/decide_state.h"
@@ -274,12 +275,21 @@ TEST(DecideLauncher, AHangIsARestartWithItsStacksInLastFailureAndAnEvent) {
   EXPECT_NE(s.plan.events[0].message.find("rank 3 on resnet-node-1 stuck 31 s at step 4 in recv (train.py:40)"),
             std::string::npos);
   EXPECT_EQ(s.plan.status.launcher.absorb, 0);  // nothing the operator counted: never absorbed
+  // The node of the rank the others wait for is the suspect: one failure there (decide/bad_nodes.h).
+  EXPECT_EQ(s.plan.status.node_failures, (std::map<std::string, int>{{"gpu-1", 1}}));
   job.status = s.plan.status;
   const Observed again_seen = reporting(hung, {{kRestartHang, 1}});
   DecideState again(job, again_seen, kNow + 10);
   fold_launcher(again, &again.live[0]);
   EXPECT_TRUE(again.plan.events.empty());
   EXPECT_EQ(again.plan.status.restarts, 1);
+  EXPECT_EQ(again.plan.status.node_failures, (std::map<std::string, int>{{"gpu-1", 1}}));  // the same hang
+  // A second hang stuck on the same node: gpu-1 is avoided (the default limit of 2).
+  const Observed twice_seen = reporting(hung, {{kRestartHang, 2}});
+  DecideState twice(job, twice_seen, kNow + 60);
+  fold_launcher(twice, &twice.live[0]);
+  EXPECT_EQ(twice.plan.status.avoided_nodes, (std::vector<std::string>{"gpu-1"}));
+  EXPECT_TRUE(testing::has_event(twice.plan, "NodeAvoided"));
 }
 
 TEST(ProgressWrites, HoldsAWriteOfProgressAloneUntilTheIntervalAfterTheLastWrite) {

@@ -333,5 +333,77 @@ TEST_F(ReconcilerTest, ASecretOfThatNameThatIsNotTheOperatorsIsAConflictTheJobSh
   EXPECT_TRUE(api.calls("create", kPods).empty());  // no pod that could not sign
 }
 
+// A reconciler that watches nodes and taints the ones a job comes to avoid (after one failure, for brevity).
+struct TaintingReconciler {
+  explicit TaintingReconciler(ReconcilerTest& t) : t(t) {
+    ReconcilerExtras extras;
+    extras.nodes = &nodes;
+    extras.avoid_node_after_failures = 1;
+    extras.taint_avoided_nodes = true;
+    reconciler = std::make_unique<Reconciler>(t.api, t.jobs, t.pods, t.services, t.recorder, PodOptions{},
+                                              std::move(extras));
+    const json node = json::parse(R"({"metadata": {"name": "gpu-7", "resourceVersion": "5"},
+      "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+      "status": {"conditions": [{"type": "Ready", "status": "True"}]}})");
+    t.api.put(kNode, node);
+    nodes.set("gpu-7", parse_node_facts(node));
+  }
+  // Runs the job, then node 0's trainer dies of SIGKILL on gpu-7; returns the pass's result.
+  ReconcileResult fail_on_the_node() {
+    reconciler->reconcile(kKey);
+    t.sync();
+    t.pods_run();
+    reconciler->reconcile(kKey);
+    t.sync();
+    t.pods_run();
+    t.api.clear_calls();
+    PodFacts failed = t.cached_pod("resnet-node-0");
+    failed.phase = "Failed";
+    failed.exit_code = 137;
+    failed.node_name = "gpu-7";
+    t.pods.set("team-a/resnet-node-0", failed);
+    return reconciler->reconcile(kKey);
+  }
+  static inline const std::string kNode = "/api/v1/nodes/gpu-7";
+  ReconcilerTest& t;
+  FakeCache<NodeFacts> nodes;
+  std::unique_ptr<Reconciler> reconciler;
+};
+
+TEST_F(ReconcilerTest, AnAvoidedNodeIsTaintedOnTheVersionItsTaintsWereReadFromBeforeTheStatusNamesIt) {
+  TaintingReconciler tainting(*this);
+  EXPECT_NE(tainting.fail_on_the_node().kind, ReconcileResult::Kind::kError);
+  const auto patches = api.calls("patch", TaintingReconciler::kNode);
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].body["metadata"]["resourceVersion"], "5");
+  EXPECT_EQ(api.object(TaintingReconciler::kNode)->at("spec")["taints"], json::parse(R"([
+    {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+    {"key": "kubedist.io/avoided", "value": "", "effect": "NoSchedule"}])"));
+  const auto calls = api.calls();
+  const auto node_at = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.path == TaintingReconciler::kNode; });
+  const auto status_at = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.path == kJobPath + "/status"; });
+  ASSERT_NE(status_at, calls.end());
+  EXPECT_LT(node_at, status_at);
+  EXPECT_EQ(status_at->body["status"]["avoidedNodes"], json::array({"gpu-7"}));
+}
+
+TEST_F(ReconcilerTest, ATaintTheApiServerRefusesDoesNotHoldUpTheJobAndAConflictDecidesAgain) {
+  TaintingReconciler refused(*this);
+  api.answer("patch", TaintingReconciler::kNode, 403, "Forbidden");
+  EXPECT_NE(refused.fail_on_the_node().kind, ReconcileResult::Kind::kError);
+  EXPECT_EQ(api.calls("patch", kJobPath + "/status").size(), 1u);  // the failure and the avoided node still counted
+  EXPECT_EQ(api.calls("delete", kPods + "/resnet-node-0").size(), 1u);
+}
+
+TEST_F(ReconcilerTest, ATaintWriteOnAChangedNodeStopsThePassBeforeTheStatusSoTheNextDecidesAgain) {
+  TaintingReconciler conflict(*this);
+  api.answer("patch", TaintingReconciler::kNode, 409, "Conflict");
+  const ReconcileResult r = conflict.fail_on_the_node();
+  EXPECT_EQ(r.kind, ReconcileResult::Kind::kRequeueAfter);
+  EXPECT_EQ(r.after, milliseconds(1000));
+  EXPECT_TRUE(api.calls("patch", kJobPath + "/status").empty());
+  EXPECT_TRUE(api.calls("delete", kPods).empty());  // the failed pod stays until its count is written
+}
+
 }  // namespace
 }  // namespace kubedist::trainingjob

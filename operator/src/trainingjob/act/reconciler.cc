@@ -19,7 +19,9 @@ json request_body(const Write& w) {
   if (w.precondition.empty()) return w.body;
   json body = w.body.is_object() ? w.body : json::object();
   if (w.verb == Write::Verb::kDelete) body["preconditions"]["uid"] = w.precondition;
-  if (w.verb == Write::Verb::kPatchStatus) body["metadata"]["resourceVersion"] = w.precondition;
+  if (w.verb == Write::Verb::kPatchStatus || w.verb == Write::Verb::kMergePatch) {
+    body["metadata"]["resourceVersion"] = w.precondition;
+  }
   return body;
 }
 
@@ -178,6 +180,8 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
   o.pod_options = pod_options_;
   o.unschedulable_grace_s = extras_.unschedulable_grace_s;
   o.node_lost_grace_s = extras_.node_lost_grace_s;
+  o.avoid_node_after_failures = extras_.avoid_node_after_failures;
+  o.taint_avoided_nodes = extras_.taint_avoided_nodes;
   return o;
 }
 
@@ -316,6 +320,12 @@ std::optional<ReconcileResult> Reconciler::carry_out_plain(const Write& w) {
       if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
       if (r || r.error().kind == Error::Kind::kNotFound) return std::nullopt;
       return ReconcileResult::failed("update " + what, r.error());
+    }
+    case Write::Verb::kMergePatch: {
+      auto r = api_.merge_patch(w.path, request_body(w));
+      if (!r && r.error().kind == Error::Kind::kConflict) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+      if (!r && r.error().kind != Error::Kind::kNotFound) log_warn("reconciler", "update " + what + ": " + r.error().message);
+      return std::nullopt;
     }
   }
   return std::nullopt;

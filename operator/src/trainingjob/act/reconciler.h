@@ -48,6 +48,8 @@ struct ReconcilerExtras {
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
+  int avoid_node_after_failures = 2;  // see Observed::avoid_node_after_failures; 0: never
+  bool taint_avoided_nodes = false;   // see Observed::taint_avoided_nodes
   std::chrono::milliseconds progress_write_interval{30000};  // see ProgressWrites; 0: no bound
 };
 

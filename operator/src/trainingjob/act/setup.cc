@@ -169,6 +169,8 @@ ReconcilerExtras reconciler_extras(const OperatorOptions& options, const Watched
   }
   extras.unschedulable_grace_s = options.unschedulable_grace_s;
   extras.node_lost_grace_s = options.node_lost_grace_s;
+  extras.avoid_node_after_failures = options.avoid_node_after_failures;
+  extras.taint_avoided_nodes = options.taint_avoided_nodes;
   extras.progress_write_interval = std::chrono::milliseconds(options.progress_write_interval_ms);
   return extras;
 }

@@ -127,12 +127,16 @@ NodeFacts parse_node_facts(const json& node) {
   NodeFacts f;
   const json& md = object_or_empty(node, "metadata");
   f.name = string_at(md, "name");
+  f.resource_version = string_at(md, "resourceVersion");
   const json* spec = object_at(node, "spec");
   f.unschedulable = spec != nullptr && spec->value("unschedulable", false);
   if (spec != nullptr) {
     if (auto taints = spec->find("taints"); taints != spec->end() && taints->is_array()) {
-      for (const auto& t : *taints)
+      for (const auto& t : *taints) {
         f.out_of_service = f.out_of_service || (t.is_object() && text_at(t, "key") == kOutOfServiceTaint);
+        f.avoided_taint = f.avoided_taint || (t.is_object() && text_at(t, "key") == kAvoidedTaint);
+      }
+      if (!taints->empty()) f.taints = *taints;
     }
   }
   const json& st = object_or_empty(node, "status");

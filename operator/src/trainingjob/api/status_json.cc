@@ -156,6 +156,8 @@ void to_json(json& j, const Status& s) {
   j["progress"] = s.progress ? json(*s.progress) : json(nullptr);
   j["rendezvousSecret"] = s.rendezvous_secret.empty() ? json(nullptr) : json(s.rendezvous_secret);
   j["rendezvousKeyLost"] = s.rendezvous_key_lost.empty() ? json(nullptr) : json(s.rendezvous_key_lost);
+  j["nodeFailures"] = s.node_failures.empty() ? json(nullptr) : json(s.node_failures);
+  j["avoidedNodes"] = s.avoided_nodes.empty() ? json(nullptr) : json(s.avoided_nodes);
 }
 
 void from_json(const json& st, Status& s) {
@@ -187,6 +189,12 @@ void from_json(const json& st, Status& s) {
   if (auto it = st.find("progress"); it != st.end() && it->is_object()) s.progress = it->get<ProgressStatus>();
   s.rendezvous_secret = string_at(st, "rendezvousSecret");
   s.rendezvous_key_lost = string_at(st, "rendezvousKeyLost");
+  s.node_failures = counts_at(st, "nodeFailures");
+  if (auto it = st.find("avoidedNodes"); it != st.end() && it->is_array()) {
+    for (const auto& node : *it) {
+      if (node.is_string()) s.avoided_nodes.push_back(node.get<std::string>());
+    }
+  }
 }
 
 Status parse_status(const json& st, const std::vector<ConditionType>& kept) {

@@ -25,6 +25,9 @@ inline constexpr const char* kJobNameLabel = "kubedist.io/job-name";
 inline constexpr const char* kNodeRankLabel = "kubedist.io/node-rank";
 // The taint an administrator puts on a node confirmed shut down (Kubernetes' non-graceful node shutdown).
 inline constexpr const char* kOutOfServiceTaint = "node.kubernetes.io/out-of-service";
+// The taint (NoSchedule) the operator puts on a node a job came to avoid, when told to (--taint-avoided-nodes): no new
+// pod of any job lands there until an administrator removes it.
+inline constexpr const char* kAvoidedTaint = "kubedist.io/avoided";
 // The pod volume of a job's own rendezvous Secret J-rdzv (render.h), mounted only by a job an earlier operator gave
 // one or whose namespace key changed while it ran; the others derive their secret from the namespace's (below).
 inline constexpr const char* kRdzvSecretVolume = "kubedist-rdzv";  // a job's own Secret J-rdzv (earlier operators)
@@ -181,6 +184,11 @@ struct Status {
   // status.rendezvousKeyLost: the fingerprint of a namespace key the job's running pods derive from that changed
   // before the operator saw it (so it cannot keep it for them), said once in an Event; cleared once no pod uses it.
   std::string rendezvous_key_lost;
+  // status.nodeFailures: node -> failures of the job's pods there not caused by the training code (a signal, OOM,
+  // a pod lost with its node or evicted by it, a hang), each counted with the failure itself (decide/bad_nodes.h).
+  std::map<std::string, int> node_failures;
+  // status.avoidedNodes: the nodes that reached the operator's --avoid-node-after-failures; new pods avoid them.
+  std::vector<std::string> avoided_nodes;
   bool operator==(const Status&) const = default;
 };
 
@@ -252,6 +260,9 @@ struct NodeFacts {
   std::string schedulable_since;  // RFC 3339: the later of creation and turning Ready, when ready (new capacity)
   // Taint node.kubernetes.io/out-of-service: an administrator says the node is shut down and its pods are dead.
   bool out_of_service = false;
+  bool avoided_taint = false;                       // has taint kAvoidedTaint
+  std::string resource_version{};                   // for a write of its taints decided on this version
+  nlohmann::json taints = nlohmann::json::array();  // spec.taints as served (kept only when not empty)
   bool operator==(const NodeFacts&) const = default;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trainingjob/decide/bad_nodes.h"
+
 namespace kubedist::trainingjob {
 namespace {
 
@@ -88,7 +90,9 @@ FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFact
     v.restart_message = describe_failure(*pod) + "; recreating it (pod failure " +
                         std::to_string(st.restarts_by_reason[kRestartPodFailure]) + ", backoffLimit " +
                         std::to_string(spec.backoff_limit) + ")";
-    if (!again) s.emit("Warning", "PodFailed", v.restart_message);
+    if (again) continue;
+    s.emit("Warning", "PodFailed", v.restart_message);
+    if (failure_is_the_nodes(*pod)) note_node_failure(s, pod->node_name, describe_failure(*pod));
   }
   return v;
 }

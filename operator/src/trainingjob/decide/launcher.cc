@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trainingjob/decide/bad_nodes.h"
+
 namespace kubedist::trainingjob {
 namespace {
 
@@ -35,6 +37,8 @@ void note_hang(DecideState& s, const LauncherReport& report, int delta) {
   f.reason = "Hang";
   f.message = text.substr(0, kMaxTerminationMessage);
   s.plan.status.last_failure = f;
+  // The first rank named is the one the others wait for: its node is the suspect.
+  note_node_failure(s, f.node, "a hang, " + f.message.substr(0, f.message.find(';')));
 }
 
 // More in-place restarts than this between two polls is no report to trust (and would overflow the counts).

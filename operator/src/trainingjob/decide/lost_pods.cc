@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trainingjob/decide/bad_nodes.h"
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
@@ -96,6 +97,7 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
            "pod " + pod.name + " was lost: " + why +
                (loss.lost() && !loss.force ? "; recreating it once its node confirms the deletion or is confirmed gone"
                                            : "; recreating it"));
+    note_node_failure(s, pod.node_name, "pod " + pod.name + " was lost: " + why);
   }
   return lost_uids;
 }

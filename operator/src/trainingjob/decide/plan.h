@@ -82,6 +82,10 @@ struct Observed {
   std::optional<PodRefusal> pod_refused;
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
+  // A node where this many of a job's pods failed for reasons not the training code's is avoided by the job's new
+  // pods (decide/bad_nodes.h); 0: never.
+  int avoid_node_after_failures = 2;
+  bool taint_avoided_nodes = false;  // an avoided node is also tainted kAvoidedTaint:NoSchedule for every pod
 };
 
 struct Plan {

@@ -20,6 +20,8 @@ struct Write {
     kCreate,       // AlreadyExists counts as done: the caches have not shown the object yet
     kDelete,       // NotFound counts as done, and so does a precondition that no longer holds (a newer object)
     kPatchStatus,  // a merge patch of the object's status; NotFound is done, a 409 Conflict comes back next pass
+    kMergePatch,   // a merge patch of another object (a Node's taints): the same, and any other refusal is logged
+                   // and passed over (it must not hold up the job)
   };
   Verb verb = Verb::kCreate;
   std::string kind;     // the object's kind (Pod, Service, Workload, TrainingJob, ...)
@@ -27,7 +29,8 @@ struct Write {
   std::string path;     // kCreate: the collection; kDelete: the object; kPatchStatus: the object's status
   nlohmann::json body;  // kCreate: the object; kDelete: DeleteOptions; kPatchStatus: the merge patch
   // kDelete: the uid the object must still have, so that a newer object of the same name is never deleted;
-  // kPatchStatus: the resourceVersion the patch was decided on, so that the server refuses it on a changed object.
+  // kPatchStatus, kMergePatch: the resourceVersion the patch was decided on, so that the server refuses it on a
+  // changed object.
   // Empty: none.
   std::string precondition;
   bool operator==(const Write&) const = default;

@@ -42,6 +42,35 @@ void declare_port(json& container, const char* name, int port) {
   container["ports"].push_back({{"name", name}, {"containerPort", port}, {"protocol", "TCP"}});
 }
 
+// Keeps the pod off `nodes`: the required node affinity's terms are ORed, so each gets the exclusion (a template
+// without one gets a term of its own). A template whose affinity has another shape is left as it is: the API server
+// refuses it with its own message.
+void avoid_nodes(json& spec, const std::vector<std::string>& nodes) {
+  if (nodes.empty()) return;
+  const json exclusion = {{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", nodes}};
+  json& affinity = spec["affinity"];
+  if (affinity.is_null()) affinity = json::object();
+  if (!affinity.is_object()) return;
+  json& node_affinity = affinity["nodeAffinity"];
+  if (node_affinity.is_null()) node_affinity = json::object();
+  if (!node_affinity.is_object()) return;
+  json& required = node_affinity["requiredDuringSchedulingIgnoredDuringExecution"];
+  if (required.is_null()) required = json::object();
+  if (!required.is_object()) return;
+  json& terms = required["nodeSelectorTerms"];
+  if (terms.is_null() || (terms.is_array() && terms.empty())) {
+    terms = json::array({{{"matchFields", json::array({exclusion})}}});
+    return;
+  }
+  if (!terms.is_array()) return;
+  for (json& term : terms) {
+    if (!term.is_object()) continue;
+    json& fields = term["matchFields"];
+    if (fields.is_null()) fields = json::array();
+    if (fields.is_array()) fields.push_back(exclusion);
+  }
+}
+
 }  // namespace
 
 json render_namespace_rdzv_secret(const std::string& ns, const std::string& secret) {
@@ -162,6 +191,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   declare_port(trainer, "master", job.spec.master_port);
   declare_port(trainer, "rendezvous", job.spec.master_port + contract::kRendezvousPortOffset);
   if (options.launcher_metrics_port > 0) declare_port(trainer, "kd-metrics", options.launcher_metrics_port);
+  avoid_nodes(spec, options.avoided_nodes);
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
 }

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,9 @@ struct PodOptions {
   // With rdzv_secret and not job_rdzv_secret: the fingerprint of the namespace key the pod's init container will
   // derive from, recorded in annotation kubedist.io/rendezvous-key (empty: none recorded).
   std::string rdzv_key{};
+  // Nodes the pod must not be scheduled on (status.avoidedNodes: decide/bad_nodes.h), added to every term of the
+  // template's required node affinity as metadata.name NotIn.
+  std::vector<std::string> avoided_nodes{};
 };
 
 inline constexpr const char* kRdzvSecretDir = "/kubedist/rdzv";  // the trainer's read-only mount of Secret J-rdzv

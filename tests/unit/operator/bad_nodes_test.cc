@@ -1,0 +1,253 @@
+// Bad nodes (decide/bad_nodes.h): failures that are a node's, not the training code's, are counted per node with the
+// failure itself; a node reaching the limit is avoided by the job's new pods.
+#include <gtest/gtest.h>
+
+#include "test_jobs.h"
+#include "test_plans.h"
+#include "trainingjob/api/status_json.h"
+#include "trainingjob/decide/bad_nodes.h"
+#include "trainingjob/decide/plan.h"
+#include "trainingjob/render/render.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr UnixSeconds kNow = 1'800'000'000;
+
+PodFacts on(int rank, const std::string& phase, const std::string& node, const std::string& uid = "") {
+  PodFacts p = testing::example_pod(rank, phase);
+  p.node_name = node;
+  if (!uid.empty()) p.uid = uid;
+  return p;
+}
+
+PodFacts failed(int rank, const std::string& node, std::optional<int> exit_code, const std::string& reason,
+                const std::string& uid) {
+  PodFacts p = on(rank, "Failed", node, uid);
+  p.exit_code = exit_code;
+  p.failure_reason = reason;
+  return p;
+}
+
+Observed observed(std::vector<PodFacts> pods, int limit = 2) {
+  Observed o;
+  o.pods = std::move(pods);
+  o.service_exists = true;
+  o.avoid_node_after_failures = limit;
+  return o;
+}
+
+std::vector<PodFacts> running_except(int rank) {
+  std::vector<PodFacts> pods;
+  for (int r = 0; r < 4; ++r) {
+    if (r != rank) pods.push_back(on(r, "Running", "n" + std::to_string(r)));
+  }
+  return pods;
+}
+
+int events_with(const Plan& p, const std::string& reason) {
+  int n = 0;
+  for (const auto& e : p.events) n += e.reason == reason ? 1 : 0;
+  return n;
+}
+
+// The pod the plan creates for `rank`.
+json created_pod(const Plan& p, int rank) {
+  for (const auto& w : testing::writes(p, Write::Verb::kCreate, "Pod")) {
+    if (w.name == "resnet-node-" + std::to_string(rank)) return w.body;
+  }
+  return nullptr;
+}
+
+json required_terms(const json& pod) {
+  return pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"];
+}
+
+TEST(BadNodes, TwoFailuresBySignalOnOneNodeKeepTheJobsNewPodsOffIt) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  // First: rank 1's trainer killed by SIGKILL (137) on n1. Counted against n1; n1 not avoided yet.
+  auto pods = running_except(1);
+  pods.push_back(failed(1, "n1", 137, "Error", "first"));
+  Plan p = decide(job, observed(pods), kNow);
+  EXPECT_EQ(p.status.node_failures, (std::map<std::string, int>{{"n1", 1}}));
+  EXPECT_TRUE(p.status.avoided_nodes.empty());
+  EXPECT_EQ(events_with(p, "NodeAvoided"), 0);
+  // The same pod seen again before its deletion lands: counted once, like its pod_failure.
+  job.status = p.status;
+  p = decide(job, observed(pods), kNow + 1);
+  EXPECT_EQ(p.status.node_failures, (std::map<std::string, int>{{"n1", 1}}));
+  // Its replacement, also on n1, dies of SIGBUS (135): the second failure there avoids n1, with one Event.
+  job.status = p.status;
+  pods = running_except(1);
+  pods.push_back(failed(1, "n1", 135, "Error", "second"));
+  p = decide(job, observed(pods), kNow + 30);
+  EXPECT_EQ(p.status.node_failures, (std::map<std::string, int>{{"n1", 2}}));
+  EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n1"}));
+  ASSERT_EQ(events_with(p, "NodeAvoided"), 1);
+  for (const auto& e : p.events) {
+    if (e.reason != "NodeAvoided") continue;
+    EXPECT_EQ(e.type, "Warning");
+    EXPECT_NE(e.message.find("node n1: 2 failures of this job's pods there not caused by the training code "
+                             "(the latest: pod resnet-node-1 failed (exit code 135, reason Error))"),
+              std::string::npos)
+        << e.message;
+  }
+  // The status counting it is written in the same pass, before the failed pod is deleted.
+  const auto status = testing::writes(p, Write::Verb::kPatchStatus, kKind);
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status[0].body["status"]["avoidedNodes"], json::array({"n1"}));
+  EXPECT_EQ(status[0].body["status"]["nodeFailures"], json({{"n1", 2}}));
+  // Once the failed pod is gone, rank 1 is recreated off n1; the running pods are not touched.
+  job.status = p.status;
+  p = decide(job, observed(running_except(1)), kNow + 31);
+  const json pod = created_pod(p, 1);
+  ASSERT_TRUE(pod.is_object());
+  EXPECT_EQ(required_terms(pod),
+            json::parse(R"([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}])"));
+  EXPECT_EQ(events_with(p, "NodeAvoided"), 0);  // said once
+}
+
+TEST(BadNodes, OnlyFailuresThatAreTheNodesCount) {
+  EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 1, "Error", "a")));    // the program's own answer
+  EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 127, "Error", "a")));
+  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 128, "Error", "a")));
+  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 139, "Error", "a")));   // SIGSEGV
+  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 1, "OOMKilled", "a")));  // OOM, whatever the code said
+  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", std::nullopt, "", "a")));  // ended without an exit code
+
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(2);
+  pods.push_back(failed(2, "n2", 3, "Error", "x"));
+  const Plan p = decide(job, observed(pods, 1), kNow);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
+  EXPECT_TRUE(p.status.node_failures.empty());  // exit code 3: the training code's
+  EXPECT_TRUE(p.status.avoided_nodes.empty());
+}
+
+TEST(BadNodes, APodLostWithItsNodeCountsAgainstTheNodeOnce) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(3);
+  pods.push_back(failed(3, "n3", std::nullopt, "Evicted", "evicted"));
+  Plan p = decide(job, observed(pods, 1), kNow);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartNodeLost), 1);
+  EXPECT_EQ(p.status.node_failures, (std::map<std::string, int>{{"n3", 1}}));
+  EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n3"}));  // a limit of 1
+  EXPECT_EQ(events_with(p, "NodeAvoided"), 1);
+  job.status = p.status;
+  p = decide(job, observed(pods, 1), kNow + 1);  // its deletion has not landed yet
+  EXPECT_EQ(p.status.node_failures, (std::map<std::string, int>{{"n3", 1}}));
+  EXPECT_EQ(events_with(p, "NodeAvoided"), 0);
+}
+
+TEST(BadNodes, ALimitOfZeroCountsNothingAndAJobTracksAtMost64Nodes) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(1);
+  pods.push_back(failed(1, "n1", 137, "Error", "a"));
+  EXPECT_TRUE(decide(job, observed(pods, 0), kNow).status.node_failures.empty());
+
+  for (size_t i = 0; i < kMaxNodesTracked; ++i) job.status.node_failures["full-" + std::to_string(i)] = 1;
+  const Plan p = decide(job, observed(pods, 2), kNow);
+  EXPECT_EQ(p.status.node_failures.size(), kMaxNodesTracked);
+  EXPECT_EQ(p.status.node_failures.count("n1"), 0u);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);  // the failure itself still counts
+}
+
+TEST(BadNodes, ANodeIsTaintedForEveryPodOnlyWhenAskedAndOnlyOnce) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(1);
+  pods.push_back(failed(1, "n1", 137, "OOMKilled", "a"));
+  Observed o = observed(pods, 1);
+  o.nodes_watched = true;
+  NodeFacts n1;
+  n1.name = "n1";
+  n1.resource_version = "9";
+  o.nodes = {n1};
+  // Not asked: the job avoids n1, nobody else is told.
+  Plan p = decide(job, o, kNow);
+  EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n1"}));
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kMergePatch, "Node"));
+  // Asked: one merge patch of n1's taints, on the version they were read from.
+  o.taint_avoided_nodes = true;
+  p = decide(job, o, kNow);
+  const auto taints = testing::writes(p, Write::Verb::kMergePatch, "Node");
+  ASSERT_EQ(taints.size(), 1u);
+  EXPECT_EQ(taints[0].path, "/api/v1/nodes/n1");
+  EXPECT_EQ(taints[0].precondition, "9");
+  EXPECT_EQ(taints[0].body, json::parse(R"({"spec": {"taints": [{"key": "kubedist.io/avoided", "value": "",
+                                                                   "effect": "NoSchedule"}]}})"));
+  for (const auto& e : p.events) {
+    if (e.reason == "NodeAvoided") {
+      EXPECT_NE(e.message.find("tainted kubedist.io/avoided:NoSchedule"), std::string::npos);
+    }
+  }
+  // Already tainted (by another job, or an earlier pass that stopped before its status write): not again.
+  o.nodes[0].avoided_taint = true;
+  EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kMergePatch, "Node"));
+  // A node the cache does not hold (deleted): nothing to taint.
+  o.nodes.clear();
+  EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kMergePatch, "Node"));
+}
+
+TEST(BadNodes, TheStatusKeepsTheCountsAndTheAvoidedNodesAcrossAWriteAndARead) {
+  Status s;
+  s.node_failures = {{"n1", 2}, {"n2", 1}};
+  s.avoided_nodes = {"n1"};
+  const json j = status_to_json(s);
+  EXPECT_EQ(j["nodeFailures"], json({{"n1", 2}, {"n2", 1}}));
+  EXPECT_EQ(j["avoidedNodes"], json::array({"n1"}));
+  const Status back = parse_status(j, {});
+  EXPECT_EQ(back.node_failures, s.node_failures);
+  EXPECT_EQ(back.avoided_nodes, s.avoided_nodes);
+  EXPECT_TRUE(status_to_json(Status{})["avoidedNodes"].is_null());  // nothing to avoid: no field
+  // Someone else's types: ignored, not a crash.
+  const Status odd = parse_status(json::parse(R"({"nodeFailures": {"n1": "two", "n2": 1}, "avoidedNodes": [3, "n2"]})"), {});
+  EXPECT_EQ(odd.node_failures, (std::map<std::string, int>{{"n2", 1}}));
+  EXPECT_EQ(odd.avoided_nodes, (std::vector<std::string>{"n2"}));
+}
+
+TEST(BadNodesRender, TheExclusionJoinsEveryRequiredTermOfTheTemplateAndKeepsTheRest) {
+  json tmpl = testing::example_job_json();
+  tmpl["spec"]["template"]["spec"]["affinity"] = json::parse(R"({
+    "nodeAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]},
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["big-1", "n1"]}]}]},
+      "preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]},
+    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}})");
+  const TrainingJob job = testing::job_from(tmpl);
+  PodOptions options;
+  options.avoided_nodes = {"n1", "n7"};
+  const json pod = render_pod(job, 2, options);
+  const json exclusion = {{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", {"n1", "n7"}}};
+  const json terms = required_terms(pod);
+  ASSERT_EQ(terms.size(), 2u);  // the terms are ORed: each must exclude the nodes
+  EXPECT_EQ(terms[0]["matchExpressions"], tmpl["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                                              ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                                              [0]["matchExpressions"]);
+  EXPECT_EQ(terms[0]["matchFields"], json::array({exclusion}));
+  ASSERT_EQ(terms[1]["matchFields"].size(), 2u);
+  EXPECT_EQ(terms[1]["matchFields"][1], exclusion);
+  EXPECT_EQ(pod["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].size(), 1u);
+  EXPECT_TRUE(pod["spec"]["affinity"].contains("podAntiAffinity"));
+
+  // No avoided node: the template's affinity (here none) as it was.
+  EXPECT_FALSE(render_pod(testing::example_job(), 2, PodOptions{})["spec"].contains("affinity"));
+  // Only a preferred affinity: a required term of its own is added beside it.
+  json preferred = testing::example_job_json();
+  preferred["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
+      json::array();
+  const json with_preferred = render_pod(testing::job_from(preferred), 0, options);
+  EXPECT_EQ(required_terms(with_preferred), json::array({{{"matchFields", json::array({exclusion})}}}));
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
