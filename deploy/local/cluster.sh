@@ -301,6 +301,9 @@ up() {
     [ "$(cat "$dir/k8s-version" 2>/dev/null)" = "$k8s_version" ] &&
     status >/dev/null 2>&1 && kctl get --raw /readyz >/dev/null 2>&1; then
     log "already up"
+    # Images rebuilt since it came up (a changed operator, launcher or example) reach its registry: the build is
+    # cached by content, and the push sends only what the registry lacks.
+    [ "$real_nodes" -eq 0 ] || images_up
     echo "$kubeconfig"
     return 0
   fi

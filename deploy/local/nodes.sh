@@ -307,8 +307,9 @@ node_power_loss() {
     [ -d "$h$root" ] || continue
     while read -r p; do victims+=("$p"); done < <(find "$h$root" -name cgroup.procs -exec cat {} + 2>/dev/null)
   done
-  kill -KILL -- "${victims[@]}" 2>/dev/null || true
+  # The link first: a node without power sends nothing more, not even the FIN of its dying connections.
   ip -n "$net_ns" link set "w$i" down
+  kill -KILL -- "${victims[@]}" 2>/dev/null || true
   # Whatever forked between the listing and the kill.
   for pass in 1 2 3; do
     for h in /sys/fs/cgroup/*/; do

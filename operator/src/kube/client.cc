@@ -230,6 +230,12 @@ class Connection {
     ec = wait([&](auto handler) { lowest().async_connect(endpoints, std::move(handler)); });
     if (ec) return ec;
     lowest().socket().set_option(tcp::no_delay(true), ec);
+    // Closing resets the connection: what the kernel still holds of a request is dropped, not sent on after the
+    // close. A write cut off by its deadline (the stream closes the socket then) must never reach the API server
+    // later: a leader's write would land after its lease ran out (controller/lease_fence.h; faults.partition saw
+    // events of the old leader land 15 s after the new one's first write, retransmitted once the cut healed).
+    // Only idle or failed connections are closed, so no answer is ever cut short by it.
+    lowest().socket().set_option(asio::socket_base::linger(true, 0), ec);
     if (!tls_) return {};
     if (verify) {
       tls_->set_verify_mode(asio::ssl::verify_peer);

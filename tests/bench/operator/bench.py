@@ -4,6 +4,11 @@ and print the time from the last create until every pod exists and every job run
 from the API server's audit log by user agent), the operator's peak RSS and CPU seconds.
 
   tests/bench/operator/bench.py [OPERATOR_BINARY]             kubedist alone (default build/all/operator/...)
+  tests/bench/operator/bench.py --progress S [OPERATOR_BINARY --launcher LAUNCHER_BINARY]
+      kubedist alone; once every job runs, a real kubedist-launcher per job plays its node 0 on node 0's pod
+      address (kwok's pods get loopback ones: KUBEDIST_POD_CIDR 127.200.0.0/16 here) with one worker reporting
+      every step through the progress helper, and for S seconds the operator polls each STATUS (every 10 s) while
+      its status writes are counted: writes per job per minute beside the steps the statuses advanced
   tests/bench/operator/bench.py --compare [OPERATOR_BINARY]   side by side with Kubeflow's Training Operator v1
       (PyTorchJobs of 1 Master + NODES-1 Workers), RUNS times each, alternating, each on a fresh cluster; prints
       every run, the medians and the ratios
@@ -109,8 +114,11 @@ def ratio(x, y):
 
 
 class Bench:
-    def __init__(self, op, compare):
+    def __init__(self, op, compare, progress_s=0, launcher=None):
         self.op = op
+        self.progress_s = progress_s
+        self.launcher = launcher
+        self.launchers = []
         self.jobs = env_int("JOBS", 200)
         self.nodes = env_int("NODES", 8)
         self.workers = env_int("WORKERS", 16)
@@ -130,7 +138,9 @@ class Bench:
         # endpoint controllers would retry every job's Service in a loop, which a real cluster never does). Nothing
         # connects to them: the operator's STATUS poller is off (--launcher-poll-interval=0); kwok's pods run
         # nothing.
-        os.environ.setdefault("KUBEDIST_POD_CIDR", "10.200.0.0/16")
+        # With --progress the launchers must listen on the pods' addresses, so they are loopback ones (127.200/16): the
+        # endpoint controllers then retry every Service, the control plane's CPU and not the operator's.
+        os.environ.setdefault("KUBEDIST_POD_CIDR", "127.200.0.0/16" if progress_s else "10.200.0.0/16")
         os.environ["PATH"] = os.path.join(self.cache, "bin") + os.pathsep + os.environ.get("PATH", "")
         self.kubeflow_version = subprocess.run(
             ["bash", "-c", '. "$1" && echo "$KUBEFLOW_TRAINING_OPERATOR_VERSION"', "versions",
@@ -149,6 +159,7 @@ class Bench:
 
     def cleanup(self):
         """Stops everything this run started; safe to call at any point, and more than once."""
+        self.stop_launchers()
         if self.op_proc is not None and self.op_proc.poll() is None:
             self.op_proc.kill()
             self.op_proc.wait()
@@ -172,6 +183,15 @@ class Bench:
         if self.netns_added:
             subprocess.run(["ip", "netns", "del", self.netns], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.netns_added = False
+
+    def stop_launchers(self):
+        for proc in self.launchers:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        self.launchers = []
 
     def stop_operator(self):
         if self.op_proc is not None:
@@ -239,7 +259,8 @@ class Bench:
         with open(log_path, "w") as log:
             self.op_proc = subprocess.Popen(
                 [self.op, *scope, "--workers", str(self.workers), "--probe-address", "127.0.0.1:0",
-                 "--log-level", "info", "--launcher-poll-interval=0"],
+                 "--log-level", "info",
+                 "--launcher-poll-interval=10s" if self.progress_s else "--launcher-poll-interval=0"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         port = None
@@ -399,6 +420,15 @@ class Bench:
                     f"CPU:{per_process} control plane {total:.1f} s "
                     f"({100 * total / (t * NPROC):.0f}% of the {NPROC} CPUs)")
         time.sleep(2)  # let the last status writes land before reading the counters
+        if self.progress_s:
+            per_minute, advanced, reported, window = self.progress_phase()
+            print(f"kubedist-operator with progress: {self.jobs} TrainingJobs x {self.nodes} nodes, each job's node 0 a "
+                  f"real launcher whose worker reports a step every 10 ms; the operator polls each STATUS every 10 s "
+                  f"and writes progress at most every 30 s (--progress-write-interval)")
+            print(f"  over {window:.0f} s: {per_minute:.2f} status writes per job per minute (all the operator's "
+                  f"writes, Events included; the bound: 2 for progress alone), while the median job's status.progress."
+                  f"step advanced {advanced:.0f} steps (to {reported:.0f})")
+            self.stop_launchers()
         rss_kib = peak_rss_kib(pid)
         ticks = cpu_ticks(pid)
         writes = self.api_writes()
@@ -408,10 +438,80 @@ class Bench:
                           round_as_printed(rss_kib / 1024, 1), round_as_printed((ticks - ticks0) / HZ, 1)))
         return cpu_line
 
+    # -- jobs that report progress ------------------------------------------------------------------------------
+
+    WORKER = r"""
+import os, sys, time
+from kubedist import progress
+i = 0
+while True:
+    i += 1
+    progress.step(i, total=10**9, loss=1.0 / i)
+    time.sleep(float(sys.argv[1]))
+"""
+
+    def start_launchers(self, step_s):
+        """A launcher per job on node 0's pod address, signing with the job's secret as the pod's would (its init
+        container's own command derives it), one worker reporting a step every step_s seconds."""
+        helper = os.path.join(REPO, "launcher-sidecar/python")
+        worker = os.path.join(self.work, "worker.py")
+        with open(worker, "w") as f:
+            f.write(self.WORKER)
+        ns_dir = os.path.join(self.work, "ns")
+        os.makedirs(ns_dir, exist_ok=True)
+        for i in range(self.namespaces):
+            key = kubectl("-n", self.ns_of(i), "get", "secret", "kubedist-rendezvous", "-o",
+                          "jsonpath={.data.secret}").stdout
+            with open(os.path.join(ns_dir, f"{self.ns_of(i)}.secret"), "wb") as f:
+                f.write(base64.b64decode(key))
+        pods = json.loads(kubectl("get", "pods", "-A", "-l", "kubedist.io/node-rank=0", "-o", "json").stdout)["items"]
+        for pod in pods:
+            ns, job = pod["metadata"]["namespace"], pod["metadata"]["labels"]["kubedist.io/job-name"]
+            ip = pod["status"]["podIP"]
+            if not ip.startswith("127."):
+                raise BenchError(f"pod {ns}/{pod['metadata']['name']} has address {ip}, not a loopback one")
+            jdir = os.path.join(self.work, "jobs", f"{ns}-{job}")
+            os.makedirs(os.path.join(jdir, "bin"), exist_ok=True)
+            init = [a.replace("/kubedist/bin", os.path.join(jdir, "bin"))
+                     .replace("/kubedist/rendezvous/secret", os.path.join(ns_dir, f"{ns}.secret"))
+                    for a in pod["spec"]["initContainers"][0]["command"][1:]]
+            subprocess.run([self.launcher, *init], check=True, stdout=subprocess.DEVNULL)
+            env = dict(os.environ, PYTHONPATH=helper)
+            with open(os.path.join(jdir, "launcher.log"), "w") as log:
+                self.launchers.append(subprocess.Popen(
+                    [self.launcher, "--nnodes=1:8", "--node-rank=0", f"--master-addr={ip}", "--master-port=29500",
+                     f"--rdzv-endpoint={ip}:29501", f"--rdzv-id={job}", "--rdzv-conf=last_call_timeout=0.2",
+                     f"--rdzv-secret-file={os.path.join(jdir, 'bin', 'rdzv-secret')}",
+                     "--no-python", "--", "/usr/bin/python3", worker, str(step_s)],
+                    env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+
+    def statuses(self):
+        return json.loads(kubectl("get", "tj", "-A", "-o", "json").stdout)["items"]
+
+    def progress_phase(self, step_s=0.01):
+        """The progress window: every job's node 0 reports a step every step_s seconds; returns the figures."""
+        self.start_launchers(step_s)
+        deadline = time.monotonic() + 180
+        while sum(1 for j in self.statuses() if j.get("status", {}).get("progress")) < self.jobs:
+            if time.monotonic() >= deadline:
+                raise BenchError("not every job shows status.progress within 180 s of its launcher's start")
+            time.sleep(2)
+        steps0 = {j["metadata"]["uid"]: j["status"]["progress"]["step"] for j in self.statuses()}
+        writes0, t0 = self.api_writes(), time.monotonic()
+        time.sleep(self.progress_s)
+        writes1, t1 = self.api_writes(), time.monotonic()
+        steps1 = {j["metadata"]["uid"]: j["status"]["progress"]["step"] for j in self.statuses()}
+        minutes = (t1 - t0) / 60
+        advanced = statistics.median(steps1[u] - steps0.get(u, 0) for u in steps1)
+        reported = statistics.median(steps1[u] for u in steps1)
+        return (writes1 - writes0) / self.jobs / minutes, advanced, reported, t1 - t0
+
     # -- the two modes -----------------------------------------------------------------------------------------
 
     def alone(self):
         cpu_line = self.run("kubedist")
+        if self.progress_s:
+            return
         with open(os.path.join(self.work, "operator.log"), errors="replace") as f:
             summaries = [line for line in f if "summary" in line]
         summary = summaries[-1] if summaries else ""
@@ -474,10 +574,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compare", action="store_true",
                         help="side by side with Kubeflow's Training Operator v1, RUNS times each (needs root)")
+    parser.add_argument("--progress", type=int, metavar="S", default=0,
+                        help="kubedist alone, then S seconds of every job's node 0 reporting steps (see above)")
+    parser.add_argument("--launcher", default=os.path.join(REPO, "build/all/launcher-sidecar/kubedist-launcher"),
+                        help="with --progress: the kubedist-launcher binary (default build/all/launcher-sidecar/...)")
     parser.add_argument("operator", nargs="?", default=os.path.join(REPO, "build/all/operator/kubedist-operator"),
                         help="the kubedist-operator binary (default build/all/operator/kubedist-operator)")
     args = parser.parse_args()
-    bench = Bench(os.path.abspath(args.operator), args.compare)
+    if args.progress and (args.compare or args.progress < 60 or args.progress > 3600):
+        print("bench.py: --progress takes 60 to 3600 seconds, and not with --compare", file=sys.stderr)
+        return 2
+    bench = Bench(os.path.abspath(args.operator), args.compare, args.progress, os.path.abspath(args.launcher))
+    if args.progress and not (os.path.isfile(bench.launcher) and os.access(bench.launcher, os.X_OK)):
+        print(f"bench.py: no launcher binary at {bench.launcher} (build it first)", file=sys.stderr)
+        return 2
     if not (os.path.isfile(bench.op) and os.access(bench.op, os.X_OK)):
         print(f"bench.py: no operator binary at {bench.op} (build it first)", file=sys.stderr)
         return 2

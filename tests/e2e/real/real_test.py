@@ -370,9 +370,10 @@ def scenario_fail():
 def scenario_progress():
     hang_timeout, poll = 15, 2  # poll: the chart's launcherPollInterval as scenario_chart installs it
     with namespace("progress") as ns:
-        # 150 epochs of 16 steps: a minute or more of training after the hang, longer than the operator holds back
-        # a write of progress alone (30 s), so that one comes while it trains.
-        epochs = 150
+        # 500 epochs of 16 steps: well over a minute of training after the hang (11 ms a step on an idle 2-core
+        # machine, 35 ms on a loaded one; 150 epochs once took only 26 s), longer than the operator holds back a
+        # write of progress alone (30 s), so that one comes while it trains.
+        epochs = 500
         name = apply_example(ns, "--epochs", str(epochs), "--hang-once-at-step", "5",
                              spec={"hangTimeout": f"{hang_timeout}s"})
         node0 = f"{name}-node-0"

@@ -1,6 +1,7 @@
 // The operator's API client against an HTTPS server of the test's own on 127.0.0.1 (cpprest's listener, certificates
 // made with the openssl command): it trusts the cluster's CA and nothing else, takes a rotated CA file for new
-// connections, and waits what a server's Retry-After asks before trying again.
+// connections, and waits what a server's Retry-After asks before trying again. Against a plain TCP server of its own:
+// a write cut off by its deadline resets the connection, so nothing of it reaches the server after the deadline.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -8,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <boost/asio/ssl.hpp>
 #include <cpprest/http_listener.h>
@@ -168,6 +171,47 @@ TEST_F(ClientTls, WaitsTheServersRetryAfterBeforeTryingAgain) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_GE(waited, std::chrono::milliseconds(1000)) << "Retry-After: 1 was not honoured";
   EXPECT_LT(waited, std::chrono::milliseconds(3000));  // 1 s plus at most half of it as jitter, plus the requests
+}
+
+// A write whose answer does not come within its deadline is given up with a reset (RST), not a close (FIN): the kernel
+// then drops what it still holds of the request instead of sending it on, maybe long after the deadline (on a lossy
+// link, once it heals). A leader's write must not land after its lease ran out (controller/lease_fence.h).
+TEST(ClientDeadline, AWriteCutOffByItsDeadlineResetsTheConnection) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  Config cfg;
+  cfg.server = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  RetryPolicy once{1};
+  once.write_timeout = std::chrono::seconds(1);
+  auto client = Client::create(cfg, once);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  Result<nlohmann::json> answer = nlohmann::json(nullptr);
+  std::thread writer([&] { answer = (*client)->create("/api/v1/namespaces/a/events", {{"kind", "Event"}}); });
+  const int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(conn, 0);
+  // Read the request, answer nothing, and wait for what the client does at its deadline.
+  char buf[4096];
+  ssize_t n = 0;
+  int err = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while ((n = ::recv(conn, buf, sizeof buf, 0)) > 0) {
+  }
+  err = errno;
+  const auto waited = std::chrono::steady_clock::now() - start;
+  writer.join();
+  ::close(conn);
+  ::close(listener);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.error().kind, Error::Kind::kRetryable);
+  EXPECT_GE(waited, std::chrono::milliseconds(900));
+  ASSERT_EQ(n, -1) << "the client closed with a FIN: what it still held of the request could be sent on later";
+  EXPECT_EQ(err, ECONNRESET);
 }
 
 }  // namespace
