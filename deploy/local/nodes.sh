@@ -180,7 +180,8 @@ node_net_up() {
   ip -n "$ns" addr add "$ip/24" dev eth0
   ip -n "$ns" link set eth0 up
   ip -n "$ns" route add default via "$net_addr"
-  ip -n "$net_ns" route add "$pod_cidr_prefix.$i.0/24" via "$ip"
+  # replace: a node started again after a power loss (node_restart) finds its route still there.
+  ip -n "$net_ns" route replace "$pod_cidr_prefix.$i.0/24" via "$ip"
   in_node "$i" sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 }
 

@@ -33,6 +33,7 @@ import time
 __all__ = ["step", "compute", "enabled"]
 
 _INTERVAL = 0.1  # seconds between two reports
+_STACK_SIGNAL = 5  # SIGRTMIN + this: the signal the launcher sends for the stacks (faulthandler, _arm_stacks)
 _MAX_METRICS = 8
 
 _monotonic = time.monotonic
@@ -76,7 +77,7 @@ def _arm_stacks():
     try:
         import faulthandler
         import signal
-        sig = signal.SIGRTMIN + 5
+        sig = signal.SIGRTMIN + _STACK_SIGNAL
         if signal.getsignal(sig) not in (signal.SIG_DFL, None):
             return 0
         _stack_file = open(path, "w")
@@ -141,6 +142,12 @@ def _start_flusher():
 
 def _flush_held():
     global _armed
+    try:
+        # The stacks' signal goes to the training thread, so that faulthandler marks that one "Current thread".
+        import signal
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN + _STACK_SIGNAL})
+    except Exception:
+        pass
     while True:
         _wake.wait()
         _wake.clear()

@@ -65,6 +65,17 @@ Result<int> start_connect(in_addr addr, int port) {
   return fd;
 }
 
+void detect_dead_peer(int fd) {
+  const int on = 1, idle = 5, interval = 2, count = kDeadPeerSeconds / interval;
+  const unsigned user_timeout_ms = kDeadPeerSeconds * 1000;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // Data sent and never acknowledged (a round's assignment to a dead member) is given up within the same time.
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
 int connect_error(int fd) {
   int err = 0;
   socklen_t len = sizeof err;

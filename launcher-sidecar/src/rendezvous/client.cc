@@ -101,6 +101,7 @@ void TcpMember::try_connect() {
     return connect_soon(std::chrono::milliseconds(200));
   }
   fd_ = *fd;
+  detect_dead_peer(fd_);  // a node 0 that vanished is given up within kDeadPeerSeconds, and joined again
   connecting_to_ = *addr;
   loop_.watch(fd_, EPOLLOUT, [this](std::uint32_t ev) { on_ready(ev); });
 }

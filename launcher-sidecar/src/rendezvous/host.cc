@@ -100,6 +100,7 @@ Result<bool> RendezvousHost::listen(const std::string& bind_addr, int port) {
 }
 
 void RendezvousHost::accept_connection(int fd, std::uint32_t source) {
+  detect_dead_peer(fd);  // a member whose node vanished is lost within kDeadPeerSeconds, not never
   std::string peer = peer_of(fd);
   Admission::Decision d = admission_.arrive(source);
   if (d.evict && !strangers_read_this_turn_) {
