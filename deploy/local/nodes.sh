@@ -175,6 +175,9 @@ node_net_up() {
   ip=$(node_ip "$i")
   ip netns add "$ns"
   ip -n "$ns" link set lo up
+  # A node started again after a power loss (node_restart) may find its old link still there, kept by a namespace
+  # that outlived its name: deleting one end of the pair deletes both.
+  ip -n "$net_ns" link del "w$i" 2>/dev/null || true
   ip -n "$net_ns" link add "w$i" type veth peer name eth0 netns "$ns"
   ip -n "$net_ns" link set "w$i" master kdbr0 up
   ip -n "$ns" addr add "$ip/24" dev eth0
@@ -325,6 +328,9 @@ node_power_loss() {
 # and the node comes up as up brings it (its Node object is the same; its pods are gone).
 node_restart() {
   local i=$1
+  # What up read when it pushed the images: the pause image the node's containerd is configured with.
+  # shellcheck disable=SC1091
+  . "$cache/images/images.env"
   node_down "$i"
   node_up "$i"
   wait_for "kubelet-w$i" 180 node_ready "$i"
