@@ -692,7 +692,7 @@ def retag(image, tag):
 def scenario_upgrade():
     refs = images()
     with namespace("upgrade") as ns:
-        name = apply_example(ns, "--epochs", "60")
+        name = apply_example(ns, "--epochs", "400")  # a minute or more: the upgrade lands while it trains
         eventually(300, "rank 0 has trained an epoch", lambda: "epoch 1/" in logs(ns, f"{name}-node-0"), 1)
         before_pods = pod_uids(ns, name)
         before_ops = {p["metadata"]["name"] for p in kget("-n", OPERATOR_NS, "pods", "-l",
@@ -707,10 +707,15 @@ def scenario_upgrade():
             os.path.join(SOURCE, "helm/kubedist"), "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
             "--set", "launcherPollInterval=3s", "--set", "logLevel=debug")
         upgraded = time.time()
-        ops = kget("-n", OPERATOR_NS, "pods", "-l", "app.kubernetes.io/component=operator")["items"]
-        check(ops and all(p["spec"]["containers"][0]["image"] == new_image for p in ops)
-              and not before_ops & {p["metadata"]["name"] for p in ops},
-              f"helm upgrade replaced the operator's pods with {new_image} in {upgraded - t:.1f} s")
+        def replaced():  # the old pods may still be terminating when the rollout is done
+            pods = [p for p in kget("-n", OPERATOR_NS, "pods", "-l", "app.kubernetes.io/component=operator")["items"]
+                    if not p["metadata"].get("deletionTimestamp")]
+            return pods if len(pods) == 2 and all(p["spec"]["containers"][0]["image"] == new_image for p in pods) \
+                and not before_ops & {p["metadata"]["name"] for p in pods} else None
+        ops = eventually(60, f"the operator's pods replaced with {new_image}", replaced, 1)
+        phase = kget("-n", ns, "tj", name)["status"].get("phase")
+        check(phase == "Running", f"the job still trains once the new operator runs ({phase})")
+        check(True, f"helm upgrade replaced the operator's pods with {new_image} (--wait returned in {upgraded - t:.1f} s)")
         args = ops[0]["spec"]["containers"][0]["args"]
         check("--launcher-poll-interval=3s" in args and "--log-level=debug" in args, f"the new values reached it ({args})")
         st = wait_phase(ns, name, "Succeeded", 600)
