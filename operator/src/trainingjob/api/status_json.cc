@@ -21,6 +21,17 @@ std::map<std::string, int> counts_at(const json& obj, const char* key) {
   return counts;
 }
 
+// obj[key]'s strings, in order; whatever else the array holds (someone else's types) is left out.
+std::vector<std::string> strings_at(const json& obj, const char* key) {
+  std::vector<std::string> out;
+  if (auto it = obj.find(key); it != obj.end() && it->is_array()) {
+    for (const auto& v : *it) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void to_json(json& j, const Condition& c) {
@@ -175,26 +186,14 @@ void from_json(const json& st, Status& s) {
   s.selector = string_at(st, "selector");
   if (auto it = st.find("launcher"); it != st.end() && it->is_object()) s.launcher = it->get<LauncherSeen>();
   if (auto it = st.find("elastic"); it != st.end() && it->is_object()) s.elastic = it->get<ElasticStatus>();
-  if (auto it = st.find("lostPods"); it != st.end() && it->is_array()) {
-    for (const auto& uid : *it) {
-      if (uid.is_string()) s.lost_pods.push_back(uid.get<std::string>());
-    }
-  }
-  if (auto it = st.find("failedPods"); it != st.end() && it->is_array()) {
-    for (const auto& uid : *it) {
-      if (uid.is_string()) s.failed_pods.push_back(uid.get<std::string>());
-    }
-  }
+  s.lost_pods = strings_at(st, "lostPods");
+  s.failed_pods = strings_at(st, "failedPods");
   if (auto it = st.find("lastFailure"); it != st.end() && it->is_object()) s.last_failure = it->get<LastFailure>();
   if (auto it = st.find("progress"); it != st.end() && it->is_object()) s.progress = it->get<ProgressStatus>();
   s.rendezvous_secret = string_at(st, "rendezvousSecret");
   s.rendezvous_key_lost = string_at(st, "rendezvousKeyLost");
   s.node_failures = counts_at(st, "nodeFailures");
-  if (auto it = st.find("avoidedNodes"); it != st.end() && it->is_array()) {
-    for (const auto& node : *it) {
-      if (node.is_string()) s.avoided_nodes.push_back(node.get<std::string>());
-    }
-  }
+  s.avoided_nodes = strings_at(st, "avoidedNodes");
 }
 
 Status parse_status(const json& st, const std::vector<ConditionType>& kept) {
