@@ -461,10 +461,10 @@ while True:
         os.makedirs(ns_dir, exist_ok=True)
         for i in range(self.namespaces):
             key = kubectl("-n", self.ns_of(i), "get", "secret", "kubedist-rendezvous", "-o",
-                          "jsonpath={.data.secret}").stdout
+                          "jsonpath={.data.secret}")
             with open(os.path.join(ns_dir, f"{self.ns_of(i)}.secret"), "wb") as f:
                 f.write(base64.b64decode(key))
-        pods = json.loads(kubectl("get", "pods", "-A", "-l", "kubedist.io/node-rank=0", "-o", "json").stdout)["items"]
+        pods = json.loads(kubectl("get", "pods", "-A", "-l", "kubedist.io/node-rank=0", "-o", "json"))["items"]
         for pod in pods:
             ns, job = pod["metadata"]["namespace"], pod["metadata"]["labels"]["kubedist.io/job-name"]
             ip = pod["status"]["podIP"]
@@ -486,7 +486,7 @@ while True:
                     env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
 
     def statuses(self):
-        return json.loads(kubectl("get", "tj", "-A", "-o", "json").stdout)["items"]
+        return json.loads(kubectl("get", "tj", "-A", "-o", "json"))["items"]
 
     def progress_phase(self, step_s=0.01):
         """The progress window: every job's node 0 reports a step every step_s seconds; returns the figures."""
