@@ -2,13 +2,14 @@
 // the operator's poller parses it. One encoder and one parser, so the two halves cannot drift apart.
 //
 //   STATUS round=3 restarts=4 hang=0 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running
-//          run=resnet [step=1200 total=5000 epoch=2 samples=76800 sps=2.5 age_ms=400 up_ms=600000
+//          run=resnet lost=[1] [step=1200 total=5000 epoch=2 samples=76800 sps=2.5 age_ms=400 up_ms=600000
 //          busy_ms=540000 lost_ms=12000 m.loss=0.53 slow=3,1,1.85,0.21 hang_age_ms=90000 hang_msg=rank%201...]
 //
 // key=value words after the verb: round, restarts, one word per restart cause (restart_cause.h), nodes,
-// world_size, phase and run. A reader takes any other key with a count as a cause it does not know yet, so the
-// launcher can add causes without breaking older operators. Values are single words: the run id is one word on
-// the rendezvous' JOIN line too; the one free text, hang_msg, is percent-escaped.
+// world_size, phase and run; lost (node ranks lost and not back, see StatusReport) only when there are any. A
+// reader takes any other key with a count as a cause it does not know yet, so the launcher can add causes without
+// breaking older operators. Values are single words: the run id is one word on the rendezvous' JOIN line too; the
+// one free text, hang_msg, is percent-escaped.
 //
 // The words in brackets are the job's progress (once a worker has reported a step; see StatusProgress), omitted
 // before. sps always has a decimal point, which readers older than progress refuse as a count: they drop such a
@@ -25,6 +26,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace kubedist::contract {
 
@@ -59,6 +61,7 @@ struct StatusProgress {
 inline constexpr size_t kMaxStatusMetrics = 8;
 inline constexpr size_t kMaxMetricName = 32;        // [A-Za-z0-9_] only
 inline constexpr size_t kMaxHangMessage = 1024;     // bytes before escaping
+inline constexpr size_t kMaxLostNodes = 64;
 
 // The state of the rendezvous at one moment.
 struct StatusReport {
@@ -71,6 +74,9 @@ struct StatusReport {
   std::string run_id;  // whose rendezvous this is (the job), so that a poller cannot credit another job; "" from
                        // launchers older than the field
   std::optional<StatusProgress> progress;  // none until a worker reports a step (and from older launchers)
+  // The node ranks lost while in a round (node_lost: gone without LEAVE) that have not joined again, ascending, at
+  // most kMaxLostNodes: the operator matches the pod losses it sees later to these, so one loss is counted once.
+  std::vector<int> lost_nodes;
   bool operator==(const StatusReport&) const = default;
 };
 
@@ -143,6 +149,12 @@ inline std::string encode_status_line(const StatusReport& r) {
   for (const auto& [cause, n] : r.restarts_by_cause) line += " " + cause + "=" + std::to_string(n);
   line += " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) + " phase=" + r.phase +
           " run=" + r.run_id;
+  if (!r.lost_nodes.empty()) {
+    std::string list;
+    for (size_t i = 0; i < r.lost_nodes.size() && i < kMaxLostNodes; ++i)
+      list += (i ? "," : "") + std::to_string(r.lost_nodes[i]);
+    line += " lost=[" + list + "]";
+  }
   if (const auto& p = r.progress) {
     line += " step=" + std::to_string(p->step);
     if (p->total_steps >= 0) line += " total=" + std::to_string(p->total_steps);
@@ -243,6 +255,26 @@ inline bool read_progress_word(const std::string& key, const std::string& value,
   return true;
 }
 
+// "[1,3]": node ranks, ascending, at most kMaxLostNodes (the brackets keep a single rank from reading as a count to
+// readers older than the field, which ignore it).
+inline bool read_lost_nodes(const std::string& value, std::vector<int>& out) {
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
+  out.clear();
+  const std::string inner = value.substr(1, value.size() - 2);
+  if (inner.empty()) return true;
+  size_t from = 0;
+  while (true) {
+    const size_t comma = inner.find(',', from);
+    const std::string rank = inner.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (!is_count(rank, false) || out.size() == kMaxLostNodes) return false;
+    const int n = std::stoi(rank);
+    if (!out.empty() && n <= out.back()) return false;
+    out.push_back(n);
+    if (comma == std::string::npos) return true;
+    from = comma + 1;
+  }
+}
+
 inline bool is_progress_key(const std::string& key) {
   for (const char* k : {"step", "total", "epoch", "samples", "sps", "age_ms", "up_ms", "busy_ms", "lost_ms", "slow",
                         "hang_age_ms", "hang_msg"})
@@ -275,6 +307,10 @@ inline ParsedStatusLine parse_status_line(const std::string& line) {
     if (key.empty() || eq == std::string::npos) return bad();
     if (key == "phase" || key == "run") {
       (key == "phase" ? r.phase : r.run_id) = value;
+      continue;
+    }
+    if (key == "lost") {
+      if (!status_line_detail::read_lost_nodes(value, r.lost_nodes)) return bad();
       continue;
     }
     if (status_line_detail::is_progress_key(key)) {

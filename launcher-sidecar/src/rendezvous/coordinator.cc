@@ -56,6 +56,7 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
   }
   Member& m = members_[id];
   m = Member{request, true, false, false};
+  lost_nodes_.erase(request.node_rank);  // back: a later loss of it is a new one
   if (phase_ == Phase::Gathering) {
     evaluate(now);
     return;
@@ -79,6 +80,7 @@ void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool grace
                          (graceful ? " left the job (scaled down)"
                                    : " left the job (its launcher exited or lost the connection)");
     if (any_done_) return end(1, reason + " after other nodes had finished");
+    if (!graceful && lost_nodes_.size() < contract::kMaxLostNodes) lost_nodes_.insert(m.info.node_rank);
     new_round(reason, 1, graceful ? kCauseScale : kCauseNodeLost, now);
   } else if (phase_ == Phase::Running && round_finished()) {
     end(0, "job finished");
@@ -229,8 +231,9 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
 
 RendezvousReport RendezvousCoordinator::report() const {
   const char* phase = phase_ == Phase::Gathering ? "gathering" : phase_ == Phase::Running ? "running" : "over";
-  return {round_, restart_count_, restarts_by_cause_, round_nodes_, round_world_size_, phase, settings_.run_id,
-          std::nullopt};
+  return {round_,           restart_count_,    restarts_by_cause_,
+          round_nodes_,     round_world_size_, phase,
+          settings_.run_id, std::nullopt,      std::vector<int>(lost_nodes_.begin(), lost_nodes_.end())};
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,7 @@ class RendezvousCoordinator {
   int round_nodes_ = 0;
   int round_world_size_ = 0;
   bool any_done_ = false;
+  std::set<int> lost_nodes_;  // node ranks lost from a round (node_lost) that have not joined again: report()
   Clock::time_point below_min_since_;
   std::optional<Clock::time_point> last_call_deadline_;
   bool awaiting_stoppers_ = false;

@@ -8,7 +8,8 @@ namespace kubedist::contract {
 namespace {
 
 StatusReport running_report() {
-  return {3, 4, {{kCauseNodeLost, 1}, {kCauseScale, 2}, {kCauseWorkerCrash, 1}}, 2, 8, "running", "resnet", std::nullopt};
+  return {3, 4, {{kCauseNodeLost, 1}, {kCauseScale, 2}, {kCauseWorkerCrash, 1}}, 2, 8, "running", "resnet", std::nullopt,
+          {}};
 }
 
 TEST(StatusLine, EncodesEveryFieldInOrderAsOneLine) {
@@ -20,8 +21,8 @@ TEST(StatusLine, EncodesEveryFieldInOrderAsOneLine) {
 TEST(StatusLine, RoundTripsWithAndWithoutTheNewline) {
   const StatusReport reports[] = {
       running_report(),
-      {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job", std::nullopt},
-      {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c", std::nullopt},
+      {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job", std::nullopt, {}},
+      {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c", std::nullopt, {}},
   };
   for (const auto& r : reports) {
     const std::string line = encode_status_line(r);
@@ -145,6 +146,37 @@ TEST(StatusLine, AnOlderReaderWouldRefuseProgressRatherThanCountItAsARestart) {
   EXPECT_NE(encode_status_line(r).find(" sps=3.0 "), std::string::npos);
   r.progress->steps_per_second = 1e20;
   EXPECT_NE(encode_status_line(r).find(" sps=1e+20 "), std::string::npos);
+}
+
+TEST(StatusLine, NamesTheLostNodesInBracketsWhichNoReaderTakesForACount) {
+  StatusReport r = running_report();
+  EXPECT_EQ(encode_status_line(r).find(" lost="), std::string::npos);  // none lost: no field
+  r.lost_nodes = {1};
+  const std::string line = encode_status_line(r);
+  EXPECT_NE(line.find(" run=resnet lost=[1]\n"), std::string::npos) << line;
+  // A reader older than the field ignores it: its value is neither a count nor a number.
+  EXPECT_FALSE(status_line_detail::is_count("[1]", false));
+  EXPECT_FALSE(status_line_detail::parse_number("[1]"));
+  r.lost_nodes = {0, 3, 17};
+  const ParsedStatusLine back = parse_status_line(encode_status_line(r));
+  ASSERT_TRUE(back.report) << back.error;
+  EXPECT_EQ(*back.report, r);
+  EXPECT_EQ(parse_status_line("STATUS round=1 restarts=1 nodes=1 world_size=1 lost=[]").report->lost_nodes,
+            std::vector<int>{});
+}
+
+TEST(StatusLine, RefusesMalformedLostNodes) {
+  std::string many = "[";
+  for (size_t i = 0; i <= kMaxLostNodes; ++i) many += (i ? "," : "") + std::to_string(i);
+  many += "]";
+  for (const std::string& value : {std::string("1"), std::string("[1"), std::string("1]"), std::string("[1,]"),
+                                   std::string("[,1]"), std::string("[-1]"), std::string("[01]"), std::string("[3,1]"),
+                                   std::string("[2,2]"), std::string("[a]"), std::string("[9999999999]"), many}) {
+    const std::string line = "STATUS round=1 restarts=1 nodes=1 world_size=1 lost=" + value;
+    const ParsedStatusLine p = parse_status_line(line);
+    EXPECT_FALSE(p.report) << value;
+    EXPECT_NE(p.error.find("bad field 'lost="), std::string::npos) << value << ": " << p.error;
+  }
 }
 
 TEST(StatusLine, KeepsTheLineShortWhateverTheWorkersReported) {

@@ -134,11 +134,11 @@ TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
 TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   Harness h(1, 3, 10);
   std::map<std::string, int> zero{{"hang", 0}, {"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
-  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt, {}}));
   h.run_two_nodes();
   h.advance(1001ms);
   h.out();
-  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt, {}}));
   // A worker crash on node 1: worker_crash.
   h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
   h.join(1, 0);
@@ -170,6 +170,41 @@ TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   EXPECT_EQ(r.nodes, 1);
   EXPECT_EQ(r.world_size, 2);
   EXPECT_EQ(r.phase, "running");
+}
+
+TEST(RendezvousCoordinator, ReportNamesTheNodesLostUntilTheyJoinAgain) {
+  Harness h(1, 3, 10);
+  h.join(1, 0);
+  h.join(2, 1);
+  h.join(3, 2);
+  h.out();
+  EXPECT_TRUE(h.c.report().lost_nodes.empty());
+  // Nodes 2 and 1 vanish (no LEAVE), one after the other: both named, ascending.
+  h.c.leave(3, h.t);
+  h.join(1, 0);
+  h.join(2, 1);
+  h.advance(1001ms);
+  h.out();
+  EXPECT_EQ(h.c.report().lost_nodes, std::vector<int>{2});
+  h.c.leave(2, h.t);
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  EXPECT_EQ(h.c.report().lost_nodes, (std::vector<int>{1, 2}));
+  // Node 2 joins again (its launcher restarted in its pod): no longer lost.
+  h.join(4, 2);
+  EXPECT_EQ(h.c.report().lost_nodes, std::vector<int>{1});
+  h.join(1, 0);
+  h.advance(1001ms);
+  h.out();
+  // A node that says LEAVE (scaled down) is not lost.
+  h.c.leave(4, h.t, true);
+  EXPECT_EQ(h.c.report().lost_nodes, std::vector<int>{1});
+  // Nor is one that leaves before any round ran.
+  Harness g(2, 2);
+  g.join(1, 0);
+  g.c.leave(1, g.t);
+  EXPECT_TRUE(g.c.report().lost_nodes.empty());
 }
 
 TEST(RendezvousCoordinator, AHangRestartsTheGroupChargedAndCountedAsHang) {

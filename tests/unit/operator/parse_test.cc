@@ -347,7 +347,7 @@ TEST(ParsePodFacts, KeepsTheFirstLineOfTheTrainersTerminationMessage) {
 
 TEST(StatusJson, LauncherElasticLostAndFailedPodsAndLastFailureRoundTripAndClear) {
   Status s;
-  s.launcher = {"uid-0", {{"worker_crash", 2}}, 0, 0, ""};
+  s.launcher = {"uid-0", {{"worker_crash", 2}}, 0, {1, 3}, 0, ""};
   s.elastic = {3, "Unschedulable", "2026-12-03T05:00:01Z", 4};
   s.lost_pods = {"p1"};
   s.failed_pods = {"p2", "p3"};

@@ -1078,7 +1078,7 @@ TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
 
 LauncherReport report(const std::string& uid, int crash, int lost, int scale, const std::string& phase = "running") {
   return {uid, 5, crash + lost + scale, {{"worker_crash", crash}, {"node_lost", lost}, {"scale", scale}}, 4, 32,
-          phase, "resnet", std::nullopt, 0};
+          phase, "resnet", std::nullopt, 0, {}};
 }
 
 TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {
@@ -1186,6 +1186,56 @@ TEST(Decide, ALostPodTheLaunchersReportedFirstIsStillOneRestart) {
   auto late = decide(job, gone, kNow + 2 + kPrepaidWindowS + 1);
   EXPECT_EQ(late.status.restarts_by_reason["node_lost"], 2);
   EXPECT_EQ(late.status.launcher.absorb, 1);
+}
+
+TEST(Decide, ALostNodeTheLaunchersNamedIsOneRestartHoweverLateItsPodIsSeenLost) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 0, 0, 0);
+  job.status = decide(job, o, kNow + 1).status;
+  // Node n2 loses its power: node 0's launcher finds its connection dead within seconds and names rank 2 lost.
+  o.launcher = report("pod-0", 0, 1, 0);
+  o.launcher->lost_nodes = {2};
+  auto reported = decide(job, o, kNow + 15);
+  EXPECT_EQ(reported.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(reported.status.launcher.prepaid_nodes, std::vector<int>{2});
+  EXPECT_EQ(reported.status.launcher.prepaid, 0);
+  EXPECT_EQ(parse_status(status_to_json(reported.status)), reported.status);
+  // The next polls still name it: nothing changes.
+  job.status = reported.status;
+  EXPECT_EQ(decide(job, o, kNow + 25).status, job.status);
+  // The operator sees the pod lost only after the node's NotReady grace, minutes later: the same loss.
+  Observed gone = observed(ps, up({"n0", "n1", "n3"}));
+  gone.launcher = o.launcher;
+  auto lost = decide(job, gone, kNow + 15 + 4 * kPrepaidWindowS);
+  EXPECT_EQ(lost.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(lost.status.restarts, 1);
+  EXPECT_TRUE(lost.status.launcher.prepaid_nodes.empty());
+  EXPECT_EQ(lost.status.launcher.absorb, 0);
+  EXPECT_TRUE(has_event(lost, "PodLost"));
+  EXPECT_EQ(deleted_names(lost), std::vector<std::string>{"resnet-node-2"});
+}
+
+TEST(Decide, ANamedLostNodeThatJoinedAgainIsForgottenSoItsPodsLaterLossCounts) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 0, 1, 0);
+  o.launcher->lost_nodes = {2, 3};
+  job.status = decide(job, o, kNow + 1).status;
+  EXPECT_EQ(job.status.restarts_by_reason["node_lost"], 1);
+  EXPECT_EQ(job.status.launcher.prepaid_nodes, std::vector<int>{2});  // one restart: one rank prepaid
+  // Rank 2's launcher came back (its container restarted in place) and joined: the launchers no longer name it.
+  o.launcher->lost_nodes = {};
+  job.status = decide(job, o, kNow + 11).status;
+  EXPECT_TRUE(job.status.launcher.prepaid_nodes.empty());
+  // Then its node goes for good: a second loss, counted.
+  Observed gone = observed(ps, up({"n0", "n1", "n3"}));
+  gone.launcher = o.launcher;
+  auto lost = decide(job, gone, kNow + 12);
+  EXPECT_EQ(lost.status.restarts_by_reason["node_lost"], 2);
+  EXPECT_EQ(lost.status.launcher.absorb, 1);
 }
 
 TEST(Decide, RegroupingLaunchersShowRestartingOrScalingAndTheLaunchersWorldSize) {

@@ -53,6 +53,7 @@ std::optional<Condition> condition_from_json(const json& j, const std::vector<Co
 
 void to_json(json& j, const LauncherSeen& l) {
   j = {{"podUID", l.pod_uid}, {"restartsByReason", l.restarts_by_reason}, {"absorb", l.absorb}};
+  if (!l.prepaid_nodes.empty()) j["prepaidNodes"] = l.prepaid_nodes;
   if (l.prepaid > 0) {
     j["prepaid"] = l.prepaid;
     j["prepaidAt"] = l.prepaid_at;
@@ -66,6 +67,12 @@ void from_json(const json& j, LauncherSeen& l) {
   if (auto a = j.find("absorb"); a != j.end() && a->is_number_integer()) l.absorb = std::max(0, a->get<int>());
   if (auto p = j.find("prepaid"); p != j.end() && p->is_number_integer()) l.prepaid = std::max(0, p->get<int>());
   l.prepaid_at = string_at(j, "prepaidAt");
+  if (auto p = j.find("prepaidNodes"); p != j.end() && p->is_array()) {
+    for (const auto& rank : *p)
+      if (rank.is_number_integer() && rank.get<int64_t>() >= 0 && rank.get<int64_t>() < (1 << 30) &&
+          l.prepaid_nodes.size() < contract::kMaxLostNodes)
+        l.prepaid_nodes.push_back(rank.get<int>());
+  }
   l.restarts_by_reason = counts_at(j, "restartsByReason");
   l.busy_before_ms = std::max<int64_t>(0, int64_at(j, "busyBeforeMs").value_or(0));
   l.lost_before_ms = std::max<int64_t>(0, int64_at(j, "lostBeforeMs").value_or(0));

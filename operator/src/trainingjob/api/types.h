@@ -101,6 +101,11 @@ struct LauncherSeen {
   int absorb = 0;
   // The other order: node_lost restarts node 0's launcher reported (and the operator counted) before the operator
   // saw a pod lost. A pod loss the operator sees within kPrepaidWindowS of that report is the same incident.
+  // From launchers that name the nodes they lost (STATUS lost=[...]): prepaid_nodes, the node ranks of those
+  // restarts, matched to the pod the operator later sees lost however late (its node's NotReady grace can take
+  // minutes), and dropped once the launchers no longer report that rank lost (it joined again). From older
+  // launchers: prepaid, a count matched to a pod loss seen within kPrepaidWindowS of prepaid_at.
+  std::vector<int> prepaid_nodes;
   int prepaid = 0;
   std::string prepaid_at;  // RFC 3339: when the latest of them was counted
   // Goodput from node-0 pods before this one (whose launcher counts from zero): their productive and lost time.
@@ -278,6 +283,7 @@ struct LauncherReport {
   std::string run_id;  // the rendezvous' run id (the job's name unless the user set another); "" from old launchers
   std::optional<contract::StatusProgress> progress;  // once a worker reported a step
   UnixSeconds polled_at = 0;  // when node 0 answered (its progress' ages count back from here)
+  std::vector<int> lost_nodes;  // node ranks lost and not back (always empty from launchers older than the field)
   bool operator==(const LauncherReport&) const = default;
 };
 

@@ -48,8 +48,14 @@ void DecideState::count_pod_restart(const std::string& reason) {
   ++plan.status.launcher.absorb;
 }
 
-void DecideState::count_pod_loss() {
+void DecideState::count_pod_loss(int rank) {
   LauncherSeen& seen = plan.status.launcher;
+  auto& ranks = seen.prepaid_nodes;
+  if (auto it = std::find(ranks.begin(), ranks.end(), rank); it != ranks.end()) {
+    ranks.erase(it);  // the launchers lost this node first and it never came back: the same loss
+    last_reason = kRestartNodeLost;
+    return;
+  }
   if (seen.prepaid > 0) {
     const auto at = parse_rfc3339(seen.prepaid_at);
     if (at && now - *at <= kPrepaidWindowS) {

@@ -50,12 +50,15 @@ class DecideState {
   // A pod failure or loss the operator counts: the launchers on the other nodes re-form the group for it and will
   // report that as a restart of their own, which must not count a second time (see decide_launcher.h).
   void count_pod_restart(const std::string& reason);
-  // A pod lost with its node: counted as node_lost (count_pod_restart), unless node 0's launcher already reported
-  // the group re-forming for it (status.launcher.prepaid, within kPrepaidWindowS), which was counted then.
-  void count_pod_loss();
+  // The pod of node rank `rank` lost with its node: counted as node_lost (count_pod_restart), unless node 0's
+  // launcher already reported the group re-forming for it, which was counted then: that rank in
+  // status.launcher.prepaidNodes, or, from launchers that name no ranks, status.launcher.prepaid within
+  // kPrepaidWindowS.
+  void count_pod_loss(int rank);
 };
 
-// How long a launcher-reported node_lost restart may wait for the operator to see the pod loss behind it.
+// How long a launcher-reported node_lost restart may wait for the operator to see the pod loss behind it, where the
+// launcher does not name the node it lost.
 inline constexpr int64_t kPrepaidWindowS = 30;
 
 // "a, b, c".

@@ -1,6 +1,8 @@
 #include "trainingjob/decide/launcher.h"
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "trainingjob/decide/bad_nodes.h"
 
@@ -41,6 +43,24 @@ void note_hang(DecideState& s, const LauncherReport& report, int delta) {
   note_node_failure(s, f.node, "a hang, " + f.message.substr(0, f.message.find(';')));
 }
 
+// The node ranks whose loss node 0's launcher just reported that the operator has not counted itself: up to n of
+// the report's lost ranks, neither prepaid already nor the rank of a pod the operator counted lost.
+std::vector<int> newly_lost_ranks(const DecideState& s, const LauncherReport& report, int n) {
+  std::set<int> counted;
+  const auto& lost = s.plan.status.lost_pods;
+  for (const auto* pods : {&s.live, &s.terminating})
+    for (const auto& pod : *pods)
+      if (std::find(lost.begin(), lost.end(), pod.uid) != lost.end()) counted.insert(pod.rank);
+  const auto& prepaid = s.plan.status.launcher.prepaid_nodes;
+  std::vector<int> out;
+  for (int rank : report.lost_nodes) {
+    if (static_cast<int>(out.size()) == n) break;
+    if (counted.count(rank) == 0 && std::find(prepaid.begin(), prepaid.end(), rank) == prepaid.end())
+      out.push_back(rank);
+  }
+  return out;
+}
+
 // More in-place restarts than this between two polls is no report to trust (and would overflow the counts).
 constexpr int kMaxLauncherDelta = 100000;
 
@@ -51,8 +71,12 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
   const LauncherReport& report = *s.obs.launcher;
   LauncherSeen& seen = s.plan.status.launcher;
   if (seen.pod_uid != report.pod_uid) {  // a new rendezvous: nothing to absorb; the goodput of earlier pods stays
-    seen = LauncherSeen{report.pod_uid, {}, 0, 0, "", seen.busy_before_ms, seen.lost_before_ms};
+    seen = LauncherSeen{report.pod_uid, {}, 0, {}, 0, "", seen.busy_before_ms, seen.lost_before_ms};
   }
+  // A rank the launchers no longer report lost joined again: a later loss of its pod is a new one.
+  std::erase_if(seen.prepaid_nodes, [&](int rank) {
+    return std::find(report.lost_nodes.begin(), report.lost_nodes.end(), rank) == report.lost_nodes.end();
+  });
   for (const auto& [reason, n] : report.restarts_by_reason) {
     if (!is_launcher_reason(reason)) continue;
     const int before = seen.restarts_by_reason.count(reason) ? seen.restarts_by_reason[reason] : 0;
@@ -67,10 +91,15 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
     }
     s.count_restart(reason, delta);
     if (reason == kRestartNodeLost) {
-      // Not absorbed: a loss the operator has not seen yet (its pod's deletion may still be on its way), or one it
-      // never sees (a launcher that lost its peer without a pod lost).
-      seen.prepaid += delta;
-      seen.prepaid_at = format_rfc3339(s.now);
+      // Not absorbed: a loss the operator has not seen yet (its pod's deletion may still be on its way, or its
+      // node's NotReady grace), or one it never sees (a launcher that lost its peer without a pod lost).
+      const std::vector<int> ranks = newly_lost_ranks(s, report, delta);
+      for (int rank : ranks)
+        if (seen.prepaid_nodes.size() < contract::kMaxLostNodes) seen.prepaid_nodes.push_back(rank);
+      if (delta > static_cast<int>(ranks.size())) {  // a launcher that names no ranks, or a rank lost again
+        seen.prepaid += delta - static_cast<int>(ranks.size());
+        seen.prepaid_at = format_rfc3339(s.now);
+      }
     }
     if (reason == kRestartHang) {
       note_hang(s, report, delta);

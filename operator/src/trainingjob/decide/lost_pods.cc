@@ -64,7 +64,7 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
     if (!was_running || !ours || pod.phase == "Failed" || pod.phase == "Succeeded") continue;
     if (counted_lost(s, pod.uid)) continue;
     st.lost_pods.push_back(pod.uid);
-    s.count_pod_loss();
+    s.count_pod_loss(pod.rank);
     s.lost.push_back(pod.name);
     s.emit("Warning", "PodLost", "pod " + pod.name + " is being deleted; it will be recreated");
   }
@@ -91,7 +91,7 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
       continue;
     }
     st.lost_pods.push_back(pod.uid);
-    s.count_pod_loss();
+    s.count_pod_loss(pod.rank);
     s.lost.push_back(pod.name);
     s.emit("Warning", "PodLost",
            "pod " + pod.name + " was lost: " + why +

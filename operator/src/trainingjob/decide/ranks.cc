@@ -82,7 +82,7 @@ void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::s
     if (terminating) continue;
     if (job.status.phase == JobPhase::kRunning && rank < job.status.replicas && !elastic_changed) {
       // Every pod ran at the last status write and this one vanished unseen (deleted at once, node gone).
-      s.count_pod_loss();
+      s.count_pod_loss(rank);
       s.plan.status_before_creates = true;
       s.lost.push_back(pod_name(job.name, rank));
       s.emit("Warning", "PodLost", "pod " + pod_name(job.name, rank) + " vanished; recreating it");
