@@ -150,10 +150,13 @@ inline std::string encode_status_line(const StatusReport& r) {
   line += " nodes=" + std::to_string(r.nodes) + " world_size=" + std::to_string(r.world_size) + " phase=" + r.phase +
           " run=" + r.run_id;
   if (!r.lost_nodes.empty()) {
-    std::string list;
-    for (size_t i = 0; i < r.lost_nodes.size() && i < kMaxLostNodes; ++i)
-      list += (i ? "," : "") + std::to_string(r.lost_nodes[i]);
-    line += " lost=[" + list + "]";
+    // Appends only: GCC 12 warns falsely (-Wrestrict) about "literal" + std::string here in Release builds.
+    line += " lost=[";
+    for (size_t i = 0; i < r.lost_nodes.size() && i < kMaxLostNodes; ++i) {
+      if (i > 0) line += ',';
+      line += std::to_string(r.lost_nodes[i]);
+    }
+    line += ']';
   }
   if (const auto& p = r.progress) {
     line += " step=" + std::to_string(p->step);
