@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "trainingjob/act/keyring.h"
 #include "trainingjob/act/setup.h"
 #include "trainingjob/render/render.h"
 
@@ -137,6 +138,16 @@ std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
       {{"--leader-election-lease-seconds"}, false,
        integer(&o->leader_election_lease_seconds, 3, 3600, "an integer from 3 to 3600"),
        "  --leader-election-lease-seconds N   a silent leader is replaced after N seconds (default 15)\n"},
+      {{"--keyring-secret"}, false,
+       [o](const std::string& v) -> std::optional<std::string> {
+         if (auto why = kubedist::trainingjob::check_keyring_secret(v); !why.empty())
+           return "must be a Secret's NAMESPACE/NAME: " + why;
+         o->keyring_secret = v;
+         return std::nullopt;
+       },
+       "  --keyring-secret NS/NAME keep the namespace keys the operator sees in this Secret too (it must exist;\n"
+       "                           get and patch on it), so that a key deleted or replaced while no operator runs\n"
+       "                           can still be given to the jobs whose pods derive from it (default: memory only)\n"},
       {{"--watch-nodes"}, true, boolean(&o->watch_nodes),
        "  --watch-nodes[=BOOL]     watch nodes (read-only) to recreate pods lost with a deleted or NotReady node\n"
        "                           (default true when watching all namespaces, else false)\n"},

@@ -155,9 +155,9 @@ docs = render("watchNamespace=team-a", "leaderElection.enabled=false", "metrics.
               "metrics.prometheusRule.enabled=true", "metrics.launcherPodMonitor.enabled=true",
               "metrics.launcherPort=9500", "grafanaDashboard.enabled=false", "replicaCount=1",
               "image.tag=9.9.9", "kueue.enabled=false")
-roles = find(docs, "Role")
+roles = [r for r in find(docs, "Role") if not r["metadata"]["name"].endswith("-keyring")]
 check(not find(docs, "ClusterRole") and len(roles) == 1 and roles[0]["metadata"]["namespace"] == "team-a",
-      "watchNamespace=team-a (without Kueue) grants a Role in team-a and no ClusterRole")
+      "watchNamespace=team-a (without Kueue) grants a Role in team-a and no ClusterRole (beside the keyring's)")
 args = operator_args(docs)
 check("--namespace=team-a" in args and "--leader-elect" not in args,
       "watchNamespace and leaderElection.enabled=false reach the operator's flags")
@@ -309,8 +309,20 @@ try:
     check(not readable and can("get", "secrets=kubedist-rendezvous") and can("list", "secrets=kubedist-rendezvous"),
           "kubectl auth can-i: the operator may read Secret kubedist-rendezvous and no other Secret" +
           (f" (it may: {readable})" if readable else ""))
+    keyring = f"{release}-kubedist-keyring"
+    check(can("get", f"secrets={keyring}", ns) and can("patch", f"secrets={keyring}", ns)
+          and not any(can(v, f"secrets={keyring}", ns) for v in ("update", "delete", "list", "watch"))
+          and not can("get", "secrets", ns) and not can("get", "secrets=another", ns)
+          and not can("patch", "secrets=kubedist-rendezvous", "default"),
+          f"kubectl auth can-i: in its own namespace it may read and patch its keyring Secret {keyring} only")
     dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", ok=False)
     check(dep.returncode == 0, "the operator Deployment exists in the cluster")
+    if dep.returncode == 0:
+        args = json.loads(dep.stdout)["spec"]["template"]["spec"]["containers"][0]["args"]
+        check(f"--keyring-secret={ns}/{keyring}" in args, f"the operator is told its keyring ({args})")
+    secret = run("kubectl", "-n", ns, "get", "secret", keyring, "-o", "json", ok=False)
+    check(secret.returncode == 0 and json.loads(secret.stdout)["metadata"]["annotations"].get(
+        "helm.sh/resource-policy") == "keep", f"the chart made the keyring Secret {keyring}, kept on uninstall")
 
     # The namespaced install (watchNamespace): a Role in the watched namespace, nothing in any other.
     jobs_ns = f"{ns}-jobs"
@@ -336,6 +348,9 @@ try:
     check(not readable and can("get", "secrets=kubedist-rendezvous", jobs_ns, nsa),
           "namespaced, kubectl auth can-i: it may read Secret kubedist-rendezvous of the watched namespace and no "
           "other Secret" + (f" (it may: {readable})" if readable else ""))
+    run("helm", "uninstall", release, "--namespace", ns, ok=False)
+    check(run("kubectl", "-n", ns, "get", "secret", keyring, ok=False).returncode == 0,
+          "helm uninstall left the keyring Secret (a reinstall gives running jobs their keys back)")
 finally:
     run("helm", "uninstall", "kdns", "--namespace", ns, ok=False)
     run("helm", "uninstall", release, "--namespace", ns, ok=False)

@@ -4,12 +4,13 @@ server audited while the operator ran a full scenario under the chart's ServiceA
 
 For each install mode (cluster-wide with a ClusterRole; namespaced, watchNamespace set, with a Role in that
 namespace), the chart is rendered with its defaults (leader election, gang scheduling, Kueue), its RBAC objects and
-ServiceAccount are applied in namespace kubedist-audit, and kubedist-operator runs locally with that ServiceAccount's
-token and the flags the chart's Deployment gives it. Jobs then take every path that makes a request: a foreign
-Secret kubedist-rendezvous (create refused, the Secret read by name), pods created and deleted (a scale down), a
-finished job deleted after its TTL, a gang job whose PodGroup and Workload are replaced when minReplicas changes,
-a Kueue-queued job that finishes (its Workload's status patched) and one suspended (its Workload deleted), the
-leader Lease. The local cluster's API server audits every request of the ServiceAccounts of kubedist-audit
+ServiceAccount (and its empty keyring Secret) are applied in namespace kubedist-audit, and kubedist-operator runs
+locally with that ServiceAccount's token and the flags the chart's Deployment gives it. Jobs then take every path
+that makes a request: a foreign Secret kubedist-rendezvous (create refused, the Secret read by name), pods created
+and deleted (a scale down), a finished job deleted after its TTL, a gang job whose PodGroup and Workload are
+replaced when minReplicas changes, a Kueue-queued job that finishes (its Workload's status patched) and one
+suspended (its Workload deleted), the leader Lease, the keyring (read, then patched with the namespace's new key).
+The local cluster's API server audits every request of the ServiceAccounts of kubedist-audit
 (deploy/local/cluster.sh). Then:
   - every audited request is allowed by a rule (none was refused with 403): nothing used is missing;
   - every verb of every rule was used at least once: nothing granted is unused.
@@ -238,6 +239,9 @@ def run_mode(mode):
                                              "ClusterRoleBinding")]
     for d in rbac:
         apply(d, d["metadata"].get("namespace") or (AUDIT_NS if d["kind"] == "ServiceAccount" else None))
+    # The keyring Secret the chart makes empty and the operator fills (get as it starts leading, patch per new key).
+    keyring = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-keyring"))
+    apply(keyring, AUDIT_NS)
     sa = next(d for d in rbac if d["kind"] == "ServiceAccount")["metadata"]["name"]
     user = f"system:serviceaccount:{AUDIT_NS}:{sa}"
     dep = next(d for d in docs if d["kind"] == "Deployment")
@@ -275,6 +279,11 @@ def run_mode(mode):
             text = f.read()
         check("gang scheduling is off" not in text and "jobs queued for Kueue wait" not in text,
               f"{mode}: the operator saw the Workload API and Kueue (so their rules were exercised)")
+    entries = json.loads(kubectl("-n", AUDIT_NS, "get", "secret", keyring["metadata"]["name"], "-o", "json").stdout
+                         ).get("data", {})
+    check(any(e.startswith(jobs_ns + ".") for e in entries),
+          f"{mode}: the keyring Secret holds the key the operator made for {jobs_ns} ({sorted(entries)})")
+    kubectl("-n", AUDIT_NS, "delete", "secret", keyring["metadata"]["name"], "--wait=false", ok=False)
     time.sleep(2)  # the API server writes an audit event once the response is complete
     requests, non_resource, refused = audited_requests(user, start)
     rules = granted_rules(rbac, AUDIT_NS)

@@ -38,6 +38,10 @@ expect 2 "--avoid-node-after-failures must be an integer from 0 (never) to 1000,
 expect 2 "--avoid-node-after-failures must be an integer from 0 (never) to 1000, got \"twice\"" --avoid-node-after-failures twice
 expect 2 "--avoid-node-after-failures needs a value" --avoid-node-after-failures
 expect 2 "--taint-avoided-nodes must be true or false, got \"yes\"" --taint-avoided-nodes=yes
+expect 2 "--keyring-secret must be a Secret's NAMESPACE/NAME: \"kd-keyring\" has no '/'" --keyring-secret kd-keyring
+expect 2 "--keyring-secret must be a Secret's NAMESPACE/NAME: \"Kube_System\" is no namespace name (a DNS label)" --keyring-secret=Kube_System/kd-keyring
+expect 2 "--keyring-secret must be a Secret's NAMESPACE/NAME: \"a/b\" is no Secret name (a DNS subdomain)" --keyring-secret=ns/a/b
+expect 2 "--keyring-secret needs a value" --keyring-secret
 expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by default only without --namespace)" \
   --namespace team-a --taint-avoided-nodes
 expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by default only without --namespace)" \
@@ -46,7 +50,7 @@ expect 2 "--gang-scheduling needs a value" --gang-scheduling
 # Good values pass the flag checks and fail later, at the (missing) kubeconfig.
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig --watch-nodes \
   --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0 --gang-scheduling=all \
-  --avoid-node-after-failures=0 --taint-avoided-nodes
+  --avoid-node-after-failures=0 --taint-avoided-nodes --keyring-secret=kubedist-system/kd-keyring
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

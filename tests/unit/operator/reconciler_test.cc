@@ -286,6 +286,91 @@ struct SigningReconciler {
 };
 
 const std::string kSecrets = "/api/v1/namespaces/team-a/secrets";
+const std::string kKeyring = "/api/v1/namespaces/kubedist-system/secrets/kd-keyring";
+
+// A reconciler of the operator's kind whose keys are kept in the keyring Secret too, as the chart runs it.
+struct KeyringReconciler {
+  explicit KeyringReconciler(ReconcilerTest& t) : keyring(t.api, "kubedist-system/kd-keyring") {
+    ReconcilerExtras extras;
+    extras.namespace_secrets = &secrets;
+    extras.rendezvous_keys = &keys;
+    extras.keyring = &keyring;
+    PodOptions options;
+    options.rdzv_secret = true;
+    reconciler = std::make_unique<Reconciler>(t.api, t.jobs, t.pods, t.services, t.recorder, options, std::move(extras));
+  }
+  FakeCache<SecretFacts> secrets;
+  RendezvousKeys keys;
+  Keyring keyring;
+  std::unique_ptr<Reconciler> reconciler;
+};
+
+// The keyring Secret as the API server holds it once the operator's patches landed: their stringData in its data.
+json keyring_as_served(const FakeApi& api) {
+  json data = json::object();
+  for (const auto& c : api.calls("patch", kKeyring)) {
+    const json added = c.body.value("stringData", json::object()), removed = c.body.value("data", json::object());
+    for (const auto& [entry, hex] : added.items()) data[entry] = kubedist::testing::base64(hex.get<std::string>());
+    for (const auto& [entry, value] : removed.items())
+      if (value.is_null()) data.erase(entry);
+  }
+  return {{"metadata", {{"name", "kd-keyring"}}}, {"data", data}};
+}
+
+TEST_F(ReconcilerTest, ANewNamespaceKeyIsInTheKeyringBeforeTheNamespaceSecretOrAnyPodUsesIt) {
+  api.put(kKeyring, {{"metadata", {{"name", "kd-keyring"}}}});
+  KeyringReconciler op(*this);
+  // The keyring cannot be written: nothing is created on a key that would be lost with this process.
+  api.answer("patch", kKeyring, 500);
+  EXPECT_EQ(op.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
+  EXPECT_TRUE(api.calls("create", "/namespaces/team-a/").empty());
+  const auto r = op.reconciler->reconcile(kKey);
+  EXPECT_NE(r.kind, ReconcileResult::Kind::kError);
+  const auto all = api.calls();
+  size_t patched = all.size(), secret = all.size(), first_pod = all.size();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].verb == "patch" && all[i].path == kKeyring && patched == all.size()) patched = i;
+    if (all[i].verb == "create" && all[i].path == kSecrets && secret == all.size()) secret = i;
+    if (all[i].verb == "create" && all[i].path == kPods && first_pod == all.size()) first_pod = i;
+  }
+  ASSERT_LT(first_pod, all.size());
+  EXPECT_LT(patched, secret);
+  EXPECT_LT(secret, first_pod);
+  const std::string key = all[secret].body["stringData"][kRdzvSecretKey];
+  EXPECT_EQ(keyring_as_served(api)["data"].size(), 1u);
+  EXPECT_TRUE(keyring_as_served(api)["data"].contains("team-a." + rendezvous::rdzv_key_fingerprint(key)));
+}
+
+TEST_F(ReconcilerTest, AnOperatorStartedAfterTheKeyWasReplacedGivesTheRunningJobItsOldSecretFromTheKeyring) {
+  api.put(kKeyring, {{"metadata", {{"name", "kd-keyring"}}}});
+  std::string key1, uid;
+  {
+    KeyringReconciler first(*this);
+    first.reconciler->reconcile(kKey);
+    key1 = api.calls("create", kSecrets)[0].body["stringData"][kRdzvSecretKey];
+    sync();
+    pods_run();
+    first.reconciler->reconcile(kKey);
+    sync();
+    pods_run();
+    uid = jobs.get(kKey)->uid;
+  }  // that operator is gone; while none runs, a tenant replaces the namespace key
+  api.put(kKeyring, keyring_as_served(api));
+  api.clear_calls();
+  KeyringReconciler second(*this);
+  second.secrets.set("team-a/kubedist-rendezvous",
+                     SecretFacts{"team-a", "kubedist-rendezvous", "", "", kubedist::testing::base64("a-replaced-key")});
+  EXPECT_NE(second.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
+  const auto creates = api.calls("create", kSecrets);
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_EQ(creates[0].body["metadata"]["name"], rdzv_secret_name("resnet"));
+  EXPECT_EQ(creates[0].body["stringData"][kRdzvSecretKey], rendezvous::derive_job_secret(key1, uid));
+  EXPECT_TRUE(has(event_reasons(), kRendezvousSecretChanged));
+  // The replaced key is in the keyring too, beside the old one.
+  api.put(kKeyring, keyring_as_served(api));
+  EXPECT_EQ(api.object(kKeyring)->at("data").size(), 1u);  // this pass's patches only: the new key
+  EXPECT_TRUE(api.object(kKeyring)->at("data").contains("team-a." + rendezvous::rdzv_key_fingerprint("a-replaced-key")));
+}
 
 TEST_F(ReconcilerTest, TheNamespaceSecretIsCreatedBeforeAnyPodThatDerivesFromIt) {
   SigningReconciler signing(*this);
@@ -305,21 +390,9 @@ TEST_F(ReconcilerTest, TheNamespaceSecretIsCreatedBeforeAnyPodThatDerivesFromIt)
 TEST_F(ReconcilerTest, TheNamespaceSecretAnotherPassCreatedWithTheSameKeyIsTakenAsOurs) {
   SigningReconciler signing(*this);
   const std::string key = *signing.keys.to_create("team-a");
-  // The key base64-encoded, as the API server serves data.
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string b64;
-  for (size_t i = 0; i < key.size(); i += 3) {
-    uint32_t n = static_cast<uint8_t>(key[i]) << 16;
-    if (i + 1 < key.size()) n |= static_cast<uint8_t>(key[i + 1]) << 8;
-    if (i + 2 < key.size()) n |= static_cast<uint8_t>(key[i + 2]);
-    b64 += kAlphabet[(n >> 18) & 63];
-    b64 += kAlphabet[(n >> 12) & 63];
-    b64 += i + 1 < key.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    b64 += i + 2 < key.size() ? kAlphabet[n & 63] : '=';
-  }
   api.put(kSecrets + "/kubedist-rendezvous",
           {{"metadata", {{"name", "kubedist-rendezvous"}, {"labels", {{kNamespaceRdzvLabel, "namespace"}}}}},
-           {"data", {{kRdzvSecretKey, b64}}}});
+           {"data", {{kRdzvSecretKey, kubedist::testing::base64(key)}}}});
   EXPECT_NE(signing.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
   EXPECT_EQ(api.calls("create", kPods).size(), 4u);
 }

@@ -144,8 +144,13 @@ Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observe
     o.new_namespace_key = *made;
     return {};
   }
+  // The keys an earlier operator kept, before this one makes any decision about them.
+  if (extras_.keyring != nullptr) {
+    if (auto r = extras_.keyring->load_into(*keys); !r) return r.error();
+  }
   // The key new pods derive from: the Secret's, or the one the operator is about to create. Each is remembered
-  // before any pod is rendered for it, so that it can be kept for the job if it is deleted or replaced later.
+  // (and stored in the keyring) before any pod is rendered for it, so that it can be kept for the job if it is
+  // deleted or replaced later, also by an operator started after that.
   bool ok = false;
   const std::string key = secret ? kube::base64_decode(secret->secret_b64, &ok) : std::string();
   if (ok && !key.empty()) {
@@ -155,6 +160,9 @@ Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observe
     if (!made) return made.error();
     o.new_namespace_key = *made;
     o.namespace_key = rendezvous::rdzv_key_fingerprint(*made);
+  }
+  if (extras_.keyring != nullptr) {
+    if (auto r = extras_.keyring->keep(job.ns, *keys); !r) return r.error();
   }
   for (const auto& [fingerprint, kept] : keys->all(job.ns)) {
     o.job_secrets[fingerprint] = rendezvous::derive_job_secret(kept, job.uid);

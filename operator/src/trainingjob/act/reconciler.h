@@ -18,6 +18,7 @@
 #include "trainingjob/act/progress_writes.h"
 #include "trainingjob/act/job_metrics.h"
 #include "trainingjob/act/pending_writes.h"
+#include "trainingjob/act/keyring.h"
 #include "trainingjob/act/rendezvous_keys.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/render/render.h"
@@ -43,6 +44,8 @@ struct ReconcilerExtras {
   // With namespace_secrets: the namespace keys the operator has seen (shared with the launcher poller); null: none
   // kept, so a job whose namespace key is deleted or replaced is not told apart.
   RendezvousKeys* rendezvous_keys = nullptr;
+  // With rendezvous_keys: where they are kept beyond this process (act/keyring.h); null: memory only.
+  Keyring* keyring = nullptr;
   // The integrations (gang scheduling, Kueue admission) with their caches: each observes its facts about a job.
   std::vector<ObservedIntegration> integrations;
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0

@@ -158,11 +158,13 @@ std::vector<LauncherTarget> launcher_targets(const Watched& c, const RendezvousK
 }
 
 ReconcilerExtras reconciler_extras(const OperatorOptions& options, const Watched& c, RendezvousKeys& keys,
-                                   const WatchedIntegrations& integrations, LauncherPoller& poller) {
+                                   Keyring* keyring, const WatchedIntegrations& integrations,
+                                   LauncherPoller& poller) {
   ReconcilerExtras extras;
   extras.nodes = c.nodes;
   extras.namespace_secrets = c.namespace_secrets;
   extras.rendezvous_keys = &keys;
+  extras.keyring = keyring;
   extras.integrations = integrations.observed();
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&poller](const std::string& key) { return poller.latest(key); };
@@ -197,6 +199,8 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   integrations.watch(mgr, api, options.ns);
 
   RendezvousKeys rendezvous_keys;  // the namespace keys seen, for the reconciler and the poller
+  std::optional<Keyring> keyring;  // and where they are kept beyond this process
+  if (!options.keyring_secret.empty()) keyring.emplace(api, options.keyring_secret);
   LauncherPoller poller(
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
       [&] { return launcher_targets(caches, rendezvous_keys); }, [&](const std::string& key) { mgr.queue().add(key); });
@@ -211,7 +215,9 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   PodOptions pod_options = options.pods;
   pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
   Reconciler reconciler(api, *caches.jobs, *caches.pods, *caches.services, recorder, pod_options,
-                        reconciler_extras(options, caches, rendezvous_keys, integrations, poller), &job_metrics);
+                        reconciler_extras(options, caches, rendezvous_keys, keyring ? &*keyring : nullptr,
+                                          integrations, poller),
+                        &job_metrics);
   caches.pods->set_on_deleted([&reconciler](const PodFacts& pod) { reconciler.pod_deleted(pod); });
   return mgr.run(stop, [&reconciler](const std::string& key) { return reconciler.reconcile(key); });
 }

@@ -33,6 +33,7 @@ struct OperatorOptions {
   std::string leader_election_namespace;  // "" = the kubeconfig's / pod's namespace
   std::string leader_election_id = "kubedist-operator";
   int leader_election_lease_seconds = 15;
+  std::string keyring_secret;            // "NS/NAME": the namespace keys kept there too (act/keyring.h); "": memory
   std::optional<bool> watch_nodes;       // unset: watch nodes when watching all namespaces
   int64_t unschedulable_grace_s = 30;    // elastic jobs give up pods unschedulable this long
   int64_t node_lost_grace_s = 60;        // pods on a node NotReady this long are lost

@@ -2,7 +2,8 @@
 # One rendezvous Secret serves every job of a namespace (each job's secret is derived from it in its pods' init
 # container), a job whose running pods an earlier operator gave a Secret of its own keeps that one, a key deleted or
 # replaced while jobs run is said on each of them and kept for them (their new pods derive the same secret as their
-# running ones), and a Secret of the same name that is not the operator's stops new pods with an Event saying so.
+# running ones), also when it changed while no operator ran (the keys are kept in a keyring Secret), and a Secret
+# of the same name that is not the operator's stops new pods with an Event saying so.
 # usage: one_rendezvous_secret_serves_a_namespace_and_a_foreign_one_is_refused.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
@@ -45,7 +46,10 @@ spec:
   volumes: [{name: kubedist-rdzv, secret: {secretName: old-rdzv}}]
 YAML
 eventually 30 "old-node-0 running" all_running old 1
-start_operator
+# The keyring Secret the chart makes empty (in the operator's namespace there; in the test's here): the operator
+# keeps every namespace key it sees in it too.
+kubectl -n "$NS" create secret generic kd-keyring >/dev/null
+start_operator --keyring-secret "$NS/kd-keyring"
 eventually 30 "old's second pod exists" pods_are old 2
 old_init='["/kubedist-launcher","--install","/kubedist/bin"]'  # no secret to derive
 old_mount() {
@@ -130,11 +134,31 @@ eventually 60 "d-node-0 recreated" recreated d-node-0 "$before"
 [ "$(ns_key)" = a-replaced-key ] || fail "the operator changed the replaced key"
 pass "the namespace key replaced while d runs: d says so, d-rdzv holds the secret d's node 0 derived from the key before, d's recreated pod mounts it; a, already on its own Secret, is not told again"
 
+# The key replaced while no operator runs: the operator started after it reads the keys the earlier one kept in the
+# keyring, so the running job still gets the secret its pods derived, as when the operator saw the change.
+job_yaml e 1 | kubectl -n "$NS" apply -f - >/dev/null
+eventually 30 "e's pod" all_running e 1
+[ "$(key_of e-node-0)" = "$(fingerprint a-replaced-key)" ] || fail "e-node-0 records $(key_of e-node-0)"
+je=$(jp tj/e '{.metadata.uid}')
+keyring_entries() { kubectl -n "$NS" get secret kd-keyring -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}'; }
+for key in "$key1" "$key2" a-replaced-key; do
+  grep -q "$NS.$(fingerprint "$key") " <<<"$(keyring_entries)" || fail "the keyring lacks a key the operator saw: $(keyring_entries)"
+done
+stop_operator
+kubectl -n "$NS" patch secret kubedist-rendezvous --type=merge -p '{"stringData": {"secret": "replaced-while-down"}}' >/dev/null
+start_operator --keyring-secret "$NS/kd-keyring"
+eventually 30 "RendezvousSecretChanged on e" has_event e RendezvousSecretChanged
+msg=$(events_of e)
+grep -q "which the operator kept for the job in Secret e-rdzv" <<<"$msg" || fail "event: $msg"
+[ "$(secret_of e-rdzv)" = "$(derived a-replaced-key "$je")" ] || fail "e-rdzv does not hold the secret e's node 0 derived"
+[ "$(jp tj/e '{.status.rendezvousKeyLost}')" = "" ] || fail "e's status says its key was lost"
+pass "the namespace key replaced while no operator ran: the next one read the old key from its keyring Secret ($(keyring_entries | wc -w) entries), said so on e and gave e-rdzv the secret e's node 0 derived: $msg"
+
 # Somebody else's Secret of the same name: new pods could not sign, so none are made, and the job says why.
 stop_operator
 kubectl -n "$NS" delete secret kubedist-rendezvous >/dev/null
 kubectl -n "$NS" create secret generic kubedist-rendezvous --from-literal=secret=not-the-operators-secret >/dev/null
-start_operator
+start_operator --keyring-secret "$NS/kd-keyring"
 job_yaml c 1 | kubectl -n "$NS" apply -f - >/dev/null
 eventually 30 "RendezvousSecretConflict event" has_event c RendezvousSecretConflict
 msg=$(kubectl -n "$NS" get events --field-selector involvedObject.name=c,reason=RendezvousSecretConflict -o jsonpath='{.items[0].message}')
