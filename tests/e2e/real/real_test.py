@@ -692,6 +692,11 @@ def scenario_upgrade():
                                                               "app.kubernetes.io/component=operator")["items"]}
         before = eventually(60, "status.progress", lambda: (lambda st: st if st.get("progress") else None)(
             kget("-n", ns, "tj", name)["status"]), 1)
+        keyring = f"{RELEASE}-keyring"
+        def keyring_entries():
+            return set((kget("-n", OPERATOR_NS, "secret", keyring).get("data") or {}).keys())
+        kept = keyring_entries()
+        check(any(e.startswith(ns + ".") for e in kept), f"the operator keeps {ns}'s key in {keyring} ({kept})")
         new_image = retag(refs["KUBEDIST_OPERATOR_IMAGE"], "upgrade-test")
         repo, tag = new_image.rsplit(":", 1)
         t = time.time()
@@ -711,6 +716,7 @@ def scenario_upgrade():
         log(f"helm upgrade replaced the operator's pods with {new_image} (--wait returned in {upgraded - t:.1f} s)")
         args = ops[0]["spec"]["containers"][0]["args"]
         check("--launcher-poll-interval=3s" in args and "--log-level=debug" in args, f"the new values reached it ({args})")
+        check(kept <= keyring_entries(), f"helm upgrade left the keys the operator kept in {keyring}")
         st = wait_phase(ns, name, "Succeeded", 600)
         check(pod_uids(ns, name) == before_pods, "the training pods are the same pods (no recreation)")
         restarts = [cs.get("restartCount", 0) for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")
