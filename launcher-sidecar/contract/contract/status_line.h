@@ -2,11 +2,13 @@
 // the operator's poller parses it. One encoder and one parser, so the two halves cannot drift apart.
 //
 //   STATUS round=3 restarts=4 hang=0 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running
-//          run=resnet lost=[1] [step=1200 total=5000 epoch=2 samples=76800 sps=2.5 age_ms=400 up_ms=600000
-//          busy_ms=540000 lost_ms=12000 m.loss=0.53 slow=3,1,1.85,0.21 hang_age_ms=90000 hang_msg=rank%201...]
+//          run=resnet lost=[1] carried=[node_lost:0,worker_crash:2] [step=1200 total=5000 epoch=2 samples=76800
+//          sps=2.5 age_ms=400 up_ms=600000 busy_ms=540000 lost_ms=12000 m.loss=0.53 slow=3,1,1.85,0.21
+//          hang_age_ms=90000 hang_msg=rank%201...]
 //
 // key=value words after the verb: round, restarts, one word per restart cause (restart_cause.h), nodes,
-// world_size, phase and run; lost (node ranks lost and not back, see StatusReport) only when there are any. A
+// world_size, phase and run; lost (node ranks lost and not back, see StatusReport) only when there are any;
+// carried (the counts taken over from an earlier node 0, see StatusReport) from every launcher that knows it. A
 // reader takes any other key with a count as a cause it does not know yet, so the launcher can add causes without
 // breaking older operators. Values are single words: the run id is one word on the rendezvous' JOIN line too; the
 // one free text, hang_msg, is percent-escaped.
@@ -77,6 +79,11 @@ struct StatusReport {
   // The node ranks lost while in a round (node_lost: gone without LEAVE) that have not joined again, ascending, at
   // most kMaxLostNodes: the operator matches the pod losses it sees later to these, so one loss is counted once.
   std::vector<int> lost_nodes;
+  // The restarts by cause this rendezvous took over from the one before it on an earlier node 0 (its members carry
+  // the counts they last saw), already included in restarts_by_cause and restarts: a node 0 replaced loses none of
+  // the in-place restarts since the operator last asked. Empty before a member carried any; nullopt from launchers
+  // older than the field (their counts start from zero on every node 0).
+  std::optional<std::map<std::string, int>> carried;
   bool operator==(const StatusReport&) const = default;
 };
 
@@ -155,6 +162,18 @@ inline std::string encode_status_line(const StatusReport& r) {
     for (size_t i = 0; i < r.lost_nodes.size() && i < kMaxLostNodes; ++i) {
       if (i > 0) line += ',';
       line += std::to_string(r.lost_nodes[i]);
+    }
+    line += ']';
+  }
+  if (r.carried) {
+    line += " carried=[";
+    bool first = true;
+    for (const auto& [cause, n] : *r.carried) {
+      if (!first) line += ',';
+      first = false;
+      line += cause;
+      line += ':';
+      line += std::to_string(n);
     }
     line += ']';
   }
@@ -278,6 +297,34 @@ inline bool read_lost_nodes(const std::string& value, std::vector<int>& out) {
   }
 }
 
+// A restart cause's name as the launchers write them: 1 to 32 of [a-z_].
+inline bool is_cause_name(const std::string& name) {
+  return !name.empty() && name.size() <= 32 && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+}
+
+// At most this many causes in carried counts.
+inline constexpr size_t kMaxCarriedCauses = 16;
+
+// "[cause:count,...]" (is_cause_name, at most kMaxCarriedCauses of them).
+inline bool read_carried(const std::string& value, std::map<std::string, int>& out) {
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
+  out.clear();
+  const std::string inner = value.substr(1, value.size() - 2);
+  if (inner.empty()) return true;
+  size_t from = 0;
+  while (true) {
+    const size_t comma = inner.find(',', from);
+    const std::string item = inner.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || out.size() == kMaxCarriedCauses) return false;
+    const std::string cause = item.substr(0, colon), count = item.substr(colon + 1);
+    if (!is_cause_name(cause) || !is_count(count, false) || out.count(cause)) return false;
+    out[cause] = std::stoi(count);
+    if (comma == std::string::npos) return true;
+    from = comma + 1;
+  }
+}
+
 inline bool is_progress_key(const std::string& key) {
   for (const char* k : {"step", "total", "epoch", "samples", "sps", "age_ms", "up_ms", "busy_ms", "lost_ms", "slow",
                         "hang_age_ms", "hang_msg"})
@@ -314,6 +361,11 @@ inline ParsedStatusLine parse_status_line(const std::string& line) {
     }
     if (key == "lost") {
       if (!status_line_detail::read_lost_nodes(value, r.lost_nodes)) return bad();
+      continue;
+    }
+    if (key == "carried") {
+      r.carried.emplace();
+      if (!status_line_detail::read_carried(value, *r.carried)) return bad();
       continue;
     }
     if (status_line_detail::is_progress_key(key)) {

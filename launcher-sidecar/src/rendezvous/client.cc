@@ -38,8 +38,33 @@ TcpMember::~TcpMember() {
 
 void TcpMember::join(const JoinRequest& request) {
   want_join_ = request;
-  if (connected_) return send_line(encode_join(request));
+  run_id_ = request.run_id;
+  if (connected_ && !status_awaited_) return send_join();
   if (fd_ < 0 && !retry_timer_) try_connect();
+}
+
+void TcpMember::send_join() {
+  if (!want_join_) return;
+  if (host_takes_carry_ && !carried_ && !seen_counts_.empty()) {
+    send_line(encode_carry(want_join_->run_id, seen_counts_));
+    carried_ = true;
+  }
+  send_line(encode_join(*want_join_));
+}
+
+void TcpMember::on_status(const std::optional<contract::StatusReport>& report) {
+  host_speaks_progress_ = report && report->restarts_by_cause.count(contract::kCauseHang);
+  const bool first = status_awaited_;
+  status_awaited_ = false;
+  if (status_timer_) loop_.cancel(status_timer_);
+  status_timer_ = 0;
+  if (first) {
+    host_takes_carry_ = report && report->carried.has_value();
+    send_join();  // with the counts seen before this connection
+  }
+  // This job's counts only: an endpoint may host other jobs' rendezvous, and answers for its own.
+  if (!report || report->run_id != run_id_) return;
+  for (const auto& [cause, n] : report->restarts_by_cause) seen_counts_[cause] = std::max(seen_counts_[cause], n);
 }
 
 void TcpMember::failed(int round, int exit_code, const std::string& summary) {
@@ -130,9 +155,15 @@ void TcpMember::on_ready(std::uint32_t events) {
     write_all(2, "kubedist-launcher: joined the rendezvous at " + host_ + ":" + std::to_string(port_) + " (" + ip +
                      ")\n");
     loop_.modify(fd_, EPOLLIN);
-    host_speaks_progress_ = false;
+    host_speaks_progress_ = host_takes_carry_ = carried_ = false;
+    status_awaited_ = true;  // the JOIN follows node 0's answer (send_join), or a second without one
+    status_timer_ = loop_.after(std::chrono::seconds(1), [this] {
+      status_timer_ = 0;
+      if (!status_awaited_) return;
+      status_awaited_ = false;
+      send_join();
+    });
     send_line(encode_status());
-    if (want_join_) send_line(encode_join(*want_join_));
     return;
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
@@ -202,15 +233,14 @@ void TcpMember::on_ready(std::uint32_t events) {
         return give_up("node 0 asks for a rendezvous secret: give every node the same --rdzv-secret-file");
       }
       if (line.rfind(contract::kStatusVerb, 0) == 0) {  // the answer to our STATUS
-        const auto status = contract::parse_status_line(line);
-        host_speaks_progress_ = status.report && status.report->restarts_by_cause.count(contract::kCauseHang);
+        on_status(contract::parse_status_line(line).report);
         continue;
       }
       auto m = parse_message(line);
       if (!m) return lost(m.error());
       switch (m->kind) {
         case RendezvousMessage::Kind::Round:
-          want_join_.reset();
+          want_join_.reset();  // node 0 follows the ROUND with its STATUS (the counts to carry if it goes)
           loop_.defer([this, a = m->assignment] { events_.on_round(a); });
           break;
         case RendezvousMessage::Kind::Stop:
@@ -293,6 +323,9 @@ void TcpMember::give_up(const std::string& why) {
 }
 
 void TcpMember::close_socket() {
+  if (status_timer_) loop_.cancel(status_timer_);
+  status_timer_ = 0;
+  status_awaited_ = false;
   if (fd_ < 0) return;
   loop_.unwatch(fd_);
   close(fd_);

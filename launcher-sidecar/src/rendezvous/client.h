@@ -3,13 +3,15 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 
+#include "contract/status_line.h"
 #include "io/event_loop.h"
+#include "io/resolver.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/member.h"
-#include "io/resolver.h"
 
 namespace kubedist::launcher {
 
@@ -58,6 +60,17 @@ class TcpMember : public RendezvousMember {
   // Node 0 knows PROGRESS and STACKS (older launchers drop a connection that sends them): learnt from its answer to
   // the STATUS this member asks on every connection, which counts hangs once it does.
   bool host_speaks_progress_ = false;
+  // The JOIN of a connection waits for node 0's answer to that STATUS: a node 0 that says carried= takes the
+  // restart counts this member last saw from node 0 (CARRY, before the JOIN), so that a node 0 replaced since
+  // loses none of them (coordinator.h, carry()).
+  void send_join();
+  void on_status(const std::optional<contract::StatusReport>& report);
+  bool status_awaited_ = false;                // this connection's first STATUS not answered yet
+  EventLoop::TimerId status_timer_ = 0;        // a node 0 that does not answer it gets the JOIN anyway
+  bool host_takes_carry_ = false;              // node 0's answer said carried=
+  bool carried_ = false;                       // CARRY sent on this connection
+  std::map<std::string, int> seen_counts_;     // the highest restart counts by cause node 0 ever answered
+  std::string run_id_;                         // of the last JOIN: whose counts seen_counts_ are
   std::string unsent_;                // plain lines waiting for that HELLO
   EventLoop::TimerId retry_timer_ = 0;
   EventLoop::TimerId hello_timer_ = 0;  // with a secret: node 0's HELLO is due

@@ -229,11 +229,25 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
   }
 }
 
+void RendezvousCoordinator::carry(const std::map<std::string, int>& counts) {
+  if (round_ >= 0) return;
+  for (const auto& [cause, n] : counts) carried_[cause] = std::max(carried_[cause], n);
+}
+
 RendezvousReport RendezvousCoordinator::report() const {
   const char* phase = phase_ == Phase::Gathering ? "gathering" : phase_ == Phase::Running ? "running" : "over";
-  return {round_,           restart_count_,    restarts_by_cause_,
-          round_nodes_,     round_world_size_, phase,
-          settings_.run_id, std::nullopt,      std::vector<int>(lost_nodes_.begin(), lost_nodes_.end())};
+  // A count stays one the STATUS line can carry (9 digits), whatever members carried.
+  constexpr int64_t kMaxCount = 999999999;
+  std::map<std::string, int> by_cause = restarts_by_cause_;
+  int64_t restarts = restart_count_;
+  for (const auto& [cause, n] : carried_) {
+    by_cause[cause] = static_cast<int>(std::min<int64_t>(kMaxCount, int64_t{by_cause[cause]} + n));
+    restarts += n;
+  }
+  restarts = std::min(restarts, kMaxCount);
+  return {round_,   static_cast<int>(restarts), by_cause, round_nodes_,
+          round_world_size_, phase,   settings_.run_id, std::nullopt,
+          std::vector<int>(lost_nodes_.begin(), lost_nodes_.end()), carried_};
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -6,6 +6,8 @@
 //                      FAILED round exit_code text   a worker of this round failed on that node
 //                      DONE round                    every worker of this round on that node exited 0
 //                      LEAVE                         the node leaves on purpose (its pod is being removed)
+//                      CARRY run_id cause=n...       before its JOIN, to a node 0 whose STATUS says carried=: the
+//                                                     restart counts it last saw of the node 0 before (carry())
 //                      (closing the connection)      the node left: its launcher died or lost the network
 //   anyone  -> service  STATUS                        one STATUS report line back (round, restarts by cause,
 //                                                     nodes, world size); the operator polls this
@@ -109,10 +111,15 @@ class RendezvousCoordinator {
   // The job's step stopped advancing (see JobProgress): a new round, cause hang, charged to --max-restarts; with
   // none left the job ends with kHangExitCode. Ignored unless a round is running.
   void hang(const std::string& reason, Clock::time_point now);
+  // A member's restart counts by cause as the node 0 before this one last reported them: taken (the highest of each
+  // cause) until the first round forms, so that report() goes on from them; ignored after (a member that merely
+  // lost its connection carries this rendezvous' own counts).
+  void carry(const std::map<std::string, int>& counts);
   void tick(Clock::time_point now);  // call at next_deadline()
   std::optional<Clock::time_point> next_deadline() const;
   std::vector<Outgoing> take_outbox();
 
+  const std::string& run_id() const { return settings_.run_id; }
   bool over() const { return phase_ == Phase::Over; }
   bool running() const { return phase_ == Phase::Running; }
   int round() const { return round_; }
@@ -153,6 +160,7 @@ class RendezvousCoordinator {
   int round_world_size_ = 0;
   bool any_done_ = false;
   std::set<int> lost_nodes_;  // node ranks lost from a round (node_lost) that have not joined again: report()
+  std::map<std::string, int> carried_;  // carry(): counts of the node 0 before this one, added in report()
   Clock::time_point below_min_since_;
   std::optional<Clock::time_point> last_call_deadline_;
   bool awaiting_stoppers_ = false;

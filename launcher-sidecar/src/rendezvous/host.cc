@@ -156,10 +156,12 @@ void RendezvousHost::refuse(int fd, const std::string& why) {
   drop(fd);
 }
 
-void RendezvousHost::send_line(int fd, const std::string& line) {
+void RendezvousHost::send_line(int fd, const std::string& line) { send_lines(fd, {line}); }
+
+void RendezvousHost::send_lines(int fd, const std::vector<std::string>& lines) {
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
-  it->second.out += it->second.auth ? it->second.auth->seal(line) : line;
+  for (const auto& line : lines) it->second.out += it->second.auth ? it->second.auth->seal(line) : line;
   connection_ready(fd, EPOLLOUT);
 }
 
@@ -310,7 +312,15 @@ void RendezvousHost::flush(Run& run) {
       });
       continue;
     }
-    send_line(static_cast<int>(out.to), encode_message(out.message));
+    const int fd = static_cast<int>(out.to);
+    auto c = connections_.find(fd);
+    if (out.message.kind == RendezvousMessage::Kind::Round && c != connections_.end() && c->second.asked_status) {
+      // With the round, the restart counts it follows, in the same write: a member keeps them to carry to the node
+      // 0 that replaces this one (coordinator.h, carry()), and has them before its workers of this round start.
+      send_lines(fd, {encode_message(out.message), contract::encode_status_line(run.coordinator.report())});
+      continue;
+    }
+    send_line(fd, encode_message(out.message));
   }
   if (run.deadline_timer) loop_.cancel(run.deadline_timer);
   run.deadline_timer = 0;
@@ -391,11 +401,17 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
   const MemberRequest& r = request.value();
   MemberId id = static_cast<MemberId>(fd);
   if (r.kind == MemberRequest::Kind::Status) {
-    // A reader (the operator), not a member: answer for this launcher's job and let it close the connection.
+    // A reader (the operator, or a member as it connects): answer for this launcher's job.
+    c.asked_status = true;
     if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
     contract::StatusReport report = own_->coordinator.report();
     report.progress = progress_.status(JobProgress::Clock::now());
     send_line(fd, contract::encode_status_line(report));
+    return;
+  }
+  if (r.kind == MemberRequest::Kind::Carry) {
+    // A member's counts from the node 0 before this one, sent before its JOIN: for this launcher's own job only.
+    if (r.run_id == own_->coordinator.run_id()) own_->coordinator.carry(r.carried);
     return;
   }
   if (r.kind == MemberRequest::Kind::Join && !c.run) {
@@ -423,7 +439,8 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     case MemberRequest::Kind::Leave: coordinator.leave(id, now, true); break;
     case MemberRequest::Kind::Status:
     case MemberRequest::Kind::Progress:
-    case MemberRequest::Kind::Stacks: break;
+    case MemberRequest::Kind::Stacks:
+    case MemberRequest::Kind::Carry: break;
   }
   flush();
 }

@@ -88,9 +88,11 @@ class RendezvousHost {
     EventLoop::TimerId idle_timer = 0;   // until it is a member (admission_)
     Run* run = nullptr;                  // set by its first JOIN
     bool progress = false;               // sent PROGRESS: it knows DUMP too
+    bool asked_status = false;           // sent STATUS: it reads STATUS lines, so each ROUND comes with one
   };
   void accept_connection(int fd, std::uint32_t source);
   void send_line(int fd, const std::string& line);  // seals it when there is a secret
+  void send_lines(int fd, const std::vector<std::string>& lines);  // in one write
   void refuse(int fd, const std::string& why);      // logs why and closes
   void note(int& count, const std::string& what);   // logs a frequent event at counts 1, 2, 4, 8...
   void add_store(Run& run, Assignment& a);

@@ -151,6 +151,14 @@ std::string encode_leave() { return "LEAVE\n"; }
 
 std::string encode_status() { return std::string(contract::kStatusVerb) + "\n"; }
 
+std::string encode_carry(const std::string& run_id, const std::map<std::string, int>& counts) {
+  std::ostringstream line;  // a stream: see encode_join
+  line << "CARRY " << run_id;
+  for (const auto& [cause, n] : counts) line << ' ' << cause << '=' << n;
+  line << '\n';
+  return line.str();
+}
+
 std::string encode_message(const RendezvousMessage& m) {
   switch (m.kind) {
     case RendezvousMessage::Kind::Round: {
@@ -212,6 +220,20 @@ Result<MemberRequest> parse_request(const std::string& line) {
   } else if (verb == "STACKS") {
     r.kind = MemberRequest::Kind::Stacks;
     if (in >> r.round && r.round >= 0 && parse_stack_words(in, r.stacks)) return r;
+  } else if (verb == "CARRY") {
+    r.kind = MemberRequest::Kind::Carry;
+    std::string word;
+    bool ok = static_cast<bool>(in >> r.run_id);
+    while (ok && in >> word) {
+      const size_t eq = word.find('=');
+      const std::string cause = word.substr(0, eq == std::string::npos ? 0 : eq);
+      const std::string count = eq == std::string::npos ? "" : word.substr(eq + 1);
+      namespace line = contract::status_line_detail;
+      ok = line::is_cause_name(cause) && line::is_count(count, false) && !r.carried.count(cause) &&
+           r.carried.size() < line::kMaxCarriedCauses;
+      if (ok) r.carried[cause] = std::stoi(count);
+    }
+    if (ok) return r;
   } else if (verb == "LEAVE" || verb == contract::kStatusVerb) {
     r.kind = verb == "LEAVE" ? MemberRequest::Kind::Leave : MemberRequest::Kind::Status;
     std::string extra;

@@ -13,13 +13,15 @@
 namespace kubedist::launcher {
 
 struct MemberRequest {
-  enum class Kind { Join, Failed, Done, Leave, Status, Progress, Stacks } kind = Kind::Join;
+  enum class Kind { Join, Failed, Done, Leave, Status, Progress, Stacks, Carry } kind = Kind::Join;
   JoinRequest join;
   int round = 0;
   int exit_code = 0;
   std::string summary;
   NodeProgress progress;                // Progress
   std::map<int, StackSummary> stacks;   // Stacks, by rank
+  std::string run_id;                   // Carry: whose counts
+  std::map<std::string, int> carried;   // Carry: restarts by cause
 };
 
 // The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0]\n" (the optional joiner's settings:
@@ -36,6 +38,9 @@ std::string encode_failed(int round, int exit_code, const std::string& summary);
 std::string encode_done(int round);
 std::string encode_leave();
 std::string encode_status();
+// "CARRY run cause=n ...\n": the restart counts by cause the member last saw from node 0, for a node 0 that took over
+// (only to one whose STATUS says carried=: coordinator.h, carry()).
+std::string encode_carry(const std::string& run_id, const std::map<std::string, int>& counts);
 // "ROUND r rc g gws off ws [master_addr master_port]\n", "STOP r\n", "FAIL c text\n", "DUMP r\n"
 std::string encode_message(const RendezvousMessage& message);
 Result<MemberRequest> parse_request(const std::string& line);

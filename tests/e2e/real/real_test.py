@@ -131,6 +131,12 @@ def dump(ns):
         print(kubectl("-n", ns, "logs", pod, "--all-containers", "--tail=40", ok=False).stdout)
     op = kubectl("-n", OPERATOR_NS, "logs", f"deploy/{RELEASE}", "--tail=40", ok=False)
     print(f"--- operator ---\n{op.stdout}{op.stderr}")
+    # Every operator pod (a rollout that stalls shows why: a pod Pending, not Ready, crashing) and their events.
+    print(kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "wide", ok=False).stdout)
+    print(kubectl("-n", OPERATOR_NS, "get", "events", "--sort-by=.lastTimestamp", ok=False).stdout[-3000:])
+    for pod in kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "name", ok=False).stdout.split():
+        out = kubectl("-n", OPERATOR_NS, "logs", pod, "--tail=15", ok=False)
+        print(f"--- logs {OPERATOR_NS}/{pod} ---\n{out.stdout}{out.stderr}")
 
 
 # ---- the example job -----------------------------------------------------------------------------------------
@@ -697,7 +703,10 @@ def scenario_upgrade():
             return set((kget("-n", OPERATOR_NS, "secret", keyring).get("data") or {}).keys())
         kept = keyring_entries()
         check(any(e.startswith(ns + ".") for e in kept), f"the operator keeps {ns}'s key in {keyring} ({kept})")
-        new_image = retag(refs["KUBEDIST_OPERATOR_IMAGE"], "upgrade-test")
+        # A tag of its own per image: a node keeps an image it pulled under a tag (IfNotPresent), so a fixed tag
+        # would run an earlier run's operator.
+        current = refs["KUBEDIST_OPERATOR_IMAGE"]
+        new_image = retag(current, "upgrade-" + current.rsplit(":", 1)[1])
         repo, tag = new_image.rsplit(":", 1)
         t = time.time()
         # reuse-values keeps what real.chart installed; the image tag and a value change.

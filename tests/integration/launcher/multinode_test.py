@@ -121,6 +121,50 @@ class MultiNode(LauncherTest):
         open(go, "w").close()
         self.assertEqual(n0.wait(), 0, n0.stderr())
 
+    def test_a_replaced_node_0_goes_on_from_the_restart_counts_of_the_one_before(self):
+        # Node 1's worker crashes twice; node 0's launcher is then killed before anyone asked its STATUS (as a node
+        # losing its power takes it), and a new one takes its place: node 1 carries the counts it last saw.
+        go, started = self.path("go"), self.path("started")
+        script = f'if [ "$CRASH" = 1 ] && [ ! -e {go}.c2 ]; then ' \
+                 f'if [ -e {go}.c1 ]; then touch {go}.c2; else touch {go}.c1; fi; exit 7; fi; ' \
+                 f'[ "$CRASH" = 1 ] && echo "$TORCHELASTIC_RESTART_COUNT" >> {started}; ' \
+                 f'while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--max-restarts=5", "--rdzv-conf=join_timeout=60", "--stop-timeout=5"]
+        n0 = self.node(0, 2, script, *flags)
+        n1 = self.launch(["--nnodes=2", "--node-rank=1", "--master-addr=127.0.0.1",
+                          f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
+                          "--rdzv-id=job", *flags, "--no-python", "--", "sh", "-c", script], {"CRASH": "1"})
+        def status(**want):
+            try:
+                st = self.status()
+            except OSError:
+                return None
+            return st if st["phase"] == "running" and all(st.get(k) == str(v) for k, v in want.items()) else None
+        before = wait_until(lambda: status(worker_crash=2, round=2, nodes=2), what="two worker crashes counted")
+        self.assertEqual(before["carried"], "[]")  # the first node 0 took over nothing
+        # Node 1's workers of round 2 run: node 0's STATUS came with that ROUND, before they started.
+        wait_until(lambda: "2" in self.lines("started"), what="node 1's workers of round 2 started")
+        n0.kill()
+        # Its listening socket goes with the last of its processes (a worker may outlive it a moment here; a new pod
+        # has an address of its own).
+        def port_free():
+            with socket.socket() as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(("127.0.0.1", self.rdzv_port))
+                    return True
+                except OSError:
+                    return False
+        wait_until(port_free, what="node 0's rendezvous port free")
+        n0 = self.node(0, 2, script, *flags)
+        after = wait_until(lambda: status(round=0, nodes=2), what="the group formed again under the new node 0")
+        self.assertEqual(after["worker_crash"], "2", after)
+        self.assertEqual(after["restarts"], "2", after)
+        self.assertEqual(after["carried"], "[hang:0,node_lost:0,scale:0,worker_crash:2]", after)
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertEqual(n1.wait(), 0, n1.stderr())
+
     def test_a_bad_request_is_refused_with_a_clear_error_and_the_service_keeps_serving(self):
         n0 = self.node(0, "1:2", "exec sleep 300", "--rdzv-conf=last_call_timeout=0.2,join_timeout=60")
         wait_until(lambda: self.rdzv_answers(), what="node 0 listening")

@@ -8,8 +8,15 @@ namespace kubedist::contract {
 namespace {
 
 StatusReport running_report() {
-  return {3, 4, {{kCauseNodeLost, 1}, {kCauseScale, 2}, {kCauseWorkerCrash, 1}}, 2, 8, "running", "resnet", std::nullopt,
-          {}};
+  StatusReport r;
+  r.round = 3;
+  r.restarts = 4;
+  r.restarts_by_cause = {{kCauseNodeLost, 1}, {kCauseScale, 2}, {kCauseWorkerCrash, 1}};
+  r.nodes = 2;
+  r.world_size = 8;
+  r.phase = "running";
+  r.run_id = "resnet";
+  return r;
 }
 
 TEST(StatusLine, EncodesEveryFieldInOrderAsOneLine) {
@@ -21,8 +28,10 @@ TEST(StatusLine, EncodesEveryFieldInOrderAsOneLine) {
 TEST(StatusLine, RoundTripsWithAndWithoutTheNewline) {
   const StatusReport reports[] = {
       running_report(),
-      {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job", std::nullopt, {}},
-      {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c", std::nullopt, {}},
+      {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job", std::nullopt,
+       {}, std::nullopt},
+      {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c", std::nullopt, {},
+       std::nullopt},
   };
   for (const auto& r : reports) {
     const std::string line = encode_status_line(r);
@@ -176,6 +185,36 @@ TEST(StatusLine, RefusesMalformedLostNodes) {
     const ParsedStatusLine p = parse_status_line(line);
     EXPECT_FALSE(p.report) << value;
     EXPECT_NE(p.error.find("bad field 'lost="), std::string::npos) << value << ": " << p.error;
+  }
+}
+
+TEST(StatusLine, CarriesTheCountsTakenOverFromAnEarlierNodeZero) {
+  StatusReport r = running_report();
+  EXPECT_EQ(encode_status_line(r).find(" carried="), std::string::npos);  // an older launcher's report
+  r.carried = std::map<std::string, int>{};
+  EXPECT_NE(encode_status_line(r).find(" run=resnet carried=[]\n"), std::string::npos) << encode_status_line(r);
+  r.carried = std::map<std::string, int>{{kCauseNodeLost, 1}, {kCauseWorkerCrash, 2}};
+  const std::string line = encode_status_line(r);
+  EXPECT_NE(line.find(" carried=[node_lost:1,worker_crash:2]"), std::string::npos) << line;
+  const ParsedStatusLine back = parse_status_line(line);
+  ASSERT_TRUE(back.report) << back.error;
+  EXPECT_EQ(*back.report, r);
+  // Readers older than the field ignore it: its value is neither a count nor a number.
+  EXPECT_FALSE(status_line_detail::is_count("[node_lost:1]", false));
+  EXPECT_FALSE(status_line_detail::parse_number("[]"));
+}
+
+TEST(StatusLine, RefusesMalformedCarriedCounts) {
+  std::string many = "[";
+  for (char c = 'a'; c <= 'q'; ++c) many += std::string(c == 'a' ? "" : ",") + c + ":1";  // 17 causes
+  many += "]";
+  for (const std::string& value : {std::string("1"), std::string("["), std::string("[a]"), std::string("[a:]"),
+                                   std::string("[:1]"), std::string("[A:1]"), std::string("[a:1,a:2]"),
+                                   std::string("[a:-1]"), std::string("[a:01]"), std::string("[a:1,]"),
+                                   std::string("[a:9999999999]"), many}) {
+    const ParsedStatusLine p = parse_status_line("STATUS round=1 restarts=1 nodes=1 world_size=1 carried=" + value);
+    EXPECT_FALSE(p.report) << value;
+    EXPECT_NE(p.error.find("bad field 'carried="), std::string::npos) << value << ": " << p.error;
   }
 }
 

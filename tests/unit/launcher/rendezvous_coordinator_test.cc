@@ -134,11 +134,12 @@ TEST(RendezvousCoordinator, ALostNodeReformsTheRestWhenElastic) {
 TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   Harness h(1, 3, 10);
   std::map<std::string, int> zero{{"hang", 0}, {"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
-  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt, {}}));
+  const std::map<std::string, int> none;
+  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt, {}, none}));
   h.run_two_nodes();
   h.advance(1001ms);
   h.out();
-  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt, {}}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt, {}, none}));
   // A worker crash on node 1: worker_crash.
   h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
   h.join(1, 0);
@@ -205,6 +206,40 @@ TEST(RendezvousCoordinator, ReportNamesTheNodesLostUntilTheyJoinAgain) {
   g.join(1, 0);
   g.c.leave(1, g.t);
   EXPECT_TRUE(g.c.report().lost_nodes.empty());
+}
+
+TEST(RendezvousCoordinator, GoesOnFromTheCountsMembersCarryUntilTheFirstRoundForms) {
+  Harness h(2, 2, 10);
+  EXPECT_EQ(h.c.report().carried, (std::map<std::string, int>{}));  // says it takes them, before any came
+  // Node 0 was replaced: its members carry what they last saw of the one before; the highest of each cause.
+  h.c.carry({{"worker_crash", 2}, {"node_lost", 1}});
+  h.c.carry({{"worker_crash", 3}});
+  RendezvousReport r = h.c.report();
+  EXPECT_EQ(r.restarts_by_cause.at("worker_crash"), 3);
+  EXPECT_EQ(r.restarts_by_cause.at("node_lost"), 1);
+  EXPECT_EQ(r.restarts, 4);
+  EXPECT_EQ(r.carried, (std::map<std::string, int>{{"node_lost", 1}, {"worker_crash", 3}}));
+  h.run_two_nodes();
+  h.advance(1001ms);
+  h.out();
+  // Once a round formed, a member that merely reconnected carries this rendezvous' own counts: ignored.
+  h.c.carry({{"worker_crash", 9}});
+  EXPECT_EQ(h.c.report().restarts_by_cause.at("worker_crash"), 3);
+  // Its own restarts add to them; the workers' restart count (TORCHELASTIC_RESTART_COUNT) is its own.
+  h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
+  h.join(1, 0);
+  h.join(2, 1);
+  h.advance(1001ms);
+  auto m = by_member(h.out());
+  EXPECT_EQ(m[1].assignment.restart_count, 1);
+  r = h.c.report();
+  EXPECT_EQ(r.restarts_by_cause.at("worker_crash"), 4);
+  EXPECT_EQ(r.restarts, 5);
+  // Whatever members carry, each count stays one the STATUS line can hold.
+  Harness big(1, 1);
+  big.c.carry({{"worker_crash", 999999999}, {"node_lost", 999999999}});
+  EXPECT_EQ(big.c.report().restarts, 999999999);
+  EXPECT_TRUE(contract::parse_status_line(contract::encode_status_line(big.c.report())).report);
 }
 
 TEST(RendezvousCoordinator, AHangRestartsTheGroupChargedAndCountedAsHang) {

@@ -108,6 +108,28 @@ TEST(RendezvousWire, LeaveAndStatusRequestsTakeNoArguments) {
   EXPECT_FALSE(parse_request("LEAVE 3").ok());
 }
 
+TEST(RendezvousWire, CarryNamesTheRunAndEachCauseWithItsCount) {
+  const std::string line = encode_carry("resnet", {{"node_lost", 1}, {"worker_crash", 12}});
+  EXPECT_EQ(line, "CARRY resnet node_lost=1 worker_crash=12\n");
+  auto r = parse_request(line);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->kind, MemberRequest::Kind::Carry);
+  EXPECT_EQ(r->run_id, "resnet");
+  EXPECT_EQ(r->carried, (std::map<std::string, int>{{"node_lost", 1}, {"worker_crash", 12}}));
+  auto none = parse_request("CARRY resnet");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->carried.empty());
+  std::string many = "CARRY resnet";
+  for (char c = 'a'; c <= 'q'; ++c) many += std::string(" ") + c + "=1";  // 17 causes
+  for (const std::string& bad : {std::string("CARRY"), std::string("CARRY resnet node_lost"),
+                                std::string("CARRY resnet node_lost="), std::string("CARRY resnet =1"),
+                                std::string("CARRY resnet Node=1"), std::string("CARRY resnet node_lost=-1"),
+                                std::string("CARRY resnet node_lost=01"), std::string("CARRY resnet a=1 a=2"),
+                                std::string("CARRY resnet node_lost=9999999999"), many}) {
+    EXPECT_FALSE(parse_request(bad).ok()) << bad;
+  }
+}
+
 // The STATUS answer has one encoder and one parser for both halves: tests/unit/contract/status_line_test.cc.
 
 TEST(RendezvousWire, ProgressRoundTripsWithEachRankAndTheLowestOnesCounts) {

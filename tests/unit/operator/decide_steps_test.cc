@@ -131,8 +131,8 @@ TEST(DecideFailures, TheLastPodFailureWithinTheBackoffLimitIsStillRetried) {
 TEST(DecideLauncher, AReportFromAnotherPodThanNodeZeroIsNotThisGroups) {
   auto job = testing::example_job();
   Observed o = with_pods({pod(0, "Running")});
-  o.launcher =
-      LauncherReport{"old-node-0", 3, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet", std::nullopt, 0, {}};
+  o.launcher = LauncherReport{"old-node-0", 3, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet",
+                              std::nullopt, 0, {}, std::nullopt};
   DecideState s(job, o, kNow);
   fold_launcher(s, &s.live[0]);
   EXPECT_EQ(s.plan.status.restarts, 0);
@@ -143,8 +143,8 @@ TEST(DecideLauncher, ACountThatWentDownIsALauncherRestartedInItsPodAndAnAbsurdJu
   auto job = testing::example_job();
   job.status.launcher = LauncherSeen{"pod-0", {{kRestartWorkerCrash, 5}}, 0, {}, 0, "", 0, 0};
   Observed o = with_pods({pod(0, "Running")});
-  o.launcher =
-      LauncherReport{"pod-0", 1, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet", std::nullopt, 0, {}};
+  o.launcher = LauncherReport{"pod-0", 1, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet", std::nullopt,
+                              0, {}, std::nullopt};
   DecideState s(job, o, kNow);
   fold_launcher(s, &s.live[0]);
   EXPECT_EQ(s.plan.status.restarts_by_reason[kRestartWorkerCrash], 2);
@@ -173,7 +173,7 @@ TEST(DecidePhase, SurplusPodsBeingRemovedAreScalingAndAllRunningIsRunning) {
 TEST(DecidePhase, ALaunchersWorldSizeWinsOnlyWhileItRuns) {
   auto job = testing::example_job();
   Observed o = with_pods({pod(0, "Running")});
-  o.launcher = LauncherReport{"pod-0", 1, 0, {}, 1, 5, "running", "resnet", std::nullopt, 0, {}};
+  o.launcher = LauncherReport{"pod-0", 1, 0, {}, 1, 5, "running", "resnet", std::nullopt, 0, {}, std::nullopt};
   DecideState s(job, o, kNow);
   decide_phase(s, 1, Ranks{{{0, &s.live[0]}}, {}}, FailureVerdict{}, false);
   EXPECT_EQ(s.plan.status.world_size, 5);

@@ -69,7 +69,7 @@ TEST(LauncherReport, KeepsEveryFieldOfTheStatusLineAndNamesThePod) {
   EXPECT_NEAR(report.polled_at, now_unix(), 5);
   report.polled_at = 0;
   EXPECT_EQ(report, (LauncherReport{"pod-0", 3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8,
-                                    "running", "resnet", std::nullopt, 0, {1}}));
+                                    "running", "resnet", std::nullopt, 0, {1}, std::nullopt}));
   const auto with_progress = contract::parse_status_line(
       "STATUS round=3 restarts=4 hang=1 nodes=2 world_size=8 phase=running run=resnet step=7 sps=1.5 age_ms=0 "
       "up_ms=9 busy_ms=8 lost_ms=1 m.loss=0.5 hang_age_ms=3 hang_msg=stuck");

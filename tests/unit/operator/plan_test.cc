@@ -1078,7 +1078,7 @@ TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
 
 LauncherReport report(const std::string& uid, int crash, int lost, int scale, const std::string& phase = "running") {
   return {uid, 5, crash + lost + scale, {{"worker_crash", crash}, {"node_lost", lost}, {"scale", scale}}, 4, 32,
-          phase, "resnet", std::nullopt, 0, {}};
+          phase, "resnet", std::nullopt, 0, {}, std::nullopt};
 }
 
 TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {
@@ -1157,6 +1157,46 @@ TEST(Decide, ALostPodIsOneRestartThoughTheLaunchersReformTheGroupForItToo) {
   EXPECT_EQ(later.status.restarts_by_reason["worker_crash"], 1);
   EXPECT_EQ(later.status.restarts, 3);
   EXPECT_EQ(parse_status(status_to_json(later.status)), later.status);
+}
+
+TEST(Decide, ANewNodeZeroThatCarriesTheCountsOfTheOneBeforeLosesNoneOfItsRestartsAndRepeatsNone) {
+  std::vector<PodFacts> ps;
+  auto job = running_job(&ps);
+  Observed o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0", 2, 0, 0);
+  job.status = decide(job, o, kNow + 1).status;
+  ASSERT_EQ(job.status.restarts_by_reason["worker_crash"], 2);
+  // Node 0's pod is replaced after one more crash the operator never polled (3 by then). Its successor, still
+  // gathering, has taken 3 from the members that saw it: nothing is folded until its first round forms.
+  ps[0].uid = "pod-0b";
+  o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0b", 3, 0, 0, "gathering");
+  o.launcher->round = -1;
+  o.launcher->carried = std::map<std::string, int>{{"worker_crash", 3}, {"node_lost", 0}, {"scale", 0}};
+  const auto waiting = decide(job, o, kNow + 2);
+  EXPECT_EQ(waiting.status.restarts_by_reason.at("worker_crash"), 2);
+  EXPECT_EQ(waiting.status.launcher.pod_uid, "pod-0");
+  // Once formed: the crash the earlier node 0 made since the last poll is counted, the two before it are not.
+  o.launcher->round = 0;
+  o.launcher->phase = "running";
+  auto formed = decide(job, o, kNow + 3);
+  EXPECT_EQ(formed.status.restarts_by_reason["worker_crash"], 3);
+  EXPECT_EQ(formed.status.restarts, 3);
+  EXPECT_EQ(formed.status.launcher.pod_uid, "pod-0b");
+  job.status = formed.status;
+  EXPECT_EQ(decide(job, o, kNow + 4).status, job.status);  // the same report again: nothing
+  // Its own restarts add one by one.
+  o.launcher->restarts_by_reason["worker_crash"] = 4;
+  EXPECT_EQ(decide(job, o, kNow + 5).status.restarts_by_reason["worker_crash"], 4);
+  // Members that missed the earlier node 0's last restart carry less than was folded: nothing is counted twice,
+  // and the new node 0's own restarts still count.
+  ps[0].uid = "pod-0c";
+  o = observed(ps, up({"n0", "n1", "n2", "n3"}));
+  o.launcher = report("pod-0c", 3, 0, 0);
+  o.launcher->round = 0;
+  o.launcher->carried = std::map<std::string, int>{{"worker_crash", 2}};
+  auto fewer = decide(job, o, kNow + 6);
+  EXPECT_EQ(fewer.status.restarts_by_reason["worker_crash"], 4);  // 3 folded, + 1 of its own (3 - 2)
 }
 
 TEST(Decide, ALostPodTheLaunchersReportedFirstIsStillOneRestart) {

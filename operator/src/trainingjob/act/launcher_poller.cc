@@ -12,7 +12,7 @@ namespace kubedist::trainingjob {
 
 LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid) {
   return {pod_uid,      status.round,  status.restarts,  status.restarts_by_cause, status.nodes, status.world_size,
-          status.phase, status.run_id, status.progress, now_unix(), status.lost_nodes};
+          status.phase, status.run_id, status.progress, now_unix(), status.lost_nodes, status.carried};
 }
 
 Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,

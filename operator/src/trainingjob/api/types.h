@@ -284,6 +284,9 @@ struct LauncherReport {
   std::optional<contract::StatusProgress> progress;  // once a worker reported a step
   UnixSeconds polled_at = 0;  // when node 0 answered (its progress' ages count back from here)
   std::vector<int> lost_nodes;  // node ranks lost and not back (always empty from launchers older than the field)
+  // The counts node 0's rendezvous took over from the node 0 before it (contract::StatusReport::carried), included
+  // in restarts_by_reason; nullopt from launchers older than the field, whose counts start from zero.
+  std::optional<std::map<std::string, int>> carried;
   bool operator==(const LauncherReport&) const = default;
 };
 

@@ -71,7 +71,17 @@ void fold_launcher(DecideState& s, const PodFacts* node0) {
   const LauncherReport& report = *s.obs.launcher;
   LauncherSeen& seen = s.plan.status.launcher;
   if (seen.pod_uid != report.pod_uid) {  // a new rendezvous: nothing to absorb; the goodput of earlier pods stays
+    if (report.carried && report.round < 0) return;  // still gathering: its members' carried counts are not all in
+    const std::map<std::string, int> earlier = seen.restarts_by_reason;
     seen = LauncherSeen{report.pod_uid, {}, 0, {}, 0, "", seen.busy_before_ms, seen.lost_before_ms};
+    if (report.carried) {
+      // It goes on from the counts of the node 0 before it, as its members last saw them: of those, what was
+      // folded already is not counted again, and what that node 0 made since the last poll is.
+      for (const auto& [reason, base] : *report.carried) {
+        const auto folded = earlier.find(reason);
+        seen.restarts_by_reason[reason] = std::min(base, folded == earlier.end() ? 0 : folded->second);
+      }
+    }
   }
   // A rank the launchers no longer report lost joined again: a later loss of its pod is a new one.
   std::erase_if(seen.prepaid_nodes, [&](int rank) {
