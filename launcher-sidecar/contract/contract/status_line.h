@@ -277,24 +277,32 @@ inline bool read_progress_word(const std::string& key, const std::string& value,
   return true;
 }
 
+// "[a,b,...]": take(item) for each comma-separated item, none for "[]"; false when value is not in brackets or take
+// refuses an item.
+template <typename Take>
+inline bool read_bracketed(const std::string& value, Take take) {
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
+  const std::string inner = value.substr(1, value.size() - 2);
+  if (inner.empty()) return true;
+  for (size_t from = 0;;) {
+    const size_t comma = inner.find(',', from);
+    if (!take(inner.substr(from, comma == std::string::npos ? std::string::npos : comma - from))) return false;
+    if (comma == std::string::npos) return true;
+    from = comma + 1;
+  }
+}
+
 // "[1,3]": node ranks, ascending, at most kMaxLostNodes (the brackets keep a single rank from reading as a count to
 // readers older than the field, which ignore it).
 inline bool read_lost_nodes(const std::string& value, std::vector<int>& out) {
-  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
   out.clear();
-  const std::string inner = value.substr(1, value.size() - 2);
-  if (inner.empty()) return true;
-  size_t from = 0;
-  while (true) {
-    const size_t comma = inner.find(',', from);
-    const std::string rank = inner.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+  return read_bracketed(value, [&out](const std::string& rank) {
     if (!is_count(rank, false) || out.size() == kMaxLostNodes) return false;
     const int n = std::stoi(rank);
     if (!out.empty() && n <= out.back()) return false;
     out.push_back(n);
-    if (comma == std::string::npos) return true;
-    from = comma + 1;
-  }
+    return true;
+  });
 }
 
 // A restart cause's name as the launchers write them: 1 to 32 of [a-z_].
@@ -307,22 +315,15 @@ inline constexpr size_t kMaxCarriedCauses = 16;
 
 // "[cause:count,...]" (is_cause_name, at most kMaxCarriedCauses of them).
 inline bool read_carried(const std::string& value, std::map<std::string, int>& out) {
-  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
   out.clear();
-  const std::string inner = value.substr(1, value.size() - 2);
-  if (inner.empty()) return true;
-  size_t from = 0;
-  while (true) {
-    const size_t comma = inner.find(',', from);
-    const std::string item = inner.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+  return read_bracketed(value, [&out](const std::string& item) {
     const size_t colon = item.find(':');
     if (colon == std::string::npos || out.size() == kMaxCarriedCauses) return false;
     const std::string cause = item.substr(0, colon), count = item.substr(colon + 1);
     if (!is_cause_name(cause) || !is_count(count, false) || out.count(cause)) return false;
     out[cause] = std::stoi(count);
-    if (comma == std::string::npos) return true;
-    from = comma + 1;
-  }
+    return true;
+  });
 }
 
 inline bool is_progress_key(const std::string& key) {

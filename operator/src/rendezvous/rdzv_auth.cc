@@ -74,4 +74,8 @@ Result<std::string> new_rdzv_secret() {
   return hex(bytes, sizeof bytes);
 }
 
+std::string to_hex(const std::string& bytes) {
+  return hex(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+}
+
 }  // namespace kubedist::rendezvous

@@ -30,4 +30,7 @@ std::string derive_job_secret(const std::string& namespace_secret, const std::st
 // nothing of the key or of any job's secret (whose HMAC input differs).
 std::string rdzv_key_fingerprint(const std::string& namespace_secret);
 
+// Bytes as lowercase hex, two digits each (how keys are made and kept: new_rdzv_secret, act/keyring.h).
+std::string to_hex(const std::string& bytes);
+
 }  // namespace kubedist::rendezvous

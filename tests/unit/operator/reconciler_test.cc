@@ -270,31 +270,15 @@ TEST_F(ReconcilerTest, AJobGoneFromTheCacheIsForgotten) {
   EXPECT_NE(reconciler.reconcile(kKey).after, milliseconds(2000));
 }
 
-// A reconciler of the operator's kind: its pods sign their rendezvous, with the namespace's Secret.
+// A reconciler of the operator's kind: its pods sign their rendezvous, with the namespace's Secret; with_keyring:
+// its keys are kept in the keyring Secret too, as the chart runs it.
 struct SigningReconciler {
-  explicit SigningReconciler(ReconcilerTest& t) {
+  explicit SigningReconciler(ReconcilerTest& t, bool with_keyring = false)
+      : keyring(t.api, "kubedist-system/kd-keyring") {
     ReconcilerExtras extras;
     extras.namespace_secrets = &secrets;
     extras.rendezvous_keys = &keys;
-    PodOptions options;
-    options.rdzv_secret = true;
-    reconciler = std::make_unique<Reconciler>(t.api, t.jobs, t.pods, t.services, t.recorder, options, std::move(extras));
-  }
-  FakeCache<SecretFacts> secrets;
-  RendezvousKeys keys;
-  std::unique_ptr<Reconciler> reconciler;
-};
-
-const std::string kSecrets = "/api/v1/namespaces/team-a/secrets";
-const std::string kKeyring = "/api/v1/namespaces/kubedist-system/secrets/kd-keyring";
-
-// A reconciler of the operator's kind whose keys are kept in the keyring Secret too, as the chart runs it.
-struct KeyringReconciler {
-  explicit KeyringReconciler(ReconcilerTest& t) : keyring(t.api, "kubedist-system/kd-keyring") {
-    ReconcilerExtras extras;
-    extras.namespace_secrets = &secrets;
-    extras.rendezvous_keys = &keys;
-    extras.keyring = &keyring;
+    extras.keyring = with_keyring ? &keyring : nullptr;
     PodOptions options;
     options.rdzv_secret = true;
     reconciler = std::make_unique<Reconciler>(t.api, t.jobs, t.pods, t.services, t.recorder, options, std::move(extras));
@@ -304,6 +288,9 @@ struct KeyringReconciler {
   Keyring keyring;
   std::unique_ptr<Reconciler> reconciler;
 };
+
+const std::string kSecrets = "/api/v1/namespaces/team-a/secrets";
+const std::string kKeyring = "/api/v1/namespaces/kubedist-system/secrets/kd-keyring";
 
 // The keyring Secret as the API server holds it once the operator's patches landed: their stringData in its data.
 json keyring_as_served(const FakeApi& api) {
@@ -319,7 +306,7 @@ json keyring_as_served(const FakeApi& api) {
 
 TEST_F(ReconcilerTest, ANewNamespaceKeyIsInTheKeyringBeforeTheNamespaceSecretOrAnyPodUsesIt) {
   api.put(kKeyring, {{"metadata", {{"name", "kd-keyring"}}}});
-  KeyringReconciler op(*this);
+  SigningReconciler op(*this, true);
   // The keyring cannot be written: nothing is created on a key that would be lost with this process.
   api.answer("patch", kKeyring, 500);
   EXPECT_EQ(op.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
@@ -345,7 +332,7 @@ TEST_F(ReconcilerTest, AnOperatorStartedAfterTheKeyWasReplacedGivesTheRunningJob
   api.put(kKeyring, {{"metadata", {{"name", "kd-keyring"}}}});
   std::string key1, uid;
   {
-    KeyringReconciler first(*this);
+    SigningReconciler first(*this, true);
     first.reconciler->reconcile(kKey);
     key1 = api.calls("create", kSecrets)[0].body["stringData"][kRdzvSecretKey];
     sync();
@@ -357,7 +344,7 @@ TEST_F(ReconcilerTest, AnOperatorStartedAfterTheKeyWasReplacedGivesTheRunningJob
   }  // that operator is gone; while none runs, a tenant replaces the namespace key
   api.put(kKeyring, keyring_as_served(api));
   api.clear_calls();
-  KeyringReconciler second(*this);
+  SigningReconciler second(*this, true);
   second.secrets.set("team-a/kubedist-rendezvous",
                      SecretFacts{"team-a", "kubedist-rendezvous", "", "", kubedist::testing::base64("a-replaced-key")});
   EXPECT_NE(second.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);

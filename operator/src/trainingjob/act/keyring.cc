@@ -27,16 +27,6 @@ bool is_dns_subdomain(const std::string& s) {
   }
 }
 
-std::string to_hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
 std::optional<std::string> from_hex(const std::string& text) {
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -125,7 +115,7 @@ Result<void> Keyring::keep(const std::string& ns, const RendezvousKeys& keys) {
   std::set<std::string>& kept = kept_[ns];
   json string_data = json::object(), data = json::object();
   for (const auto& [fingerprint, key] : all)
-    if (kept.count(fingerprint) == 0) string_data[keyring_entry(ns, fingerprint)] = to_hex(key);
+    if (kept.count(fingerprint) == 0) string_data[keyring_entry(ns, fingerprint)] = rendezvous::to_hex(key);
   for (const auto& fingerprint : kept)
     if (all.count(fingerprint) == 0) data[keyring_entry(ns, fingerprint)] = nullptr;
   if (string_data.empty() && data.empty()) return {};
