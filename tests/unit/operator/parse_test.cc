@@ -367,10 +367,12 @@ TEST(StatusJson, TheRendezvousSecretAndLostKeyRoundTripAndClear) {
   Status s;
   s.rendezvous_secret = "j-rdzv";
   s.rendezvous_key_lost = "be11c37f5a79100d";
+  s.rendezvous_secret_key = "0123456789abcdef";
   EXPECT_EQ(parse_status(status_to_json(s)), s);
   const auto cleared = status_to_json(Status{});
   EXPECT_TRUE(cleared["rendezvousSecret"].is_null());
   EXPECT_TRUE(cleared["rendezvousKeyLost"].is_null());
+  EXPECT_TRUE(cleared["rendezvousSecretKey"].is_null());
 }
 
 TEST(ParsePodFacts, ReadsTheFingerprintOfTheNamespaceKeyThePodDerivesFrom) {

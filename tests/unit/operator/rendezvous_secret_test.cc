@@ -85,6 +85,7 @@ TEST(RendezvousSecret, AReplacedKeyIsKeptForTheRunningJobInASecretOfItsOwnThatIt
   EXPECT_EQ(w->body["metadata"]["name"], "resnet-rdzv");
   EXPECT_EQ(p.writes.front().kind, "Secret");  // before the pods that mount it
   EXPECT_EQ(p.status.rendezvous_secret, "resnet-rdzv");
+  EXPECT_EQ(p.status.rendezvous_secret_key, kOld);  // to make it again should it be deleted
   EXPECT_TRUE(p.job_rdzv_secret);
   EXPECT_FALSE(testing::writes_named(p, Write::Verb::kCreate, "Secret", kNamespaceRdzvSecret));
   const auto events = changed_events(p);
@@ -142,6 +143,35 @@ TEST(RendezvousSecret, AJobAlreadyMovedToItsOwnSecretIsNotMovedOrToldAgain) {
   EXPECT_TRUE(changed_events(p).empty());
   EXPECT_TRUE(p.job_rdzv_secret);
   EXPECT_EQ(p.status.rendezvous_secret, "resnet-rdzv");
+}
+
+TEST(RendezvousSecret, AJobOnItsOwnSecretHasItMadeAgainBeforeEachNewPodInCaseItWasDeleted) {
+  Observed o = running_on_old_key(kNew, true);
+  o.job_secrets = {{kOld, "job secret from the old key"}, {kNew, "job secret from the new key"}};
+  auto job = testing::example_job();
+  job.status.rendezvous_secret = "resnet-rdzv";
+  job.status.rendezvous_secret_key = kOld;
+  // Node 2's pod is missing: resnet-rdzv is created again (the operator cannot read whether it is there) before it.
+  const Plan p = decide(job, o, kNow);
+  ASSERT_NE(pod_write(p, "resnet-node-2"), nullptr);
+  const Write* w = secret_write(p);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->verb, Write::Verb::kCreate);
+  EXPECT_EQ(w->name, "resnet-rdzv");
+  EXPECT_EQ(w->body["stringData"]["secret"], "job secret from the old key");
+  EXPECT_EQ(p.writes.front().kind, "Secret");
+  EXPECT_TRUE(changed_events(p).empty());
+  // No pod to create: no write.
+  o.pods.push_back(derived_pod(2, "Running", ""));
+  o.pods.back().job_rdzv_secret = true;
+  o.pods.back().rdzv_key.clear();
+  const Plan none = decide(job, o, kNow);
+  EXPECT_TRUE(none.create_ranks.empty());
+  EXPECT_EQ(secret_write(none), nullptr);
+  // A key the operator does not hold (an earlier operator's J-rdzv): nothing to make it from.
+  o.pods.pop_back();
+  o.job_secrets = {{kNew, "job secret from the new key"}};
+  EXPECT_EQ(secret_write(decide(job, o, kNow)), nullptr);
 }
 
 TEST(RendezvousSecret, AKeyTheOperatorNeverSawIsSaidOnceAndNothingIsMadeUp) {

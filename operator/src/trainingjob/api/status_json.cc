@@ -174,6 +174,7 @@ void to_json(json& j, const Status& s) {
   j["progress"] = s.progress ? json(*s.progress) : json(nullptr);
   j["rendezvousSecret"] = s.rendezvous_secret.empty() ? json(nullptr) : json(s.rendezvous_secret);
   j["rendezvousKeyLost"] = s.rendezvous_key_lost.empty() ? json(nullptr) : json(s.rendezvous_key_lost);
+  j["rendezvousSecretKey"] = s.rendezvous_secret_key.empty() ? json(nullptr) : json(s.rendezvous_secret_key);
   j["nodeFailures"] = s.node_failures.empty() ? json(nullptr) : json(s.node_failures);
   j["avoidedNodes"] = s.avoided_nodes.empty() ? json(nullptr) : json(s.avoided_nodes);
 }
@@ -199,6 +200,7 @@ void from_json(const json& st, Status& s) {
   if (auto it = st.find("progress"); it != st.end() && it->is_object()) s.progress = it->get<ProgressStatus>();
   s.rendezvous_secret = string_at(st, "rendezvousSecret");
   s.rendezvous_key_lost = string_at(st, "rendezvousKeyLost");
+  s.rendezvous_secret_key = string_at(st, "rendezvousSecretKey");
   s.node_failures = counts_at(st, "nodeFailures");
   s.avoided_nodes = strings_at(st, "avoidedNodes");
 }

@@ -186,6 +186,9 @@ struct Status {
   // status.rendezvousSecret: the job's own Secret J-rdzv, set when the namespace key its running pods derive from
   // was deleted or replaced (decide/rendezvous.h); its new pods mount it from then on. Empty: the namespace key.
   std::string rendezvous_secret;
+  // status.rendezvousSecretKey: the fingerprint of the namespace key rendezvous_secret was derived from, so that the
+  // operator can make J-rdzv again before new pods mount it (decide/rendezvous.h); empty: unknown (an earlier one's).
+  std::string rendezvous_secret_key;
   // status.rendezvousKeyLost: the fingerprint of a namespace key the job's running pods derive from that changed
   // before the operator saw it (so it cannot keep it for them), said once in an Event; cleared once no pod uses it.
   std::string rendezvous_key_lost;

@@ -120,6 +120,7 @@ Plan active(DecideState& s) {
   if (failures.ending) return finish(s, *failures.ending);
 
   decide_creates(s, target, ranks, lost_uids, elastic.changed);
+  keep_job_rdzv_secret(s);
   fold_launcher(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
   decide_phase(s, target, ranks, failures, elastic.changed);
   for (const Hook* hook : s.hooks) hook->running(s);

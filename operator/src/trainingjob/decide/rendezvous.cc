@@ -31,6 +31,7 @@ void decide_rendezvous_secret(DecideState& s) {
       s.write({Write::Verb::kCreate, "Secret", own, "/api/v1/namespaces/" + s.job.ns + "/secrets",
                render_job_rdzv_secret(s.job, kept->second)});
       st.rendezvous_secret = own;
+      st.rendezvous_secret_key = running->rdzv_key;
       st.rendezvous_key_lost.clear();
       own_secret = true;
       s.emit("Warning", kRendezvousSecretChanged,
@@ -47,6 +48,21 @@ void decide_rendezvous_secret(DecideState& s) {
   }
   s.plan.job_rdzv_secret = own_secret;
   s.create_namespace_secret = !own_secret && !s.obs.namespace_secret_exists;
+}
+
+void keep_job_rdzv_secret(DecideState& s) {
+  const Status& st = s.plan.status;
+  const std::string own = rdzv_secret_name(s.job.name);
+  if (s.plan.create_ranks.empty() || !s.plan.job_rdzv_secret || st.rendezvous_secret != own) return;
+  for (const auto& w : s.plan.writes)
+    if (w.kind == "Secret" && w.name == own) return;  // written in this pass already
+  const auto kept = st.rendezvous_secret_key.empty() ? s.obs.job_secrets.end()
+                                                     : s.obs.job_secrets.find(st.rendezvous_secret_key);
+  if (kept == s.obs.job_secrets.end()) return;
+  // The operator may not read J-rdzv, so it cannot tell whether someone deleted it: it is created again before the
+  // pods that mount it, and an AlreadyExists is the usual answer.
+  s.write({Write::Verb::kCreate, "Secret", own, "/api/v1/namespaces/" + s.job.ns + "/secrets",
+           render_job_rdzv_secret(s.job, kept->second)});
 }
 
 }  // namespace kubedist::trainingjob

@@ -14,4 +14,9 @@ namespace kubedist::trainingjob {
 // (status.rendezvousKeyLost keeps it to one).
 void decide_rendezvous_secret(DecideState& s);
 
+// Before the plan's new pods of a job on its own J-rdzv (status.rendezvousSecret): J-rdzv is created again from the
+// key it was derived from (status.rendezvousSecretKey, the keys the operator keeps), in case someone deleted it, so
+// that they do not wait for a Secret that is gone. Nothing for a J-rdzv whose key the operator does not know.
+void keep_job_rdzv_secret(DecideState& s);
+
 }  // namespace kubedist::trainingjob

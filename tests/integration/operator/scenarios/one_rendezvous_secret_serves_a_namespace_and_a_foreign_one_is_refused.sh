@@ -111,7 +111,15 @@ kubectl -n "$NS" delete pod a-node-0 --wait=false >/dev/null
 eventually 60 "a-node-0 recreated" recreated a-node-0 "$before"
 [ "$(old_mount a-node-0)" = "a-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "a's recreated node 0: $(old_mount a-node-0)"
 [ -z "$(key_of a-node-0)" ] || fail "a's recreated node 0 records a namespace key"
-pass "the namespace key deleted while a and b run: one Warning RendezvousSecretChanged each naming it; a-rdzv and b-rdzv hold the secrets their running pods derived from the old key, and a's recreated node 0 mounts a-rdzv: $msg"
+# a-rdzv itself deleted by a tenant while a runs: the operator makes it again before a's next new pod mounts it.
+kubectl -n "$NS" delete secret a-rdzv >/dev/null
+before=$(pod_uid a-node-1)
+kubectl -n "$NS" delete pod a-node-1 --wait=false >/dev/null
+eventually 60 "a-node-1 recreated" recreated a-node-1 "$before"
+eventually 30 "a-rdzv made again" kubectl -n "$NS" get secret a-rdzv
+[ "$(secret_of a-rdzv)" = "$(derived "$key1" "$ja")" ] || fail "a-rdzv was made again with another secret"
+[ "$(jp tj/a '{.status.rendezvousSecretKey}')" = "$(fingerprint "$key1")" ] || fail "a's status: $(jp tj/a '{.status.rendezvousSecretKey}')"
+pass "the namespace key deleted while a and b run: one Warning RendezvousSecretChanged each naming it; a-rdzv and b-rdzv hold the secrets their running pods derived from the old key, and a's recreated node 0 mounts a-rdzv; a-rdzv deleted, then made again before a's next new pod: $msg"
 
 job_yaml d 1 | kubectl -n "$NS" apply -f - >/dev/null
 eventually 30 "d's pod" all_running d 1
