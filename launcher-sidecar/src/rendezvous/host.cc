@@ -301,6 +301,7 @@ void RendezvousHost::flush() {
 }
 
 void RendezvousHost::flush(Run& run) {
+  std::string status_line;  // the STATUS sent with this flush's ROUNDs: one report for every member
   for (auto& out : run.coordinator.take_outbox()) {
     if (out.message.kind == RendezvousMessage::Kind::Round) add_store(run, out.message.assignment);
     if (out.to == kLocalMember) {
@@ -317,7 +318,8 @@ void RendezvousHost::flush(Run& run) {
     if (out.message.kind == RendezvousMessage::Kind::Round && c != connections_.end() && c->second.asked_status) {
       // With the round, the restart counts it follows, in the same write: a member keeps them to carry to the node
       // 0 that replaces this one (coordinator.h, carry()), and has them before its workers of this round start.
-      send_lines(fd, {encode_message(out.message), contract::encode_status_line(run.coordinator.report())});
+      if (status_line.empty()) status_line = contract::encode_status_line(run.coordinator.report());
+      send_lines(fd, {encode_message(out.message), status_line});
       continue;
     }
     send_line(fd, encode_message(out.message));

@@ -50,7 +50,7 @@ TEST(Keyring, LoadsEveryValidKeyOnceAndLeavesOutEntriesThatHoldNone) {
   ASSERT_TRUE(keyring.load_into(keys));
   EXPECT_EQ(api.calls("get", kPath).size(), 1u);
   // What it holds is not written again.
-  ASSERT_TRUE(keyring.keep("team-a", keys));
+  ASSERT_TRUE(keyring.keep("team-a", keys.all("team-a")));
   EXPECT_TRUE(api.calls("patch", kPath).empty());
 }
 
@@ -61,14 +61,14 @@ TEST(Keyring, StoresANewKeyInHexAndRemovesTheOnesMemoryNoLongerKeeps) {
   RendezvousKeys keys;
   ASSERT_TRUE(keyring.load_into(keys));
   const std::string first = *keys.to_create("team-a");
-  ASSERT_TRUE(keyring.keep("team-a", keys));
+  ASSERT_TRUE(keyring.keep("team-a", keys.all("team-a")));
   auto patches = api.calls("patch", kPath);
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0].body, (json{{"stringData", {{"team-a." + fp(first), hex(first)}}}}));
   // More keys than memory keeps for one namespace: the oldest leaves memory and the Secret in the same write.
   for (size_t i = 1; i <= RendezvousKeys::kKeptPerNamespace; ++i) {
     keys.seen("team-a", "key-" + std::to_string(i));
-    ASSERT_TRUE(keyring.keep("team-a", keys));
+    ASSERT_TRUE(keyring.keep("team-a", keys.all("team-a")));
   }
   patches = api.calls("patch", kPath);
   ASSERT_EQ(patches.size(), 1 + RendezvousKeys::kKeptPerNamespace);
@@ -78,7 +78,7 @@ TEST(Keyring, StoresANewKeyInHexAndRemovesTheOnesMemoryNoLongerKeeps) {
   EXPECT_EQ(last["data"], (json{{"team-a." + fp(first), nullptr}}));
   // Another namespace's keys are its own entries.
   keys.seen("team-b", "b-key");
-  ASSERT_TRUE(keyring.keep("team-b", keys));
+  ASSERT_TRUE(keyring.keep("team-b", keys.all("team-b")));
   EXPECT_EQ(api.calls("patch", kPath).back().body, (json{{"stringData", {{"team-b." + fp("b-key"), hex("b-key")}}}}));
 }
 
@@ -90,12 +90,12 @@ TEST(Keyring, AFailedWriteIsReturnedAndTriedAgain) {
   ASSERT_TRUE(keyring.load_into(keys));
   keys.seen("team-a", "k");
   api.answer("patch", kPath, 500);
-  const auto failed = keyring.keep("team-a", keys);
+  const auto failed = keyring.keep("team-a", keys.all("team-a"));
   ASSERT_FALSE(failed);
   EXPECT_NE(failed.error().message.find("kubedist-system/kd-keyring"), std::string::npos) << failed.error().message;
-  ASSERT_TRUE(keyring.keep("team-a", keys));
+  ASSERT_TRUE(keyring.keep("team-a", keys.all("team-a")));
   EXPECT_EQ(api.calls("patch", kPath).size(), 2u);
-  ASSERT_TRUE(keyring.keep("team-a", keys));
+  ASSERT_TRUE(keyring.keep("team-a", keys.all("team-a")));
   EXPECT_EQ(api.calls("patch", kPath).size(), 2u);
 }
 
@@ -117,7 +117,7 @@ TEST(Keyring, WithoutItsSecretTheKeysStayInMemoryOnly) {
   RendezvousKeys keys;
   ASSERT_TRUE(keyring.load_into(keys));  // 404: said in the log, not an error
   keys.seen("team-a", "k");
-  ASSERT_TRUE(keyring.keep("team-a", keys));
+  ASSERT_TRUE(keyring.keep("team-a", keys.all("team-a")));
   EXPECT_TRUE(api.calls("patch", kPath).empty());
   // Deleted after it was read: the same from then on.
   FakeApi api2;
@@ -125,9 +125,9 @@ TEST(Keyring, WithoutItsSecretTheKeysStayInMemoryOnly) {
   Keyring later(api2, "kubedist-system/kd-keyring");
   ASSERT_TRUE(later.load_into(keys));
   api2.erase(kPath);
-  ASSERT_TRUE(later.keep("team-a", keys));
+  ASSERT_TRUE(later.keep("team-a", keys.all("team-a")));
   keys.seen("team-a", "k2");
-  ASSERT_TRUE(later.keep("team-a", keys));
+  ASSERT_TRUE(later.keep("team-a", keys.all("team-a")));
   EXPECT_EQ(api2.calls("patch", kPath).size(), 1u);
 }
 

@@ -108,8 +108,7 @@ Result<void> Keyring::load_into(RendezvousKeys& keys) {
   return {};
 }
 
-Result<void> Keyring::keep(const std::string& ns, const RendezvousKeys& keys) {
-  const std::map<std::string, std::string> all = keys.all(ns);
+Result<void> Keyring::keep(const std::string& ns, const std::map<std::string, std::string>& all) {
   std::lock_guard<std::mutex> lock(mu_);
   if (missing_) return {};
   std::set<std::string>& kept = kept_[ns];

@@ -28,10 +28,10 @@ class Keyring {
   // its reconciles, which run only while it leads). A Secret that does not exist is said once in the log and
   // leaves the keys in memory only, as without a keyring; any other failure is returned, and tried again next call.
   Result<void> load_into(RendezvousKeys& keys);
-  // Stores every key of ns that keys holds and the Secret does not, and removes the ones of ns it no longer holds,
-  // in one merge patch; nothing when they agree. A failure is returned: the caller renders no pod for a key that is
-  // not stored yet.
-  Result<void> keep(const std::string& ns, const RendezvousKeys& keys);
+  // Stores every key of ns in `all` (RendezvousKeys::all: fingerprint -> key) that the Secret does not hold, and
+  // removes the ones of ns it holds that `all` no longer has, in one merge patch; nothing when they agree. A failure
+  // is returned: the caller renders no pod for a key that is not stored yet.
+  Result<void> keep(const std::string& ns, const std::map<std::string, std::string>& all);
 
  private:
   std::string path() const;

@@ -161,10 +161,11 @@ Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observe
     o.new_namespace_key = *made;
     o.namespace_key = rendezvous::rdzv_key_fingerprint(*made);
   }
+  const std::map<std::string, std::string> all = keys->all(job.ns);
   if (extras_.keyring != nullptr) {
-    if (auto r = extras_.keyring->keep(job.ns, *keys); !r) return r.error();
+    if (auto r = extras_.keyring->keep(job.ns, all); !r) return r.error();
   }
-  for (const auto& [fingerprint, kept] : keys->all(job.ns)) {
+  for (const auto& [fingerprint, kept] : all) {
     o.job_secrets[fingerprint] = rendezvous::derive_job_secret(kept, job.uid);
   }
   return {};

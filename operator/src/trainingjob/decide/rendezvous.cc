@@ -3,6 +3,15 @@
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
+namespace {
+
+// Creates Secret J-rdzv holding the job's secret (before the plan's pods and status: act writes the others first).
+void write_job_rdzv_secret(DecideState& s, const std::string& secret) {
+  s.write({Write::Verb::kCreate, "Secret", rdzv_secret_name(s.job.name), "/api/v1/namespaces/" + s.job.ns + "/secrets",
+           render_job_rdzv_secret(s.job, secret)});
+}
+
+}  // namespace
 
 void decide_rendezvous_secret(DecideState& s) {
   Status& st = s.plan.status;
@@ -28,8 +37,7 @@ void decide_rendezvous_secret(DecideState& s) {
     if (auto kept = s.obs.job_secrets.find(running->rdzv_key); kept != s.obs.job_secrets.end()) {
       // Written before the pods and the status (act: the plan's other writes first), so that no new pod mounts a
       // Secret that does not exist and no status names one.
-      s.write({Write::Verb::kCreate, "Secret", own, "/api/v1/namespaces/" + s.job.ns + "/secrets",
-               render_job_rdzv_secret(s.job, kept->second)});
+      write_job_rdzv_secret(s, kept->second);
       st.rendezvous_secret = own;
       st.rendezvous_secret_key = running->rdzv_key;
       st.rendezvous_key_lost.clear();
@@ -61,8 +69,7 @@ void keep_job_rdzv_secret(DecideState& s) {
   if (kept == s.obs.job_secrets.end()) return;
   // The operator may not read J-rdzv, so it cannot tell whether someone deleted it: it is created again before the
   // pods that mount it, and an AlreadyExists is the usual answer.
-  s.write({Write::Verb::kCreate, "Secret", own, "/api/v1/namespaces/" + s.job.ns + "/secrets",
-           render_job_rdzv_secret(s.job, kept->second)});
+  write_job_rdzv_secret(s, kept->second);
 }
 
 }  // namespace kubedist::trainingjob
