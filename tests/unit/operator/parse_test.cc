@@ -375,6 +375,20 @@ TEST(StatusJson, TheRendezvousSecretAndLostKeyRoundTripAndClear) {
   EXPECT_TRUE(cleared["rendezvousSecretKey"].is_null());
 }
 
+TEST(StatusJson, ForeignValuesInTheRendezvousAndPrepaidFieldsAreLeftOut) {
+  // Someone else's writes to the status: prepaidNodes keeps only node ranks (at most kMaxLostNodes), the key names
+  // only strings.
+  json st = json::parse(R"({"launcher": {"podUID": "u", "prepaidNodes": ["1", -1, 2.5, 1e12, null, 3, 7]},
+                            "rendezvousSecret": 5, "rendezvousSecretKey": {"a": 1}})");
+  Status s = parse_status(st);
+  EXPECT_EQ(s.launcher.prepaid_nodes, (std::vector<int>{3, 7}));
+  EXPECT_EQ(s.rendezvous_secret, "");
+  EXPECT_EQ(s.rendezvous_secret_key, "");
+  st["launcher"]["prepaidNodes"] = json::array();
+  for (int i = 0; i < 200; ++i) st["launcher"]["prepaidNodes"].push_back(i);
+  EXPECT_EQ(parse_status(st).launcher.prepaid_nodes.size(), contract::kMaxLostNodes);
+}
+
 TEST(ParsePodFacts, ReadsTheFingerprintOfTheNamespaceKeyThePodDerivesFrom) {
   const json pod = json::parse(R"({"metadata": {"name": "j-node-0", "annotations": {
     "kubedist.io/rendezvous-key": "be11c37f5a79100d"}}, "spec": {"volumes": [{"name": "kubedist-rendezvous"}]}})");
