@@ -190,6 +190,11 @@ std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
        "                           all: every job unless it says false; off: none (jobs asking for it fail).\n"
        "                           Needs the cluster's Workload API, scheduling.k8s.io/v1beta1 (1.37) or\n"
        "                           v1alpha2 (1.36), whichever it serves (else treated as off)\n"},
+      {{"--network-policy-per-job"}, true, boolean(&o->network_policy_per_job),
+       "  --network-policy-per-job[=BOOL]   give each running job NetworkPolicy J, letting in on every port only\n"
+       "                           the job's own pods (needs list, watch and create on networkpolicies; other\n"
+       "                           peers, such as the operator's STATUS polls, need a policy of their own: the\n"
+       "                           chart's networkPolicy) (default false)\n"},
   };
 }
 

@@ -173,7 +173,7 @@ NOT_REASONS = {
     "All", "Background", "DeleteOptions", "ExitCode", "Never", "None", "OnFailure", "Opaque", "Pod", "PodGroup",
     "Secret", "Service", "TCP", "TrainingJob", "TrainingJobs", "Workload", "WorkloadPriorityClass", "True", "False",
     "Unknown", "Normal", "Warning", "Ready", "PodScheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled",
-    "RuntimeDefault", "NotIn", "Node", "NoSchedule",
+    "RuntimeDefault", "NotIn", "Node", "NoSchedule", "NetworkPolicy", "Ingress",
     # pod and container reasons the operator reads to tell a lost pod from a failed one (lost_pods.cc)
     "NodeAffinity", "OutOfpods", "NodeShutdown", "Shutdown", "Terminated",
     # the phases, documented with the phase in the reference (also condition types there)

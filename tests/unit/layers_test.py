@@ -23,12 +23,13 @@ OPERATOR = {
     "trainingjob/decide": DECIDE,  # the core: no integration, no I/O
     "trainingjob/gang": DECIDE | {"trainingjob/gang"},
     "trainingjob/kueue": DECIDE | {"trainingjob/kueue"},
+    "trainingjob/netpol": DECIDE | {"trainingjob/netpol"},
     "kube": {"common", "kube"},
     "controller": {"common", "kube", "controller"},
     "metrics": {"common", "metrics"},
     "rendezvous": {"common", "contract", "rendezvous"},
-    "trainingjob/act": DECIDE | {"trainingjob/gang", "trainingjob/kueue", "kube", "controller", "metrics",
-                                 "rendezvous", "trainingjob/act"},
+    "trainingjob/act": DECIDE | {"trainingjob/gang", "trainingjob/kueue", "trainingjob/netpol", "kube", "controller",
+                                 "metrics", "rendezvous", "trainingjob/act"},
 }
 
 # The kubectl plugin (operator/kubectl): cli/ and render/ are pure and see the operator's api/ only; act/ talks to

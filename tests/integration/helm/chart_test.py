@@ -185,9 +185,10 @@ for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "wo
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
 # networkPolicy: off by default; on, one NetworkPolicy per namespace where jobs run, selecting the training pods and
-# letting in only their namespace's TrainingJob pods (any port: store, rendezvous, collectives), the operator's pods
-# on the rendezvous port, metricsFrom on kd-metrics and extraIngress. No rule may lack a "from": an empty one admits
-# everybody.
+# letting in the operator's pods on the rendezvous port, metricsFrom on kd-metrics and extraIngress; the pods of the
+# same job (any port: store, rendezvous, collectives) are let in by the job's own policy, which the operator makes
+# (perJob, the default), or with perJob=false by this one, which then lets in every TrainingJob pod of the
+# namespace. No rule may lack a "from": an empty one admits everybody.
 check(not find(render(), "NetworkPolicy") and not find(render("watchNamespace=team-a"), "NetworkPolicy"),
       "networkPolicy is off by default")
 JOB_PODS = {"matchExpressions": [{"key": "kubedist.io/job-name", "operator": "Exists"}]}
@@ -199,13 +200,31 @@ pols = find(render("networkPolicy.enabled=true", "networkPolicy.namespaces={team
 check([p["metadata"]["namespace"] for p in pols] == ["team-a", "team-b"]
       and len({p["metadata"]["name"] for p in pols}) == 1,
       "networkPolicy.namespaces: one NetworkPolicy in each listed namespace")
-want = [{"from": [{"podSelector": JOB_PODS}]},
-        {"from": [OPERATOR_PEER], "ports": [{"port": "rendezvous", "protocol": "TCP"}]},
+want = [{"from": [OPERATOR_PEER], "ports": [{"port": "rendezvous", "protocol": "TCP"}]},
         {"from": MONITORING, "ports": [{"port": "kd-metrics", "protocol": "TCP"}]}]
 same = all(p["spec"] == {"podSelector": JOB_PODS, "policyTypes": ["Ingress"], "ingress": want} for p in pols)
-check(same, "it selects the training pods and lets in the namespace's TrainingJob pods on every port, the operator's "
-      "pods on the port named rendezvous and namespace monitoring on kd-metrics, nothing else" +
+check(same, "it selects the training pods and lets in the operator's pods on the port named rendezvous and namespace "
+      "monitoring on kd-metrics, nothing else (no other job's pods)" +
       ("" if same or not pols else f": {json.dumps(pols[0]['spec'])}"))
+def netpol_verbs(docs, kind="ClusterRole"):
+    return [r["verbs"] for r in find(docs, kind)[0]["rules"] if r.get("resources") == ["networkpolicies"]]
+per_job = render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a}")
+check("--network-policy-per-job" in operator_args(per_job) and netpol_verbs(per_job) == [["list", "watch", "create"]],
+      "perJob (the default once enabled): the operator is told to make each job's policy and may list, watch and "
+      "create NetworkPolicies, nothing more")
+check("--network-policy-per-job" not in operator_args(render()) and not netpol_verbs(render())
+      and "--network-policy-per-job" not in operator_args(render("networkPolicy.perJob=true"))
+      and not netpol_verbs(render("networkPolicy.perJob=true", "watchNamespace=team-a"), "Role"),
+      "without networkPolicy.enabled the operator makes no policy and may not touch NetworkPolicies")
+shared = render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a}", "networkPolicy.perJob=false")
+shared_pol = find(shared, "NetworkPolicy")[0]["spec"]["ingress"]
+check(shared_pol == [{"from": [{"podSelector": JOB_PODS}]}] + want and "--network-policy-per-job" not in
+      operator_args(shared) and not netpol_verbs(shared),
+      "perJob=false: the namespace's policy lets in every TrainingJob pod of the namespace, and the operator gets no "
+      "NetworkPolicy rights")
+bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set",
+          "networkPolicy.namespaces={team-a}", "--set", "networkPolicy.perJob=sometimes", ok=False)
+check(bad.returncode != 0 and "perJob" in bad.stderr, "values.schema.json refuses a perJob that is no boolean")
 ns_pols = find(render("watchNamespace=team-a", "networkPolicy.enabled=true"), "NetworkPolicy")
 check([p["metadata"]["namespace"] for p in ns_pols] == ["team-a"], "a namespaced install's policy is in watchNamespace")
 nothing = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", ok=False)
@@ -220,7 +239,7 @@ variants = {
                            set_json=["networkPolicy.extraIngress=" + json.dumps([extra])]),
 }
 rules = {k: find(v, "NetworkPolicy")[0]["spec"]["ingress"] for k, v in variants.items()}
-check(rules["launcherPort=0"] == want[:2] and rules["metricsFrom=[]"] == want[:2] and rules["extraIngress"] == want + [extra],
+check(rules["launcherPort=0"] == want[:1] and rules["metricsFrom=[]"] == want[:1] and rules["extraIngress"] == want + [extra],
       "launcherPort=0 or an empty metricsFrom drop the metrics rule (never a rule open to all); extraIngress is added")
 check(all(r.get("from") for v in list(rules.values()) + [want] for r in v),
       "every rule names its peers (no rule without a from, which would admit everybody)")
@@ -332,7 +351,7 @@ try:
     check(inst.returncode == 0, "helm install of the namespaced mode, with networkPolicy.enabled" +
           ("" if inst.returncode == 0 else ": " + inst.stderr))
     pol = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", "-o", "json", ok=False)
-    check(pol.returncode == 0 and json.loads(pol.stdout)["spec"]["ingress"][1]["from"][0]["namespaceSelector"] ==
+    check(pol.returncode == 0 and json.loads(pol.stdout)["spec"]["ingress"][0]["from"][0]["namespaceSelector"] ==
           {"matchLabels": {"kubernetes.io/metadata.name": ns}},
           "the API server took its NetworkPolicy in the watched namespace, the operator's namespace in its rules" +
           ("" if pol.returncode == 0 else ": " + pol.stderr))
@@ -340,6 +359,14 @@ try:
     there = [(v, r) for v, r in needed if r != "nodes" and not can(v, r, jobs_ns, nsa)]
     check(not there, "namespaced: the operator may do what it needs in the watched namespace" +
           (f" (missing: {there})" if there else ""))
+    netpol = [("list", "networkpolicies.networking.k8s.io"), ("watch", "networkpolicies.networking.k8s.io"),
+              ("create", "networkpolicies.networking.k8s.io")]
+    check(all(can(v, r, jobs_ns, nsa) for v, r in netpol)
+          and not any(can(v, "networkpolicies.networking.k8s.io", jobs_ns, nsa) for v in ("update", "patch", "delete"))
+          and not any(can(v, r, "default", nsa) for v, r in netpol)
+          and not any(can(v, r) for v, r in netpol),
+          "namespaced with networkPolicy (perJob): it may list, watch and create NetworkPolicies in the watched "
+          "namespace only (the cluster-wide release without networkPolicy may not at all)")
     elsewhere = [f"{v} {r}" for v, r in needed if can(v, r, "default", nsa)]
     check(not elsewhere, "namespaced: and nothing in another namespace, nor on nodes" +
           (f" (it may: {elsewhere})" if elsewhere else ""))

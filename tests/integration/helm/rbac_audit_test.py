@@ -3,7 +3,8 @@
 server audited while the operator ran a full scenario under the chart's ServiceAccount.
 
 For each install mode (cluster-wide with a ClusterRole; namespaced, watchNamespace set, with a Role in that
-namespace), the chart is rendered with its defaults (leader election, gang scheduling, Kueue), its RBAC objects and
+namespace, and networkPolicy.enabled: a NetworkPolicy per job), the chart is rendered with its defaults (leader
+election, gang scheduling, Kueue), its RBAC objects and
 ServiceAccount (and its empty keyring Secret) are applied in namespace kubedist-audit, and kubedist-operator runs
 locally with that ServiceAccount's token and the flags the chart's Deployment gives it. Jobs then take every path
 that makes a request: a foreign Secret kubedist-rendezvous (create refused, the Secret read by name), pods created
@@ -233,7 +234,9 @@ def audited_requests(user, start):
 def run_mode(mode):
     jobs_ns = f"kd-audit-{mode}-{int(time.time())}"
     kubectl("create", "namespace", jobs_ns)
-    sets = [f"watchNamespace={jobs_ns}"] if mode == "namespaced" else []
+    # The namespaced mode also isolates jobs (networkPolicy.enabled, perJob by default): each job's NetworkPolicy
+    # is created and watched; the cluster-wide mode, with the chart's default, never touches NetworkPolicies.
+    sets = [f"watchNamespace={jobs_ns}", "networkPolicy.enabled=true"] if mode == "namespaced" else []
     docs = render(*sets)
     rbac = [d for d in docs if d["kind"] in ("ServiceAccount", "Role", "ClusterRole", "RoleBinding",
                                              "ClusterRoleBinding")]
@@ -279,6 +282,9 @@ def run_mode(mode):
             text = f.read()
         check("gang scheduling is off" not in text and "jobs queued for Kueue wait" not in text,
               f"{mode}: the operator saw the Workload API and Kueue (so their rules were exercised)")
+        if mode == "namespaced":
+            check("a NetworkPolicy per job" in text and "NetworkPolicyUnavailable" not in text,
+                  f"{mode}: the operator made a NetworkPolicy per job (so that rule was exercised)")
     entries = json.loads(kubectl("-n", AUDIT_NS, "get", "secret", keyring["metadata"]["name"], "-o", "json").stdout
                          ).get("data", {})
     check(any(e.startswith(jobs_ns + ".") for e in entries),

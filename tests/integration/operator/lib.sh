@@ -50,6 +50,46 @@ cleanup() {
   return $rc
 }
 
+# operator_role NAME [RULE...]: Role NAME in the test's namespace with the rules the operator needs for plain jobs
+# (the Helm chart's, without gang scheduling, Kueue or nodes), and the extra rules given (YAML flow mappings).
+operator_role() {
+  local name=$1 rule
+  shift
+  {
+    printf 'apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: %s}\nrules:\n' "$name"
+    cat <<'YAML'
+- {apiGroups: [kubedist.io], resources: [trainingjobs], verbs: [list, watch, delete]}
+- {apiGroups: [kubedist.io], resources: [trainingjobs/status], verbs: [patch]}
+- {apiGroups: [""], resources: [pods], verbs: [list, watch, create, delete]}
+- {apiGroups: [""], resources: [services], verbs: [list, watch, create]}
+- {apiGroups: [""], resources: [secrets], verbs: [create]}
+- {apiGroups: [""], resources: [secrets], resourceNames: [kubedist-rendezvous], verbs: [get, list, watch]}
+- {apiGroups: [""], resources: [events], verbs: [create]}
+YAML
+    for rule in "$@"; do printf -- '- %s\n' "$rule"; done
+  } | kubectl -n "$NS" apply -f - >/dev/null
+}
+
+# sa_kubeconfig DIR SA ROLE: service account SA of the test's namespace bound to ROLE, and DIR/kubeconfig that
+# authenticates as it (a tokenFile, DIR/token, valid 1 h, and the cluster's CA in DIR/ca.crt). Sets SERVER.
+sa_kubeconfig() {
+  local dir=$1 sa=$2 role=$3
+  kubectl -n "$NS" create serviceaccount "$sa" >/dev/null
+  kubectl -n "$NS" create rolebinding "$sa" --role="$role" --serviceaccount="$NS:$sa" >/dev/null
+  SERVER=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+    base64 -d >"$dir/ca.crt"
+  kubectl -n "$NS" create token "$sa" --duration=1h >"$dir/token"
+  cat >"$dir/kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+current-context: sa
+clusters: [{name: c, cluster: {server: "$SERVER", certificate-authority: ca.crt}}]
+users: [{name: u, user: {tokenFile: token}}]
+contexts: [{name: sa, context: {cluster: c, user: u, namespace: $NS}}]
+YAML
+}
+
 jp() { kubectl -n "$NS" get "$1" -o jsonpath="$2"; }
 pod_count() { kubectl -n "$NS" get pods -l "kubedist.io/job-name=$1" --no-headers 2>/dev/null | wc -l; }
 phase_is() { [ "$(jp "tj/$1" '{.status.phase}')" = "$2" ]; }

@@ -47,10 +47,12 @@ expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by defau
 expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by default only without --namespace)" \
   --taint-avoided-nodes --watch-nodes=false
 expect 2 "--gang-scheduling needs a value" --gang-scheduling
+expect 2 "--network-policy-per-job must be true or false, got \"on\"" --network-policy-per-job=on
 # Good values pass the flag checks and fail later, at the (missing) kubeconfig.
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig --watch-nodes \
   --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0 --gang-scheduling=all \
-  --avoid-node-after-failures=0 --taint-avoided-nodes --keyring-secret=kubedist-system/kd-keyring
+  --avoid-node-after-failures=0 --taint-avoided-nodes --keyring-secret=kubedist-system/kd-keyring \
+  --network-policy-per-job
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

@@ -21,6 +21,7 @@
 #include "trainingjob/api/parse.h"
 #include "trainingjob/gang/gang.h"
 #include "trainingjob/kueue/kueue.h"
+#include "trainingjob/netpol/netpol.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -192,6 +193,7 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   std::vector<std::unique_ptr<Integration>> registered;
   registered.push_back(std::make_unique<GangIntegration>(options.gang_scheduling));
   registered.push_back(std::make_unique<KueueIntegration>());
+  registered.push_back(std::make_unique<NetworkPolicyIntegration>(options.network_policy_per_job));
   WatchedIntegrations integrations(std::move(registered));
 
   const Watched caches = watch(mgr, options, integrations.condition_types());

@@ -42,6 +42,7 @@ struct OperatorOptions {
   int64_t launcher_poll_interval_ms = 10000;  // STATUS of each running job's node 0; 0 disables
   int64_t progress_write_interval_ms = 30000;  // a job's status writes for progress alone, at most this often
   GangMode gang_scheduling = GangMode::kPerJob;
+  bool network_policy_per_job = false;  // each running job gets NetworkPolicy J letting in its own pods only
 };
 
 // Runs until stop is requested; returns an error for a setup failure (bad config, port in use) or when

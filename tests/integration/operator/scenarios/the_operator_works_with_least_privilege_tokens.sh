@@ -8,36 +8,13 @@ OPERATOR=$1
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario token
 
-kubectl -n "$NS" apply -f - >/dev/null <<'YAML'
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: operator}
-rules:
-- {apiGroups: [kubedist.io], resources: [trainingjobs], verbs: [list, watch, delete]}
-- {apiGroups: [kubedist.io], resources: [trainingjobs/status], verbs: [patch]}
-- {apiGroups: [""], resources: [pods], verbs: [list, watch, create, delete]}
-- {apiGroups: [""], resources: [services], verbs: [list, watch, create]}
-- {apiGroups: [""], resources: [secrets], verbs: [create]}
-- {apiGroups: [""], resources: [secrets], resourceNames: [kubedist-rendezvous], verbs: [get, list, watch]}
-- {apiGroups: [""], resources: [events], verbs: [create]}
-YAML
-for sa in sa1 sa2; do
-  kubectl -n "$NS" create serviceaccount "$sa" >/dev/null
-  kubectl -n "$NS" create rolebinding "$sa" --role=operator --serviceaccount="$NS:$sa" >/dev/null
-done
+operator_role operator
 dir=$(mktemp -d /tmp/kubedist-token-XXXXXX)
 trap 'rm -rf "$dir"; cleanup' EXIT
-server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$dir/ca.crt"
-kubectl -n "$NS" create token sa1 --duration=1h >"$dir/token"
-cat >"$dir/kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-current-context: sa
-clusters: [{name: c, cluster: {server: "$server", certificate-authority: ca.crt}}]
-users: [{name: u, user: {tokenFile: token}}]
-contexts: [{name: sa, context: {cluster: c, user: u, namespace: $NS}}]
-YAML
+sa_kubeconfig "$dir" sa1 operator
+server=$SERVER
+kubectl -n "$NS" create serviceaccount sa2 >/dev/null
+kubectl -n "$NS" create rolebinding sa2 --role=operator --serviceaccount="$NS:sa2" >/dev/null
 start_operator --kubeconfig "$dir/kubeconfig"
 job_yaml j 1 | kubectl -n "$NS" apply -f - >/dev/null
 eventually 30 "pod running" all_running j 1
