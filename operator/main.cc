@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "trainingjob/act/keyring.h"
 #include "trainingjob/act/setup.h"
+#include "trainingjob/netpol/render.h"
 #include "trainingjob/render/render.h"
 
 namespace {
@@ -98,6 +99,7 @@ struct Flag {
 
 std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
   using kubedist::trainingjob::GangMode;
+  using kubedist::trainingjob::check_ingress_rules;
   const std::string grace = "a whole number of seconds from 1s to 24h (e.g. 30s, 2m)";
   auto whole_seconds = [](long ms) { return ms % 1000 == 0; };
   return {
@@ -191,10 +193,22 @@ std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
        "                           Needs the cluster's Workload API, scheduling.k8s.io/v1beta1 (1.37) or\n"
        "                           v1alpha2 (1.36), whichever it serves (else treated as off)\n"},
       {{"--network-policy-per-job"}, true, boolean(&o->network_policy_per_job),
-       "  --network-policy-per-job[=BOOL]   give each running job NetworkPolicy J, letting in on every port only\n"
-       "                           the job's own pods (needs list, watch and create on networkpolicies; other\n"
-       "                           peers, such as the operator's STATUS polls, need a policy of their own: the\n"
-       "                           chart's networkPolicy) (default false)\n"},
+       "  --network-policy-per-job[=BOOL]   give each running job NetworkPolicy J, letting in on every port the\n"
+       "                           job's own pods, and the peers of --network-policy-ingress (needs list, watch\n"
+       "                           and create on networkpolicies) (default false)\n"},
+      {{"--network-policy-ingress"}, false,
+       [o](const std::string& v) -> std::optional<std::string> {
+         auto rules = nlohmann::json::parse(v, nullptr, false);
+         if (rules.is_discarded()) return "must be a JSON array of NetworkPolicy ingress rules: not JSON" + got(v);
+         if (auto why = check_ingress_rules(rules)) {
+           return "must be a JSON array of NetworkPolicy ingress rules: " + *why + got(v);
+         }
+         o->network_policy_ingress = std::move(rules);
+         return std::nullopt;
+       },
+       "  --network-policy-ingress JSON   with --network-policy-per-job: ingress rules every job's policy adds\n"
+       "                           ([{\"from\": [...], \"ports\": [...]}], NetworkPolicy's own form), e.g. the\n"
+       "                           operator's pods on port rendezvous and a metrics scraper on kd-metrics\n"},
   };
 }
 
@@ -250,6 +264,10 @@ int main(int argc, char** argv) {
   std::string error;
   if (!parse_flags(argc, argv, flags, &error)) {
     std::fprintf(stderr, "kubedist-operator: %s\n%s", error.c_str(), usage(flags).c_str());
+    return 2;
+  }
+  if (!options.network_policy_ingress.empty() && !options.network_policy_per_job) {
+    std::fprintf(stderr, "kubedist-operator: --network-policy-ingress needs --network-policy-per-job\n");
     return 2;
   }
   if (options.taint_avoided_nodes && !options.watch_nodes.value_or(options.ns.empty())) {

@@ -41,7 +41,8 @@ def cell(text):
 
 
 def code(value):
-    return "`" + str(value).replace("`", "'") + "`"
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)  # YAML's spelling
+    return "`" + text.replace("`", "'") + "`"
 
 
 # --- the CRD ---------------------------------------------------------------------------------------------------
@@ -172,7 +173,9 @@ def schema_rows(s, values, prefix, rows):
         default = lookup(values, p)
         shown = code(json.dumps(default, separators=(", ", ": "))) if not isinstance(default, str) else \
             (code(default) if default else '`""`')
-        rows.append(f"| `{p}` | {sub.get('type', '')} | {shown} | {cell('; '.join(checks))} | "
+        kinds = {bool: "boolean", str: "string", int: "integer", float: "number"}
+        typ = sub.get("type") or " or ".join(dict.fromkeys(kinds.get(type(v), "any") for v in sub.get("enum", [])))
+        rows.append(f"| `{p}` | {typ} | {shown} | {cell('; '.join(checks))} | "
                     f"{cell(sub.get('description', ''))} |")
 
 

@@ -184,74 +184,85 @@ for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "wo
     bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
-# networkPolicy: off by default; on, one NetworkPolicy per namespace where jobs run, selecting the training pods and
-# letting in the operator's pods on the rendezvous port, metricsFrom on kd-metrics and extraIngress; the pods of the
-# same job (any port: store, rendezvous, collectives) are let in by the job's own policy, which the operator makes
-# (perJob, the default), or with perJob=false by this one, which then lets in every TrainingJob pod of the
-# namespace. No rule may lack a "from": an empty one admits everybody.
-check(not find(render(), "NetworkPolicy") and not find(render("watchNamespace=team-a"), "NetworkPolicy"),
-      "networkPolicy is off by default")
+# networkPolicy: enabled "auto" by default: on where the cluster serves a network plugin's API known to enforce
+# NetworkPolicy (helm template sees the cluster's APIs only through --api-versions). On, with perJob (the default),
+# the operator gives each job its own policy: it is told the peers besides the job's own pods (the operator's pods on
+# the rendezvous port, metricsFrom on kd-metrics, extraIngress) and may list, watch and create NetworkPolicies; with
+# perJob=false one NetworkPolicy per namespace where jobs run lets in every TrainingJob pod of the namespace and
+# the same peers. No rule may lack a "from": an empty one admits everybody.
+def render_with(*args):
+    return [d for d in yaml.safe_load_all(run("helm", "template", "kd", CHART, "--namespace", "kubedist-system",
+                                               *args).stdout) if d]
+def netpol_verbs(docs, kind="ClusterRole"):
+    return [r["verbs"] for r in find(docs, kind)[0]["rules"] if r.get("resources") == ["networkpolicies"]]
+def ingress_flag(docs):
+    flags = [a for a in operator_args(docs) if a.startswith("--network-policy-ingress=")]
+    return json.loads(flags[0].split("=", 1)[1]) if flags else None
+def isolates(docs, kind="ClusterRole"):
+    return "--network-policy-per-job" in operator_args(docs) and netpol_verbs(docs, kind) == [["list", "watch", "create"]]
+def leaves_alone(docs, kind="ClusterRole"):
+    return ("--network-policy-per-job" not in operator_args(docs) and ingress_flag(docs) is None
+            and not netpol_verbs(docs, kind) and not find(docs, "NetworkPolicy"))
+
+plain = render()
+check(leaves_alone(plain) and leaves_alone(render("watchNamespace=team-a"), "Role"),
+      "networkPolicy auto, on a cluster serving no enforcing plugin's API: no policy, no flag, no NetworkPolicy rights")
+for api in ("crd.projectcalico.org/v1", "cilium.io/v2", "crd.antrea.io/v1beta1", "networking.k8s.aws/v1alpha1"):
+    check(isolates(render_with("--api-versions", api)) and not find(render_with("--api-versions", api), "NetworkPolicy"),
+          f"networkPolicy auto, on a cluster serving {api}: a policy per job, cluster-wide without listing namespaces")
+check(leaves_alone(render_with("--api-versions", "cilium.io/v2", "--set", "networkPolicy.enabled=false")),
+      "networkPolicy.enabled=false wins over what the cluster serves")
 JOB_PODS = {"matchExpressions": [{"key": "kubedist.io/job-name", "operator": "Exists"}]}
 OPERATOR_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kubedist-system"}},
                  "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kubedist", "app.kubernetes.io/instance": "kd",
                                                  "app.kubernetes.io/component": "operator"}}}
 MONITORING = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
-pols = find(render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a,team-b}"), "NetworkPolicy")
-check([p["metadata"]["namespace"] for p in pols] == ["team-a", "team-b"]
-      and len({p["metadata"]["name"] for p in pols}) == 1,
-      "networkPolicy.namespaces: one NetworkPolicy in each listed namespace")
 want = [{"from": [OPERATOR_PEER], "ports": [{"port": "rendezvous", "protocol": "TCP"}]},
         {"from": MONITORING, "ports": [{"port": "kd-metrics", "protocol": "TCP"}]}]
-same = all(p["spec"] == {"podSelector": JOB_PODS, "policyTypes": ["Ingress"], "ingress": want} for p in pols)
-check(same, "it selects the training pods and lets in the operator's pods on the port named rendezvous and namespace "
-      "monitoring on kd-metrics, nothing else (no other job's pods)" +
-      ("" if same or not pols else f": {json.dumps(pols[0]['spec'])}"))
-def netpol_verbs(docs, kind="ClusterRole"):
-    return [r["verbs"] for r in find(docs, kind)[0]["rules"] if r.get("resources") == ["networkpolicies"]]
-per_job = render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a}")
-check("--network-policy-per-job" in operator_args(per_job) and netpol_verbs(per_job) == [["list", "watch", "create"]],
-      "perJob (the default once enabled): the operator is told to make each job's policy and may list, watch and "
-      "create NetworkPolicies, nothing more")
-check("--network-policy-per-job" not in operator_args(render()) and not netpol_verbs(render())
-      and "--network-policy-per-job" not in operator_args(render("networkPolicy.perJob=true"))
-      and not netpol_verbs(render("networkPolicy.perJob=true", "watchNamespace=team-a"), "Role"),
-      "without networkPolicy.enabled the operator makes no policy and may not touch NetworkPolicies")
-shared = render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a}", "networkPolicy.perJob=false")
-shared_pol = find(shared, "NetworkPolicy")[0]["spec"]["ingress"]
-check(shared_pol == [{"from": [{"podSelector": JOB_PODS}]}] + want and "--network-policy-per-job" not in
-      operator_args(shared) and not netpol_verbs(shared),
-      "perJob=false: the namespace's policy lets in every TrainingJob pod of the namespace, and the operator gets no "
-      "NetworkPolicy rights")
-bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set",
-          "networkPolicy.namespaces={team-a}", "--set", "networkPolicy.perJob=sometimes", ok=False)
-check(bad.returncode != 0 and "perJob" in bad.stderr, "values.schema.json refuses a perJob that is no boolean")
-ns_pols = find(render("watchNamespace=team-a", "networkPolicy.enabled=true"), "NetworkPolicy")
-check([p["metadata"]["namespace"] for p in ns_pols] == ["team-a"], "a namespaced install's policy is in watchNamespace")
-nothing = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", ok=False)
-check(nothing.returncode != 0 and "networkPolicy.namespaces" in nothing.stderr,
-      f"a cluster-wide install with networkPolicy.enabled and no namespaces is refused: {' '.join(nothing.stderr.split())[-120:]}")
+per_job = render("networkPolicy.enabled=true")
+check(isolates(per_job) and ingress_flag(per_job) == want and not find(per_job, "NetworkPolicy"),
+      "enabled, perJob: the operator makes each job's policy, told the operator's pods on the port named rendezvous "
+      "and namespace monitoring on kd-metrics as the other peers, and may list, watch and create NetworkPolicies, "
+      "nothing more" + ("" if ingress_flag(per_job) == want else f": {ingress_flag(per_job)}"))
+check(isolates(render("networkPolicy.enabled=true", "watchNamespace=team-a"), "Role"),
+      "enabled, perJob, namespaced: the same rights in the watched namespace's Role")
 extra = {"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 6006}]}
 variants = {
-    "launcherPort=0": render("networkPolicy.enabled=true", "watchNamespace=team-a", "metrics.launcherPort=0"),
-    "metricsFrom=[]": render("networkPolicy.enabled=true", "watchNamespace=team-a",
-                             set_json=["networkPolicy.metricsFrom=[]"]),
-    "extraIngress": render("networkPolicy.enabled=true", "watchNamespace=team-a",
-                           set_json=["networkPolicy.extraIngress=" + json.dumps([extra])]),
+    "launcherPort=0": render("networkPolicy.enabled=true", "metrics.launcherPort=0"),
+    "metricsFrom=[]": render("networkPolicy.enabled=true", set_json=["networkPolicy.metricsFrom=[]"]),
+    "extraIngress": render("networkPolicy.enabled=true", set_json=["networkPolicy.extraIngress=" + json.dumps([extra])]),
 }
-rules = {k: find(v, "NetworkPolicy")[0]["spec"]["ingress"] for k, v in variants.items()}
+rules = {k: ingress_flag(v) for k, v in variants.items()}
 check(rules["launcherPort=0"] == want[:1] and rules["metricsFrom=[]"] == want[:1] and rules["extraIngress"] == want + [extra],
       "launcherPort=0 or an empty metricsFrom drop the metrics rule (never a rule open to all); extraIngress is added")
-check(all(r.get("from") for v in list(rules.values()) + [want] for r in v),
+shared_docs = render("networkPolicy.enabled=true", "networkPolicy.namespaces={team-a,team-b}", "networkPolicy.perJob=false")
+pols = find(shared_docs, "NetworkPolicy")
+check([p["metadata"]["namespace"] for p in pols] == ["team-a", "team-b"]
+      and len({p["metadata"]["name"] for p in pols}) == 1,
+      "perJob=false: one NetworkPolicy in each listed namespace")
+shared_want = [{"from": [{"podSelector": JOB_PODS}]}] + want
+same = all(p["spec"] == {"podSelector": JOB_PODS, "policyTypes": ["Ingress"], "ingress": shared_want} for p in pols)
+check(same and "--network-policy-per-job" not in operator_args(shared_docs) and not netpol_verbs(shared_docs),
+      "perJob=false: it selects the training pods and lets in every TrainingJob pod of the namespace on every port and "
+      "the same peers, nothing else; the operator gets no NetworkPolicy rights" +
+      ("" if same or not pols else f": {json.dumps(pols[0]['spec'])}"))
+ns_pols = find(render("watchNamespace=team-a", "networkPolicy.enabled=true", "networkPolicy.perJob=false"), "NetworkPolicy")
+check([p["metadata"]["namespace"] for p in ns_pols] == ["team-a"], "perJob=false, namespaced: the policy is in watchNamespace")
+nothing = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.perJob=false",
+              ok=False)
+check(nothing.returncode != 0 and "networkPolicy.namespaces" in nothing.stderr,
+      f"perJob=false, cluster-wide, no namespaces listed: refused: {' '.join(nothing.stderr.split())[-120:]}")
+check(all(r.get("from") for v in list(rules.values()) + [want, shared_want] for r in v),
       "every rule names its peers (no rule without a from, which would admit everybody)")
-bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set",
-          "networkPolicy.namespaces={Team_A}", ok=False)
-check(bad.returncode != 0 and "namespaces" in bad.stderr, "values.schema.json refuses a namespace name Kubernetes would not")
+for bad_value, field in [("networkPolicy.namespaces={Team_A}", "namespaces"), ("networkPolicy.perJob=sometimes", "perJob"),
+                         ("networkPolicy.enabled=yes", "enabled")]:
+    bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set", bad_value, ok=False)
+    check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}")
 
 # Bad nodes: the operator's limit is the chart's; tainting them for everyone is asked for, and only then may the
 # operator patch nodes (least privilege), and only in the cluster-wide install, where nodes are watched.
 def node_verbs(docs):
     return [r["verbs"] for r in find(docs, "ClusterRole")[0]["rules"] if r.get("resources") == ["nodes"]]
-plain = render()
 check("--avoid-node-after-failures=2" in operator_args(plain) and "--taint-avoided-nodes" not in operator_args(plain)
       and node_verbs(plain) == [["get", "list", "watch"]],
       "by default a job avoids a node after 2 failures that are not its code's, and the operator may not patch nodes")
@@ -347,26 +358,33 @@ try:
     jobs_ns = f"{ns}-jobs"
     run("kubectl", "create", "namespace", jobs_ns)
     inst = run("helm", "install", "kdns", CHART, "--namespace", ns, "--set", f"watchNamespace={jobs_ns}",
-               "--set", "networkPolicy.enabled=true", "--wait=false", ok=False)
-    check(inst.returncode == 0, "helm install of the namespaced mode, with networkPolicy.enabled" +
+               "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.perJob=false", "--wait=false", ok=False)
+    check(inst.returncode == 0, "helm install of the namespaced mode, with networkPolicy.enabled and perJob=false" +
           ("" if inst.returncode == 0 else ": " + inst.stderr))
     pol = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", "-o", "json", ok=False)
-    check(pol.returncode == 0 and json.loads(pol.stdout)["spec"]["ingress"][0]["from"][0]["namespaceSelector"] ==
+    check(pol.returncode == 0 and json.loads(pol.stdout)["spec"]["ingress"][1]["from"][0]["namespaceSelector"] ==
           {"matchLabels": {"kubernetes.io/metadata.name": ns}},
           "the API server took its NetworkPolicy in the watched namespace, the operator's namespace in its rules" +
           ("" if pol.returncode == 0 else ": " + pol.stderr))
     nsa = f"system:serviceaccount:{ns}:kdns-kubedist"
-    there = [(v, r) for v, r in needed if r != "nodes" and not can(v, r, jobs_ns, nsa)]
-    check(not there, "namespaced: the operator may do what it needs in the watched namespace" +
-          (f" (missing: {there})" if there else ""))
     netpol = [("list", "networkpolicies.networking.k8s.io"), ("watch", "networkpolicies.networking.k8s.io"),
               ("create", "networkpolicies.networking.k8s.io")]
+    check(not any(can(v, r, jobs_ns, nsa) for v, r in netpol),
+          "perJob=false: the operator may not touch NetworkPolicies")
+    up = run("helm", "upgrade", "kdns", CHART, "--namespace", ns, "--reuse-values", "--set", "networkPolicy.perJob=true",
+             "--wait=false", ok=False)
+    check(up.returncode == 0, "helm upgrade to networkPolicy.perJob=true" + ("" if up.returncode == 0 else ": " + up.stderr))
+    gone = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", ok=False)
+    check(gone.returncode != 0, "perJob: the namespace's policy is gone (each job's own takes its place)")
     check(all(can(v, r, jobs_ns, nsa) for v, r in netpol)
           and not any(can(v, "networkpolicies.networking.k8s.io", jobs_ns, nsa) for v in ("update", "patch", "delete"))
           and not any(can(v, r, "default", nsa) for v, r in netpol)
           and not any(can(v, r) for v, r in netpol),
-          "namespaced with networkPolicy (perJob): it may list, watch and create NetworkPolicies in the watched "
-          "namespace only (the cluster-wide release without networkPolicy may not at all)")
+          "perJob, namespaced: it may list, watch and create NetworkPolicies in the watched namespace only (the "
+          "cluster-wide release, auto on a cluster without an enforcing plugin, may not at all)")
+    there = [(v, r) for v, r in needed if r != "nodes" and not can(v, r, jobs_ns, nsa)]
+    check(not there, "namespaced: the operator may do what it needs in the watched namespace" +
+          (f" (missing: {there})" if there else ""))
     elsewhere = [f"{v} {r}" for v, r in needed if can(v, r, "default", nsa)]
     check(not elsewhere, "namespaced: and nothing in another namespace, nor on nodes" +
           (f" (it may: {elsewhere})" if elsewhere else ""))

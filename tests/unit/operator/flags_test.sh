@@ -48,11 +48,22 @@ expect 2 "--taint-avoided-nodes needs the node watch: --watch-nodes (on by defau
   --taint-avoided-nodes --watch-nodes=false
 expect 2 "--gang-scheduling needs a value" --gang-scheduling
 expect 2 "--network-policy-per-job must be true or false, got \"on\"" --network-policy-per-job=on
+expect 2 "--network-policy-ingress must be a JSON array of NetworkPolicy ingress rules: not JSON, got \"[{from\"" \
+  --network-policy-per-job --network-policy-ingress '[{from'
+expect 2 "--network-policy-ingress must be a JSON array of NetworkPolicy ingress rules: not a JSON array" \
+  --network-policy-per-job --network-policy-ingress '{"from": []}'
+expect 2 "--network-policy-ingress must be a JSON array of NetworkPolicy ingress rules: rule 1 has \"to\" (a rule has only from and ports)" \
+  --network-policy-per-job --network-policy-ingress '[{"from": []}, {"to": []}]'
+expect 2 "--network-policy-ingress must be a JSON array of NetworkPolicy ingress rules: rule 0: ports is not an array" \
+  --network-policy-per-job --network-policy-ingress '[{"ports": 9402}]'
+expect 2 "--network-policy-ingress must be a JSON array of NetworkPolicy ingress rules: rule 0: an item of from is not an object" \
+  --network-policy-per-job --network-policy-ingress '[{"from": ["monitoring"]}]'
+expect 2 "--network-policy-ingress needs --network-policy-per-job" --network-policy-ingress '[{"from": [{}]}]'
 # Good values pass the flag checks and fail later, at the (missing) kubeconfig.
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig --watch-nodes \
   --unschedulable-grace=2m --node-lost-grace 3s --launcher-poll-interval=0 --gang-scheduling=all \
   --avoid-node-after-failures=0 --taint-avoided-nodes --keyring-secret=kubedist-system/kd-keyring \
-  --network-policy-per-job
+  --network-policy-per-job --network-policy-ingress='[{"from": [{"podSelector": {}}], "ports": [{"port": "rendezvous"}]}]'
 expect 1 "kubeconfig: cannot read /nonexistent/kubeconfig" --kubeconfig /nonexistent/kubeconfig
 expect 1 "kubeconfig: cannot read /nonexistent/.kube/config"
 tmp=$(mktemp)

@@ -47,7 +47,7 @@ TEST(ParseNetworkPolicyFacts, ReadsNameAndControllingOwnerAndToleratesForeignSha
 
 TEST(RenderNetworkPolicy, LetsInTheJobsOwnPodsOnEveryPortAndIsOwnedByTheJob) {
   const auto job = testing::example_job();
-  const json p = render_job_network_policy(job);
+  const json p = render_job_network_policy(job, json::array());
   EXPECT_EQ(p["apiVersion"], "networking.k8s.io/v1");
   EXPECT_EQ(p["kind"], "NetworkPolicy");
   EXPECT_EQ(p["metadata"]["name"], "resnet");
@@ -64,6 +64,32 @@ TEST(RenderNetworkPolicy, LetsInTheJobsOwnPodsOnEveryPortAndIsOwnedByTheJob) {
   EXPECT_FALSE(p["spec"].contains("egress"));
 }
 
+TEST(RenderNetworkPolicy, ThePeersTheOperatorIsToldOfComeAfterTheJobsOwnPods) {
+  const json extra = json::parse(R"([
+    {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kubedist-system"}},
+               "podSelector": {"matchLabels": {"app.kubernetes.io/component": "operator"}}}],
+     "ports": [{"port": "rendezvous", "protocol": "TCP"}]},
+    {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+     "ports": [{"port": "kd-metrics", "protocol": "TCP"}]}])");
+  const json ingress = render_job_network_policy(testing::example_job(), extra)["spec"]["ingress"];
+  ASSERT_EQ(ingress.size(), 3u);
+  EXPECT_EQ(ingress[0]["from"][0]["podSelector"]["matchLabels"][kJobNameLabel], "resnet");
+  EXPECT_EQ(ingress[1], extra[0]);
+  EXPECT_EQ(ingress[2], extra[1]);
+}
+
+TEST(CheckIngressRules, TakesNetworkPolicyRulesAndSaysWhatIsWrongWithAnythingElse) {
+  EXPECT_EQ(check_ingress_rules(json::array()), std::nullopt);
+  EXPECT_EQ(check_ingress_rules(json::parse(R"([{"from": [{"podSelector": {}}], "ports": [{"port": 80}]}, {}])")),
+            std::nullopt);
+  EXPECT_EQ(check_ingress_rules(json::parse(R"({"from": []})")), "not a JSON array");
+  EXPECT_EQ(check_ingress_rules(json::parse(R"(["from"])")), "rule 0 is not an object");
+  EXPECT_EQ(check_ingress_rules(json::parse(R"([{"from": []}, {"to": []}])")),
+            "rule 1 has \"to\" (a rule has only from and ports)");
+  EXPECT_EQ(check_ingress_rules(json::parse(R"([{"from": {}}])")), "rule 0: from is not an array");
+  EXPECT_EQ(check_ingress_rules(json::parse(R"([{"ports": [9402]}])")), "rule 0: an item of ports is not an object");
+}
+
 TEST(DecideNetworkPolicy, TheJobsPolicyIsCreatedBeforeItsPods) {
   const auto p = decide(testing::example_job(), with_policy(true), kNow);
   const auto kinds = kinds_created(p);
@@ -75,7 +101,7 @@ TEST(DecideNetworkPolicy, TheJobsPolicyIsCreatedBeforeItsPods) {
   const auto w = testing::writes(p, Write::Verb::kCreate, "NetworkPolicy");
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].path, "/apis/networking.k8s.io/v1/namespaces/team-a/networkpolicies");
-  EXPECT_EQ(w[0].body, render_job_network_policy(testing::example_job()));
+  EXPECT_EQ(w[0].body, render_job_network_policy(testing::example_job(), json::array()));
 }
 
 TEST(DecideNetworkPolicy, AnExistingPolicyOfTheJobIsLeftAlone) {
@@ -87,7 +113,7 @@ TEST(DecideNetworkPolicy, AnExistingPolicyOfTheJobIsLeftAlone) {
 }
 
 TEST(DecideNetworkPolicy, WithoutTheFlagNoPolicyIsWritten) {
-  NetworkPolicyIntegration off(false);
+  NetworkPolicyIntegration off(false, json::array());
   EXPECT_TRUE(off.watches("", [](const std::string&) { return std::nullopt; }).kinds.empty());
   EXPECT_EQ(off.observe(testing::example_job(), nullptr), nullptr);
   const auto p = decide(testing::example_job(), Observed{}, kNow);
@@ -95,17 +121,21 @@ TEST(DecideNetworkPolicy, WithoutTheFlagNoPolicyIsWritten) {
 }
 
 TEST(DecideNetworkPolicy, WithTheFlagTheJobsPoliciesAreWatchedByLabelInTheOperatorsNamespaces) {
-  NetworkPolicyIntegration on(true);
+  const json extra = json::parse(R"([{"from": [{"podSelector": {}}]}])");
+  NetworkPolicyIntegration on(true, extra);
   const auto all = on.watches("", [](const std::string&) { return std::nullopt; });
   ASSERT_EQ(all.kinds.size(), 1u);
   EXPECT_EQ(all.kinds[0].path, "/apis/networking.k8s.io/v1/networkpolicies");
   EXPECT_EQ(all.kinds[0].label_selector, kJobNameLabel);
   const auto one = on.watches("team-a", [](const std::string&) { return std::nullopt; });
   EXPECT_EQ(one.kinds.at(0).path, "/apis/networking.k8s.io/v1/namespaces/team-a/networkpolicies");
-  // Without caches (the operator may not list them) the facts say so.
+  // Without caches (the operator may not list them) the facts say so; they carry the rules it was given.
   auto facts = on.observe(testing::example_job(), nullptr);
   ASSERT_NE(facts, nullptr);
-  EXPECT_FALSE(dynamic_cast<const NetworkPolicyJobFacts&>(*facts).api);
+  const auto& netpol = dynamic_cast<const NetworkPolicyJobFacts&>(*facts);
+  EXPECT_FALSE(netpol.api);
+  ASSERT_NE(netpol.extra_ingress, nullptr);
+  EXPECT_EQ(*netpol.extra_ingress, extra);
 }
 
 TEST(DecideNetworkPolicy, WithoutTheRightToWatchPoliciesTheJobFailsSayingWhatToGrant) {

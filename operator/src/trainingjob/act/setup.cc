@@ -193,7 +193,8 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   std::vector<std::unique_ptr<Integration>> registered;
   registered.push_back(std::make_unique<GangIntegration>(options.gang_scheduling));
   registered.push_back(std::make_unique<KueueIntegration>());
-  registered.push_back(std::make_unique<NetworkPolicyIntegration>(options.network_policy_per_job));
+  registered.push_back(std::make_unique<NetworkPolicyIntegration>(options.network_policy_per_job,
+                                                                 options.network_policy_ingress));
   WatchedIntegrations integrations(std::move(registered));
 
   const Watched caches = watch(mgr, options, integrations.condition_types());

@@ -6,6 +6,8 @@
 #include <stop_token>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/result.h"
 #include "controller/manager.h"
 #include "trainingjob/gang/gang.h"
@@ -43,6 +45,7 @@ struct OperatorOptions {
   int64_t progress_write_interval_ms = 30000;  // a job's status writes for progress alone, at most this often
   GangMode gang_scheduling = GangMode::kPerJob;
   bool network_policy_per_job = false;  // each running job gets NetworkPolicy J letting in its own pods only
+  nlohmann::json network_policy_ingress = nlohmann::json::array();  // and these peers (netpol/render.h)
 };
 
 // Runs until stop is requested; returns an error for a setup failure (bad config, port in use) or when

@@ -32,9 +32,10 @@ std::optional<Ending> decide_network_policy(DecideState& s, const NetworkPolicyJ
                   "NetworkPolicy " + s.job.name + " exists but is not this job's: delete it or rename the job"};
   }
   if (!facts.policy) {
+    const nlohmann::json none = nlohmann::json::array();
     s.write({Write::Verb::kCreate, "NetworkPolicy", s.job.name,
              "/apis/networking.k8s.io/v1/namespaces/" + s.job.ns + "/networkpolicies",
-             render_job_network_policy(s.job)});
+             render_job_network_policy(s.job, facts.extra_ingress ? *facts.extra_ingress : none)});
   }
   return std::nullopt;
 }

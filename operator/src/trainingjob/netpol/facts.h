@@ -29,6 +29,8 @@ inline std::string job_key_of(const NetworkPolicyFacts& p) { return p.ns + "/" +
 struct NetworkPolicyJobFacts final : IntegrationFacts {
   bool api = false;  // the operator watches NetworkPolicies (it may list them)
   std::optional<NetworkPolicyFacts> policy;  // NetworkPolicy J, when it exists
+  // The rules every job's policy adds to its own pods' (--network-policy-ingress); null: none.
+  std::shared_ptr<const nlohmann::json> extra_ingress;
   std::unique_ptr<Hook> hook(const TrainingJob& job) const override;
 };
 

@@ -19,6 +19,7 @@ std::shared_ptr<const IntegrationFacts> NetworkPolicyIntegration::observe(const 
   if (!enabled_) return nullptr;
   auto facts = std::make_shared<NetworkPolicyJobFacts>();
   facts->api = caches != nullptr;
+  facts->extra_ingress = extra_ingress_;
   if (caches != nullptr) {
     facts->policy = caches->get_as<NetworkPolicyFacts>("networkpolicies", job.ns + "/" + job.name);
   }

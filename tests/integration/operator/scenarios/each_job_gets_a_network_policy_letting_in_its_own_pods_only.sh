@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --network-policy-per-job: each running job gets NetworkPolicy J, owned by the job, selecting its pods and letting
-# in its own pods only; made again when deleted, collected with the job; a job whose policy name is taken, or whose
+# in its own pods and the peers of --network-policy-ingress only; made again when deleted, collected with the job; a job whose policy name is taken, or whose
 # operator may not watch NetworkPolicies, fails saying why instead of running pods no policy lets talk.
 # (kwok's cluster stores NetworkPolicies but enforces none: what a network plugin does with them is its own.)
 # usage: each_job_gets_a_network_policy_letting_in_its_own_pods_only.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
@@ -10,7 +10,8 @@ OPERATOR=$1
 . "$KUBEDIST_SOURCE_DIR/tests/integration/operator/lib.sh"
 begin_scenario netpol
 
-start_operator --network-policy-per-job
+monitoring='{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}], "ports": [{"port": "kd-metrics", "protocol": "TCP"}]}'
+start_operator --network-policy-per-job --network-policy-ingress "[$monitoring]"
 job_yaml j 2 | kubectl -n "$NS" apply -f - >/dev/null
 job_yaml k 1 | kubectl -n "$NS" apply -f - >/dev/null
 eventually 30 "j's 2 pods running" all_running j 2
@@ -28,13 +29,14 @@ want_policy() {
 import json, sys
 sel = {"matchLabels": {"kubedist.io/job-name": sys.argv[1]}}
 print(json.dumps({"owner": [sys.argv[2]], "label": sys.argv[1], "spec": {"podSelector": sel,
-    "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": sel}]}]}}, sort_keys=True))' "$1" "$2"
+    "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": sel}]}, json.loads(sys.argv[3])]}},
+    sort_keys=True))' "$1" "$2" "$monitoring"
 }
 for job in j k; do
   got=$(policy_of "$job")
   [ "$got" = "$(want_policy "$job" "$(jp "tj/$job" '{.metadata.uid}')")" ] || fail "NetworkPolicy $job: $got"
 done
-pass "each job has NetworkPolicy J, owned by it, selecting its pods and letting in its own pods only (j's and k's)"
+pass "each job has NetworkPolicy J, owned by it, selecting its pods and letting in its own pods and the peers it was told only (j's and k's)"
 
 old=$(jp networkpolicy/j '{.metadata.uid}')
 kubectl -n "$NS" delete networkpolicy j >/dev/null
