@@ -3,46 +3,42 @@
 #include <cstdint>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "common/json_reader.h"
 #include "trainingjob/api/facts.h"
 #include "trainingjob/api/json_fields.h"
 
 namespace kubedist::trainingjob {
 namespace {
 
-// nlohmann's SAX handler: it knows where it is by a stack of the objects and arrays it is in, each named by the
-// field that holds it (F), and keeps only the fields facts are made of; what lies below any other field is skipped
-// by counting its depth. Facts that depend on several fields (the trainer container's state, the controller owner)
-// are settled in finish(), since the API server may send status before spec.
-class PodEventSax {
+// The handler of json_reader (common/json_reader.h): it knows where it is by a stack of the objects and arrays it is
+// in, each named by the field that holds it (F), and wants only the values facts are made of, so that the reader
+// skips every other field whole. Facts that depend on several fields (the trainer container's state, the
+// controller owner) are settled in finish(), since the API server may send status before spec.
+class PodEventReader {
  public:
-  using json = nlohmann::json;
-  explicit PodEventSax(PodEvent& out) : out_(out) { frames_.reserve(16); }
+  explicit PodEventReader(PodEvent& out) : out_(out) { frames_.reserve(16); }
 
-  bool null() {
+  // Every call below is for a value at a place wants() said yes to.
+  bool wants() const { return here() != F::kOther; }
+  void null() {
     scalar(here(), false);
     if (here() == F::kDelTs) deleting_ = false;
-    return true;
   }
-  bool boolean(bool v) {
+  void boolean(bool v) {
     scalar(here(), true);
     switch (here()) {
       case F::kOwnerCtrl: owner_.controller = v; break;
       case F::kDelTs: deleting_ = true; break;
       default: break;
     }
-    return true;
   }
-  bool number_integer(json::number_integer_t v) { return integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return integer(static_cast<int64_t>(v)); }
-  bool number_float(json::number_float_t, const json::string_t&) {
+  void number_integer(int64_t v) { integer(v); }
+  void number_unsigned(uint64_t v) { integer(static_cast<int64_t>(v)); }
+  void number_float() {
     scalar(here(), false);
     if (here() == F::kDelTs) deleting_ = true;
-    return true;
   }
-  bool binary(json::binary_t&) { return true; }
-  bool string(json::string_t& s) {
+  void string(std::string_view s) {
     scalar(here(), false);
     PodFacts& f = out_.facts;
     switch (here()) {
@@ -74,17 +70,12 @@ class PodEventSax {
       case F::kErrMessage: out_.error_message = s; break;
       default: break;
     }
-    return true;
   }
-  bool start_object(std::size_t) { return open(false); }
-  bool start_array(std::size_t) { return open(true); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(json::string_t& k) {
-    if (skip_ == 0) frames_.back().key = child(frames_.back().id, k);
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+  void start_object() { open(false); }
+  void start_array() { open(true); }
+  void end_object() { close(); }
+  void end_array() { close(); }
+  void key(std::string_view k) { frames_.back().key = child(frames_.back().id, k); }
 
   // After a successful parse: the event, with parse_pod_facts' rules for what depends on several fields.
   void finish() {
@@ -225,7 +216,6 @@ class PodEventSax {
     }
   }
   F here() const {
-    if (skip_ > 0) return F::kOther;
     if (frames_.empty()) return F::kRoot;
     const Frame& f = frames_.back();
     return f.array ? element(f.id) : f.key;
@@ -237,7 +227,7 @@ class PodEventSax {
     if (at == F::kContainer || (at == F::kOwnerCtrl && !is_bool)) malformed_ = true;
   }
 
-  bool integer(int64_t v) {  // exitCode as parse_pod_facts' get<int>() has it
+  void integer(int64_t v) {  // exitCode as parse_pod_facts' get<int>() has it
     scalar(here(), false);
     switch (here()) {
       case F::kTExit:
@@ -248,17 +238,14 @@ class PodEventSax {
       case F::kDelTs: deleting_ = true; break;
       default: break;
     }
-    return true;
   }
 
-  bool open(bool array) {
+  // An object or array opens at a wanted place; below a place that wants a scalar (kDelTs, kOwnerCtrl, a
+  // container that is an array) every field is kOther, which the reader skips.
+  void open(bool array) {
     const F at = here();
     if (at == F::kDelTs) deleting_ = true;
     if (at == F::kOwnerCtrl || (at == F::kContainer && array)) malformed_ = true;
-    if (skip_ > 0 || at == F::kOther) {  // nothing below is read: count the depth only
-      ++skip_;
-      return true;
-    }
     if (!array) {
       switch (at) {
         case F::kRoot: root_object_ = true; break;
@@ -274,17 +261,12 @@ class PodEventSax {
       }
     }
     frames_.push_back({at, array});
-    return true;
   }
 
-  bool close() {
-    if (skip_ > 0) {
-      --skip_;
-      return true;
-    }
+  void close() {
     const Frame f = frames_.back();
     frames_.pop_back();
-    if (f.array) return true;
+    if (f.array) return;
     PodFacts& facts = out_.facts;
     switch (f.id) {
       case F::kOwner:
@@ -314,12 +296,10 @@ class PodEventSax {
       default:
         break;
     }
-    return true;
   }
 
   PodEvent& out_;
   std::vector<Frame> frames_;
-  int skip_ = 0;
   bool malformed_ = false;
   bool root_object_ = false, object_object_ = false, metadata_object_ = false;
   std::string type_;
@@ -339,9 +319,9 @@ class PodEventSax {
 
 bool read_pod_event(std::string_view line, PodEvent& out) {
   out = PodEvent{};
-  PodEventSax sax(out);
-  if (!nlohmann::json::sax_parse(line, &sax)) return false;
-  sax.finish();
+  PodEventReader reader(out);
+  if (!json_reader::read(line, reader)) return false;
+  reader.finish();
   return true;
 }
 
