@@ -1,6 +1,14 @@
 #include "metrics/operator_metrics.h"
 
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <locale>
+#include <ostream>
+#include <set>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 #include <prometheus/text_serializer.h>
 
@@ -11,10 +19,6 @@ using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 using prometheus::Labels;
-
-Labels job_labels(const std::string& ns, const std::string& name) {
-  return {{"job_namespace", ns}, {"job_name", name}};
-}
 
 }  // namespace
 
@@ -37,44 +41,9 @@ OperatorMetrics::OperatorMetrics()
                      .Register(*registry_)),
       failed_(BuildCounter().Name("kubedist_jobs_failed_total").Help("TrainingJobs that ended Failed")
                   .Register(*registry_)),
-      restarts_(BuildCounter().Name("kubedist_restarts_total")
-                    .Help("Group restarts and pod recreations by reason (worker_crash, pod_failure, node_lost, scale, "
-                          "hang)")
-                    .Register(*registry_)),
-      nodes_(BuildGauge().Name("kubedist_job_nodes").Help("Pods running per TrainingJob").Register(*registry_)),
-      target_nodes_(BuildGauge().Name("kubedist_job_target_nodes")
-                        .Help("Nodes the operator aims at per TrainingJob: spec.replicas, or the elastic target")
-                        .Register(*registry_)),
-      scale_decisions_(BuildCounter().Name("kubedist_scale_decisions_total")
-                           .Help("Elastic target changes by the operator, by direction (down, up)")
-                           .Register(*registry_)),
-      world_size_(BuildGauge().Name("kubedist_job_world_size")
-                      .Help("Worker processes in the TrainingJob's current group").Register(*registry_)),
-      phase_(BuildGauge().Name("kubedist_job_phase")
-                 .Help("1 for the TrainingJob's current phase, 0 for the others").Register(*registry_)),
-      recovery_(BuildGauge().Name("kubedist_job_last_recovery_seconds")
-                    .Help("Seconds from the job's last Restarting condition turning True to it running again")
-                    .Register(*registry_)),
-      waiting_(BuildGauge().Name("kubedist_job_waiting_for_admission")
-                   .Help("1 while a TrainingJob queued for Kueue waits for admission, else 0").Register(*registry_)),
-      admission_wait_(BuildGauge().Name("kubedist_job_last_admission_wait_seconds")
-                          .Help("Seconds the TrainingJob last waited for Kueue's admission (since queued or requeued)")
-                          .Register(*registry_)),
       admission_wait_seconds_(BuildHistogram().Name("kubedist_admission_wait_seconds")
                                   .Help("Seconds TrainingJobs waited for Kueue's admission, by namespace")
                                   .Register(*registry_)),
-      step_(BuildGauge().Name("kubedist_job_step")
-                .Help("The TrainingJob's training step, as its workers report it (status.progress.step)")
-                .Register(*registry_)),
-      steps_per_second_(BuildGauge().Name("kubedist_job_steps_per_second")
-                            .Help("The TrainingJob's training steps per second over about the last minute")
-                            .Register(*registry_)),
-      eta_(BuildGauge().Name("kubedist_job_estimated_completion_timestamp_seconds")
-               .Help("When the TrainingJob should reach its total steps at its current rate (Unix time; its ETA)")
-               .Register(*registry_)),
-      goodput_(BuildGauge().Name("kubedist_job_goodput")
-                   .Help("Share of the TrainingJob's wall time since its first pod started spent making steps")
-                   .Register(*registry_)),
       reconcile_duration_(BuildHistogram().Name("kubedist_reconcile_duration_seconds")
                               .Help("Duration of one reconcile of one TrainingJob").Register(*registry_)
                               .Add({}, prometheus::Histogram::BucketBoundaries{
@@ -91,6 +60,7 @@ OperatorMetrics::OperatorMetrics()
 std::string OperatorMetrics::render() const {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  render_jobs(out);
   return out.str();
 }
 
@@ -118,83 +88,55 @@ void OperatorMetrics::job_failed(const std::string& ns) {
   failed_.Add({{"job_namespace", ns}}).Increment();
 }
 
-OperatorMetrics::JobSeries& OperatorMetrics::job_locked(const std::string& ns, const std::string& name) {
+OperatorMetrics::JobRecord& OperatorMetrics::job_locked(const std::string& ns, const std::string& name) {
   auto [it, inserted] = jobs_.try_emplace({ns, name});
-  JobSeries& s = it->second;
   if (inserted) {
     namespace_seen(ns);
-    const Labels labels = job_labels(ns, name);
-    for (const auto& reason : restart_reasons()) {
-      Labels l = labels;
-      l["reason"] = reason;
-      s.restarts[reason] = &restarts_.Add(l);
-    }
-    s.nodes = &nodes_.Add(labels);
-    s.target_nodes = &target_nodes_.Add(labels);
-    for (const char* direction : {"down", "up"}) {
-      Labels l = labels;
-      l["direction"] = direction;
-      s.scale_decisions[direction] = &scale_decisions_.Add(l);
-    }
-    s.world_size = &world_size_.Add(labels);
-    for (const auto& phase : job_phases()) {
-      Labels l = labels;
-      l["phase"] = phase;
-      s.phase[phase] = &phase_.Add(l);
-    }
+    it->second.restarts.assign(restart_reasons().size(), 0);
   }
-  return s;
+  return it->second;
 }
 
 void OperatorMetrics::restarts(const std::string& ns, const std::string& name, const std::string& reason,
                                int increase) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  auto it = s.restarts.find(reason);
-  if (it == s.restarts.end()) {  // a reason newer than this list: still counted, under its own name
-    Labels l = job_labels(ns, name);
-    l["reason"] = reason;
-    it = s.restarts.emplace(reason, &restarts_.Add(l)).first;
-  }
-  if (increase > 0) it->second->Increment(increase);
+  JobRecord& r = job_locked(ns, name);
+  const auto& reasons = restart_reasons();
+  const auto known = std::find(reasons.begin(), reasons.end(), reason);
+  double& count = known != reasons.end() ? r.restarts[known - reasons.begin()] : r.other_restarts[reason];
+  if (increase > 0) count += increase;
 }
 
 void OperatorMetrics::job_state(const std::string& ns, const std::string& name, int nodes, int target_nodes,
                                 int world_size, const std::string& phase) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  s.nodes->Set(nodes);
-  s.target_nodes->Set(target_nodes);
-  s.world_size->Set(world_size);
-  for (auto& [p, gauge] : s.phase) gauge->Set(p == phase ? 1 : 0);
+  JobRecord& r = job_locked(ns, name);
+  r.nodes = nodes;
+  r.target_nodes = target_nodes;
+  r.world_size = world_size;
+  r.phase = phase;
 }
 
 void OperatorMetrics::scale_decision(const std::string& ns, const std::string& name, const std::string& direction) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  auto it = s.scale_decisions.find(direction);
-  if (it != s.scale_decisions.end()) it->second->Increment();
+  JobRecord& r = job_locked(ns, name);
+  if (direction == "down") r.scale_down += 1;
+  if (direction == "up") r.scale_up += 1;
 }
 
 void OperatorMetrics::job_recovery(const std::string& ns, const std::string& name, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  if (s.recovery == nullptr) s.recovery = &recovery_.Add(job_labels(ns, name));
-  s.recovery->Set(seconds);
+  job_locked(ns, name).recovery = seconds;
 }
 
 void OperatorMetrics::job_waiting_for_admission(const std::string& ns, const std::string& name, bool waiting) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  if (s.waiting == nullptr) s.waiting = &waiting_.Add(job_labels(ns, name));
-  s.waiting->Set(waiting ? 1 : 0);
+  job_locked(ns, name).waiting = waiting ? 1 : 0;
 }
 
 void OperatorMetrics::job_admitted(const std::string& ns, const std::string& name, double waited_seconds) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  if (s.admission_wait == nullptr) s.admission_wait = &admission_wait_.Add(job_labels(ns, name));
-  s.admission_wait->Set(waited_seconds);
+  job_locked(ns, name).admission_wait = waited_seconds;
   admission_wait_seconds_
       .Add({{"job_namespace", ns}},
            prometheus::Histogram::BucketBoundaries{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400})
@@ -205,42 +147,126 @@ void OperatorMetrics::job_progress(const std::string& ns, const std::string& nam
                                    double steps_per_second, std::optional<double> eta_unix,
                                    std::optional<double> goodput) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobSeries& s = job_locked(ns, name);
-  const Labels labels = job_labels(ns, name);
-  if (s.step == nullptr) s.step = &step_.Add(labels);
-  if (s.steps_per_second == nullptr) s.steps_per_second = &steps_per_second_.Add(labels);
-  s.step->Set(step);
-  s.steps_per_second->Set(steps_per_second);
+  JobRecord& r = job_locked(ns, name);
+  r.step = step;
+  r.steps_per_second = steps_per_second;
   // An optional value is a series while known and none while not (a stale ETA would mislead a dashboard).
-  const auto set = [&](prometheus::Family<prometheus::Gauge>& family, prometheus::Gauge*& gauge,
-                       std::optional<double> v) {
-    if (v && gauge == nullptr) gauge = &family.Add(labels);
-    if (v) gauge->Set(*v);
-    if (!v && gauge != nullptr) family.Remove(gauge), gauge = nullptr;
-  };
-  set(eta_, s.eta, eta_unix);
-  set(goodput_, s.goodput, goodput);
+  r.eta = eta_unix;
+  r.goodput = goodput;
 }
 
 void OperatorMetrics::forget_job(const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find({ns, name});
-  if (it == jobs_.end()) return;
-  JobSeries& s = it->second;
-  for (auto& [reason, c] : s.restarts) restarts_.Remove(c);
-  nodes_.Remove(s.nodes);
-  target_nodes_.Remove(s.target_nodes);
-  for (auto& [direction, c] : s.scale_decisions) scale_decisions_.Remove(c);
-  world_size_.Remove(s.world_size);
-  for (auto& [phase, g] : s.phase) phase_.Remove(g);
-  if (s.recovery != nullptr) recovery_.Remove(s.recovery);
-  if (s.waiting != nullptr) waiting_.Remove(s.waiting);
-  if (s.admission_wait != nullptr) admission_wait_.Remove(s.admission_wait);
-  if (s.step != nullptr) step_.Remove(s.step);
-  if (s.steps_per_second != nullptr) steps_per_second_.Remove(s.steps_per_second);
-  if (s.eta != nullptr) eta_.Remove(s.eta);
-  if (s.goodput != nullptr) goodput_.Remove(s.goodput);
-  jobs_.erase(it);
+  jobs_.erase({ns, name});
+}
+
+namespace {
+
+// A label value as the text format escapes it.
+void write_label_value(std::ostream& out, const std::string& value) {
+  for (char c : value) {
+    switch (c) {
+      case '\\': out << "\\\\"; break;
+      case '"': out << "\\\""; break;
+      case '\n': out << "\\n"; break;
+      default: out << c; break;
+    }
+  }
+}
+
+}  // namespace
+
+void OperatorMetrics::render_jobs(std::ostream& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.empty()) return;
+  // prometheus-cpp's serializer writes values with this precision in the classic locale; so do we.
+  out.imbue(std::locale::classic());
+  out.precision(std::numeric_limits<double>::max_digits10 - 1);
+  // One family: its header, then a line per job that has the series (value() says so), the labels in name order.
+  using Value = std::function<std::optional<double>(const JobRecord&)>;
+  const auto family = [&](const char* name, const char* type, const char* help, const char* extra_label,
+                          const std::vector<std::pair<std::string, Value>>& series) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    for (const auto& [key, r] : jobs_) {
+      for (const auto& [extra_value, value] : series) {
+        const std::optional<double> v = value(r);
+        if (!v) continue;
+        // The labels in name order, as prometheus-cpp's map keeps them (direction before job_name).
+        const bool extra_first = extra_label != nullptr && std::string_view(extra_label) < "job_name";
+        const auto extra = [&](const char* separator) {
+          out << separator << extra_label << "=\"";
+          write_label_value(out, extra_value);
+          out << "\"";
+        };
+        out << name << "{";
+        if (extra_first) extra("");
+        out << (extra_first ? "," : "") << "job_name=\"";
+        write_label_value(out, key.second);
+        out << "\",job_namespace=\"";
+        write_label_value(out, key.first);
+        out << "\"";
+        if (extra_label != nullptr && !extra_first) extra(",");
+        out << "} " << *v << "\n";
+      }
+    }
+  };
+  const auto field = [](double JobRecord::*f) -> Value { return [f](const JobRecord& r) { return r.*f; }; };
+  const auto optional = [](std::optional<double> JobRecord::*f) -> Value {
+    return [f](const JobRecord& r) { return r.*f; };
+  };
+
+  std::vector<std::pair<std::string, Value>> restarts;
+  const auto& reasons = restart_reasons();
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    restarts.emplace_back(reasons[i], [i](const JobRecord& r) { return std::optional<double>(r.restarts[i]); });
+  }
+  std::set<std::string> others;
+  for (const auto& [key, r] : jobs_) {
+    for (const auto& [reason, count] : r.other_restarts) others.insert(reason);
+  }
+  for (const auto& reason : others) {
+    restarts.emplace_back(reason, [reason](const JobRecord& r) -> std::optional<double> {
+      auto it = r.other_restarts.find(reason);
+      return it != r.other_restarts.end() ? std::optional<double>(it->second) : std::nullopt;
+    });
+  }
+  family("kubedist_restarts_total", "counter",
+         "Group restarts and pod recreations by reason (worker_crash, pod_failure, node_lost, scale, hang)", "reason",
+         restarts);
+  family("kubedist_job_nodes", "gauge", "Pods running per TrainingJob", nullptr, {{"", field(&JobRecord::nodes)}});
+  family("kubedist_job_target_nodes", "gauge",
+         "Nodes the operator aims at per TrainingJob: spec.replicas, or the elastic target", nullptr,
+         {{"", field(&JobRecord::target_nodes)}});
+  family("kubedist_scale_decisions_total", "counter", "Elastic target changes by the operator, by direction (down, up)",
+         "direction", {{"down", field(&JobRecord::scale_down)}, {"up", field(&JobRecord::scale_up)}});
+  family("kubedist_job_world_size", "gauge", "Worker processes in the TrainingJob's current group", nullptr,
+         {{"", field(&JobRecord::world_size)}});
+  std::vector<std::pair<std::string, Value>> phases;
+  for (const auto& phase : job_phases()) {
+    phases.emplace_back(phase, [phase](const JobRecord& r) { return std::optional<double>(r.phase == phase ? 1 : 0); });
+  }
+  family("kubedist_job_phase", "gauge", "1 for the TrainingJob's current phase, 0 for the others", "phase", phases);
+  const std::vector<std::tuple<const char*, const char*, std::optional<double> JobRecord::*>> optionals = {
+      {"kubedist_job_last_recovery_seconds",
+       "Seconds from the job's last Restarting condition turning True to it running again", &JobRecord::recovery},
+      {"kubedist_job_waiting_for_admission", "1 while a TrainingJob queued for Kueue waits for admission, else 0",
+       &JobRecord::waiting},
+      {"kubedist_job_last_admission_wait_seconds",
+       "Seconds the TrainingJob last waited for Kueue's admission (since queued or requeued)",
+       &JobRecord::admission_wait},
+      {"kubedist_job_step", "The TrainingJob's training step, as its workers report it (status.progress.step)",
+       &JobRecord::step},
+      {"kubedist_job_steps_per_second", "The TrainingJob's training steps per second over about the last minute",
+       &JobRecord::steps_per_second},
+      {"kubedist_job_estimated_completion_timestamp_seconds",
+       "When the TrainingJob should reach its total steps at its current rate (Unix time; its ETA)", &JobRecord::eta},
+      {"kubedist_job_goodput", "Share of the TrainingJob's wall time since its first pod started spent making steps",
+       &JobRecord::goodput},
+  };
+  for (const auto& [name, help, member] : optionals) {
+    const bool any = std::any_of(jobs_.begin(), jobs_.end(), [m = member](const auto& j) { return (j.second.*m).has_value(); });
+    if (any) family(name, "gauge", help, nullptr, {{"", optional(member)}});
+  }
 }
 
 }  // namespace kubedist::metrics

@@ -1,7 +1,13 @@
 // The operator's metrics: status transitions counted once, per-job series that go with the job, the exposition.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include "kube/client.h"
 #include "metrics/operator_metrics.h"
@@ -235,6 +241,62 @@ TEST(JobMetrics, MakesNoSeriesForAnObjectThatCouldNotBeParsed) {
   jm.written(TrainingJob{}, running(1));
   const std::string text = m.render();
   EXPECT_EQ(text.find("job_namespace="), std::string::npos) << text;
+}
+
+// The per-job series are written by the operator itself (a few numbers a job instead of prometheus-cpp's objects):
+// every line is the one prometheus-cpp's serializer writes for the same series, escaping and number format included.
+TEST(OperatorMetrics, PerJobSeriesAreTheLinesPrometheusCppWouldWrite) {
+  OperatorMetrics m;
+  const std::string odd = "we\"ird\\na\nme";
+  m.job_state("ns1", odd, 3, 4, 12, "Running");
+  m.restarts("ns1", odd, "worker_crash", 2);
+  m.restarts("ns1", odd, "a_new_reason", 1);
+  m.job_recovery("ns1", odd, 2.5);
+  m.job_progress("ns2", "b", 12345678901, 0.1234567, 1.8e9, std::nullopt);
+  m.scale_decision("ns2", "b", "up");
+
+  prometheus::Registry reg;
+  const auto labels = [](const std::string& ns, const std::string& name) {
+    return prometheus::Labels{{"job_namespace", ns}, {"job_name", name}};
+  };
+  auto& restarts = prometheus::BuildCounter().Name("kubedist_restarts_total").Help("h").Register(reg);
+  auto& nodes = prometheus::BuildGauge().Name("kubedist_job_nodes").Help("h").Register(reg);
+  auto& phase = prometheus::BuildGauge().Name("kubedist_job_phase").Help("h").Register(reg);
+  auto& scale = prometheus::BuildCounter().Name("kubedist_scale_decisions_total").Help("h").Register(reg);
+  auto& recovery = prometheus::BuildGauge().Name("kubedist_job_last_recovery_seconds").Help("h").Register(reg);
+  auto& step = prometheus::BuildGauge().Name("kubedist_job_step").Help("h").Register(reg);
+  auto& rate = prometheus::BuildGauge().Name("kubedist_job_steps_per_second").Help("h").Register(reg);
+  auto with = [&](prometheus::Labels l, const char* k, const char* v) {
+    l[k] = v;
+    return l;
+  };
+  restarts.Add(with(labels("ns1", odd), "reason", "worker_crash")).Increment(2);
+  restarts.Add(with(labels("ns1", odd), "reason", "a_new_reason")).Increment(1);
+  restarts.Add(with(labels("ns2", "b"), "reason", "hang"));
+  nodes.Add(labels("ns1", odd)).Set(3);
+  phase.Add(with(labels("ns1", odd), "phase", "Running")).Set(1);
+  phase.Add(with(labels("ns1", odd), "phase", "Failed")).Set(0);
+  scale.Add(with(labels("ns2", "b"), "direction", "up")).Increment();
+  recovery.Add(labels("ns1", odd)).Set(2.5);
+  step.Add(labels("ns2", "b")).Set(12345678901);
+  rate.Add(labels("ns2", "b")).Set(0.1234567);
+  std::ostringstream theirs;
+  prometheus::TextSerializer().Serialize(theirs, reg.Collect());
+
+  const std::string ours = m.render();
+  std::istringstream lines(theirs.str());
+  int compared = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(has_line(ours, line)) << line << "\n---\n" << ours;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 10);
+  // A family's header once, and no series for what a job never had (goodput, an ETA unknown).
+  EXPECT_EQ(ours.find("# TYPE kubedist_job_phase gauge"), ours.rfind("# TYPE kubedist_job_phase gauge"));
+  EXPECT_EQ(ours.find("kubedist_job_goodput"), std::string::npos) << ours;
+  EXPECT_TRUE(has_line(ours, "kubedist_job_estimated_completion_timestamp_seconds{job_name=\"b\",job_namespace=\"ns2\"} 1800000000"))
+      << ours;
 }
 
 TEST(OperatorMetrics, ExposesControllerAndApiMetrics) {
