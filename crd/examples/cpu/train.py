@@ -22,6 +22,10 @@ a marker file in the temporary directory ($TMPDIR, else /tmp) named after the ru
 group (TORCHELASTIC_RESTART_COUNT=1) trains to the end. Needs maxRestarts >= 1 and restartPolicy OnFailure (under
 ExitCode, exit code 3 would end the job).
 
+For timing the path around training (tests/bench/e2e/vs_kubeflow.py runs this script under both kubedist and
+Kubeflow's torchrun): `--log-steps` makes rank 0 print `step N` after each step, and `--step-time S` makes each step
+last at least S seconds (the rest slept), as a heavier model's would.
+
 To watch a hang being caught: `--hang-once-at-step N` (or env KUBEDIST_EXAMPLE_HANG_ONCE_AT_STEP=N) makes global rank
 1 wait at step N, once per container, in a receive that no rank sends to, while the others wait for it in the step's
 all_reduce. With spec.hangTimeout set, the launchers take the ranks' Python stacks after that long without a step,
@@ -32,6 +36,7 @@ import os
 import socket
 import sys
 import tempfile
+import time
 
 import torch
 import torch.distributed as dist
@@ -66,6 +71,8 @@ def parse_args():
     p.add_argument("--hang-once-at-step", type=int,
                    default=int(os.environ.get("KUBEDIST_EXAMPLE_HANG_ONCE_AT_STEP", "-1")),
                    help="rank 1 hangs in a collective at this global step, once per container (-1: never)")
+    p.add_argument("--log-steps", action="store_true", help="rank 0 prints 'step N' after each step")
+    p.add_argument("--step-time", type=float, default=0.0, help="each step lasts at least this many seconds")
     return p.parse_args()
 
 
@@ -109,6 +116,7 @@ def main():
         sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
         total, batches = 0.0, 0
         for x, y in loader:
+            started = time.monotonic()
             if rank == 1 and step == args.crash_once_at_step and not os.path.exists(marker("crashed")):
                 open(marker("crashed"), "w").close()
                 print(f"rank 1: injected crash at step {step} (exit code {CRASH_EXIT_CODE}); "
@@ -125,7 +133,11 @@ def main():
             optimizer.step()
             total += loss.item()
             batches += 1
+            if args.step_time > 0:
+                time.sleep(max(0.0, args.step_time - (time.monotonic() - started)))
             step += 1
+            if args.log_steps and rank == 0:
+                print(f"step {step}", flush=True)
             progress.step(step, total=total_steps, epoch=epoch, loss=loss.item())
         epoch_loss[0] = total / max(batches, 1)
         dist.all_reduce(epoch_loss)

@@ -66,6 +66,21 @@ class CpuExample(LauncherTest):
         self.assertNotIn("training finished", node0.stdout())
         self.assertIn("rank 1: injected crash at step 2", node0.stdout())
 
+    def test_log_steps_prints_each_step_of_rank_0_and_step_time_paces_them(self):
+        node0, node1, codes = self.run_job(["--max-restarts=0"], ["--epochs", "1", "--log-steps", "--step-time", "0.05"],
+                                           run_id="steps")
+        self.assertEqual(codes, [0, 0], node0.stderr() + node1.stderr())
+        # 2,048 samples over 4 ranks in batches of 32: 16 steps, each printed once by rank 0 (on node 0) only.
+        self.assertEqual(re.findall(r"(?m)^step (\d+)$", node0.stdout()), [str(i) for i in range(1, 17)])
+        self.assertEqual(re.findall(r"(?m)^step \d+$", node1.stdout()), [])
+
+    def test_a_step_time_that_is_no_number_is_refused_before_training(self):
+        import subprocess
+        p = subprocess.run(["/usr/bin/python3", TRAIN, "--step-time", "soon"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("argument --step-time: invalid float value: 'soon'", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
