@@ -67,7 +67,7 @@ class OperatorMetrics {
   using JobKey = std::pair<std::string, std::string>;
   // What the per-job series hold, kept as plain numbers and written out at each render: a series of
   // prometheus-cpp's costs about 550 bytes (its labels' map, its index entries), and a job has 16 of them, which made
-  // the metrics the largest part of the operator's memory at 2,500 jobs (21 MiB; this is about 200 bytes a job).
+  // the metrics the largest part of the operator's memory at 2,500 jobs (21 MiB; this is about 420 bytes a job).
   struct JobRecord {
     std::vector<double> restarts;                // by restart_reasons(), every one at 0 from the first sight
     std::map<std::string, double> other_restarts;  // a reason newer than that list, under its own name
