@@ -24,8 +24,9 @@ std::optional<Ending> decide_network_policy(DecideState& s, const NetworkPolicyJ
   if (!facts.api) {
     return Ending{false, "NetworkPolicyUnavailable",
                   "the operator runs with --network-policy-per-job but may not list and watch NetworkPolicies "
-                  "(networking.k8s.io): without NetworkPolicy " + s.job.name + " the job's pods could not reach "
-                  "each other; grant it list, watch and create on networkpolicies, or turn the flag off"};
+                  "(networking.k8s.io): without NetworkPolicy " + s.job.name + " the job's pods would run open to "
+                  "every pod of the cluster; grant it list, watch and create on networkpolicies, or turn the flag "
+                  "off"};
   }
   if (facts.policy && facts.policy->owner_uid != s.job.uid) {
     return Ending{false, "NetworkPolicyConflict",
