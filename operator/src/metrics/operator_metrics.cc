@@ -187,12 +187,12 @@ void OperatorMetrics::render_jobs(std::ostream& out) const {
   const auto family = [&](const char* name, const char* type, const char* help, const char* extra_label,
                           const std::vector<std::pair<std::string, Value>>& series) {
     out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    // The labels in name order, as prometheus-cpp's map keeps them (direction before job_name).
+    const bool extra_first = extra_label != nullptr && std::string_view(extra_label) < "job_name";
     for (const auto& [key, r] : jobs_) {
       for (const auto& [extra_value, value] : series) {
         const std::optional<double> v = value(r);
         if (!v) continue;
-        // The labels in name order, as prometheus-cpp's map keeps them (direction before job_name).
-        const bool extra_first = extra_label != nullptr && std::string_view(extra_label) < "job_name";
         const auto extra = [&](const char* separator) {
           out << separator << extra_label << "=\"";
           write_label_value(out, extra_value);
