@@ -210,9 +210,9 @@ void OperatorMetrics::render_jobs(std::ostream& out) const {
       }
     }
   };
-  const auto field = [](double JobRecord::*f) -> Value { return [f](const JobRecord& r) { return r.*f; }; };
-  const auto optional = [](std::optional<double> JobRecord::*f) -> Value {
-    return [f](const JobRecord& r) { return r.*f; };
+  // A series' value read from the record: a number, or an optional one (none: no line).
+  const auto field = [](auto JobRecord::*f) -> Value {
+    return [f](const JobRecord& r) -> std::optional<double> { return r.*f; };
   };
 
   std::vector<std::pair<std::string, Value>> restarts;
@@ -265,7 +265,7 @@ void OperatorMetrics::render_jobs(std::ostream& out) const {
   };
   for (const auto& [name, help, member] : optionals) {
     const bool any = std::any_of(jobs_.begin(), jobs_.end(), [m = member](const auto& j) { return (j.second.*m).has_value(); });
-    if (any) family(name, "gauge", help, nullptr, {{"", optional(member)}});
+    if (any) family(name, "gauge", help, nullptr, {{"", field(member)}});
   }
 }
 
