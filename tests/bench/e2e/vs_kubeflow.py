@@ -14,8 +14,8 @@ in three scenarios:
            (rank 0's first step of the next attempt), to Succeeded, and whether the job got there on its own
   podloss  the pod of node 1 (kubedist's J-node-1, Kubeflow's J-worker-0) is deleted once rank 0 has logged step 3:
            from the delete to training resumed, to Succeeded, and whether the job got there on its own
-Times come from the pods' logs (`kubectl logs --timestamps`: containerd's clock, the same machine's as this
-script's) and from polling the job's status every 0.25 s. Both run train.py with --log-steps (rank 0 prints
+Times come from the pods' logs (the kubelet's own log files on the local nodes, stamped by containerd with the
+same machine's clock as this script's: stamped() below) and from polling the job's status every 0.25 s. Both run train.py with --log-steps (rank 0 prints
 `step N`) and --step-time 0.5 (steps long enough to delete a pod at step 3), and a /tmp emptyDir, so that a container
 restarted by the kubelet, as Kubeflow's recovery does, keeps the marker that makes the crash happen once.
 

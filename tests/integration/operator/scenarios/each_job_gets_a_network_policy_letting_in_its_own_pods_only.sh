@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --network-policy-per-job: each running job gets NetworkPolicy J, owned by the job, selecting its pods and letting
-# in its own pods and the peers of --network-policy-ingress only; made again when deleted, collected with the job; a job whose policy name is taken, or whose
-# operator may not watch NetworkPolicies, fails saying why instead of running its pods without the isolation asked for.
+# in its own pods and the peers of --network-policy-ingress only; made again when deleted, collected with the job;
+# a job whose policy name is taken, or whose operator may not watch NetworkPolicies, fails saying why instead of
+# running its pods without the isolation asked for.
 # (kwok's cluster stores NetworkPolicies but enforces none: what a network plugin does with them is its own.)
 # usage: each_job_gets_a_network_policy_letting_in_its_own_pods_only.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
