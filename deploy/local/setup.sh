@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs for kubedist's build, demo and tests, installed idempotently:
-# Debian's packages (only when one is missing), then the upstream tool binaries (tools.sh, cached).
+# Debian's packages (only when one is missing), then the upstream tool binaries (tools.sh, cached) and torch 2.x
+# beside Debian's torch 1.13 (torch2.sh, cached).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -8,7 +9,7 @@ packages=(
   cmake make g++ pkg-config git curl openssl ca-certificates iproute2
   libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev googletest
-  python3-torch python3-yaml
+  python3-torch python3-yaml python3-venv
   prometheus
   # the images (images.sh) and the real nodes (nodes.sh)
   buildah debootstrap
@@ -34,3 +35,4 @@ command -v go >/dev/null || {
 /usr/bin/python3 -c 'import torch' || { echo "setup: /usr/bin/python3 cannot import torch" >&2; exit 1; }
 
 "$here/tools.sh"
+"$here/torch2.sh"

@@ -5,7 +5,7 @@ import os
 import re
 import unittest
 
-from harness import DEADLINE, LauncherTest, free_port
+from harness import DEADLINE, PYTHON, LauncherTest, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "..", "..", "..", "crd", "examples", "cpu", "train.py")
@@ -76,7 +76,7 @@ class CpuExample(LauncherTest):
 
     def test_a_step_time_that_is_no_number_is_refused_before_training(self):
         import subprocess
-        p = subprocess.run(["/usr/bin/python3", TRAIN, "--step-time", "soon"], capture_output=True, text=True,
+        p = subprocess.run([PYTHON, TRAIN, "--step-time", "soon"], capture_output=True, text=True,
                            timeout=120)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("argument --step-time: invalid float value: 'soon'", p.stderr)

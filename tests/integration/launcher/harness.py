@@ -9,7 +9,10 @@ import time
 import unittest
 
 LAUNCHER = os.environ.get("KUBEDIST_LAUNCHER", "kubedist-launcher")
-PYTHON = "/usr/bin/python3"  # Debian's, the one with torch
+# The interpreter whose torch the workers import: Debian's /usr/bin/python3 (torch 1.13), or the torch 2.x virtual
+# environment's (deploy/local/torch2.sh) when ctest runs a test's torch2 variant. Its directory comes first on the
+# workers' PATH, so that the launcher's `python3 -u SCRIPT` is that interpreter, as in a user's image.
+PYTHON = os.environ.get("KUBEDIST_TEST_TORCH_PYTHON") or "/usr/bin/python3"
 DEADLINE = float(os.environ.get("KUBEDIST_TEST_DEADLINE", "60"))
 
 
@@ -52,8 +55,27 @@ def pid_alive(pid):
         return False
 
 
+def torch_version(python=PYTHON):
+    """The version of the torch `python` imports ("2.15.0"), read from its metadata without importing torch."""
+    out = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise AssertionError(f"{python} has no torch: {out.stderr.strip()[-300:]} (deploy/local/setup.sh installs it)")
+    return out.stdout.strip().split("+")[0]
+
+
+def torch_major(python=PYTHON):
+    return int(torch_version(python).split(".")[0])
+
+
+def worker_path():
+    """The workers' PATH: the test interpreter's directory first."""
+    first = os.path.dirname(PYTHON)
+    return "/usr/bin:/bin" if first in ("/usr/bin", "/bin") else f"{first}:/usr/bin:/bin"
+
+
 def worker_env(extra=None):
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+    env = {"PATH": worker_path(), "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
     env.update(extra or {})
     return env
 
@@ -107,6 +129,19 @@ class LauncherTest(unittest.TestCase):
         launcher = Launcher(args, dict(env or {}, TMPDIR=self.tmp), tmp=self.tmp, **kw)
         self.launchers.append(launcher)
         return launcher
+
+    def launch_nodes(self, nnodes, nproc, command, env=None, extra=(), run_id="job", node_env=None, rdzv=None):
+        """One launcher per node on 127.0.0.1, as a TrainingJob's pods run them, node 1 and up first (they retry until
+        node 0 hosts the rendezvous); the launchers in node-rank order. node_env(NODE_RANK): more env of one node;
+        rdzv: the rendezvous port (node 0 answers STATUS there), else a free one."""
+        master, rdzv = free_port(), rdzv or free_port()
+        nodes = {}
+        for node_rank in list(range(1, nnodes)) + [0]:
+            args = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--nproc-per-node={nproc}",
+                    "--master-addr=127.0.0.1", f"--master-port={master}", f"--rdzv-endpoint=127.0.0.1:{rdzv}",
+                    f"--rdzv-id={run_id}", "--rdzv-conf=join_timeout=120", "--stop-timeout=5", *extra, *command]
+            nodes[node_rank] = self.launch(args, dict(env or {}, **(node_env(node_rank) if node_env else {})))
+        return [nodes[n] for n in range(nnodes)]
 
     def path(self, name):
         return os.path.join(self.tmp, name)

@@ -1,4 +1,5 @@
-"""The launcher with real PyTorch (Debian's python3-torch, gloo on 127.0.0.1): DDP training, restarts, elasticity."""
+"""The launcher with real PyTorch (Debian's torch 1.13, or torch 2.x in the torch2 variants; gloo on 127.0.0.1): DDP
+training, restarts, elasticity."""
 import glob
 import json
 import os
@@ -6,7 +7,7 @@ import signal
 import socket
 import unittest
 
-from harness import DEADLINE, LauncherTest, free_port, wait_until
+from harness import DEADLINE, LauncherTest, free_port, torch_major, wait_until
 
 TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "ddp_train.py")
 TORCH_DEADLINE = max(DEADLINE, 240)
@@ -134,14 +135,16 @@ class TorchJobs(LauncherTest):
         self.assertNotIn("29500", ports)
         self.assertNotEqual(ports[0], ports[1])
 
-    def test_a_torch_1_legacy_launch_script_trains_with_the_spelling_auto_chooses(self):
-        # python -m torch.distributed.launch --nproc_per_node=2 legacy_ddp_train.py, replaced by the launcher with
-        # Debian's torch 1.13 on the interpreter's sys.path: the default (auto) passes --local_rank=N.
+    def test_a_legacy_launch_script_trains_with_the_spelling_auto_chooses(self):
+        # python -m torch.distributed.launch --nproc_per_node=2 legacy_ddp_train.py, replaced by the launcher: the
+        # default (auto) passes the spelling of the torch on the workers' interpreter, --local_rank=N for Debian's
+        # 1.13 and --local-rank=N for 2.x, and the script declares only its own torch's.
         legacy = os.path.join(os.path.dirname(TRAIN), "legacy_ddp_train.py")
         l = self.launch(["--legacy-launch", "--standalone", "--nproc-per-node=2", legacy, self.tmp, "4"], ENV)
         self.assertEqual(l.wait(TORCH_DEADLINE), 0, l.stderr())
         self.assert_trained_identically(2)
-        self.assertIn("passing --local_rank=N", l.stderr())
+        spelling = "--local_rank" if torch_major() < 2 else "--local-rank"
+        self.assertIn(f"passing {spelling}=N", l.stderr())
 
     def progress(self):
         try:
