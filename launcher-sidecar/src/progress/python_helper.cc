@@ -13,10 +13,10 @@
 namespace kubedist::launcher {
 
 Result<std::string> install_python_helper(const std::string& dir) {
-  const std::string package = dir + "/kubedist";
-  if (!make_dirs(package)) return make_error("cannot create " + package + ": " + std::strerror(errno));
   for (const auto& [name, text] : python_sources()) {
-    const std::string path = package + "/" + std::string(name);
+    const std::string path = dir + "/" + std::string(name);
+    const std::string parent = path.substr(0, path.rfind('/'));
+    if (!make_dirs(parent)) return make_error("cannot create " + parent + ": " + std::strerror(errno));
     const std::string tmp = path + ".tmp";
     const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return make_error("cannot write " + tmp + ": " + std::strerror(errno));

@@ -1,6 +1,6 @@
-// The Python helper the launcher ships (launcher-sidecar/python/kubedist, built into the binary): written into a
-// directory that every worker's PYTHONPATH ends with, so that `from kubedist import progress` works in any image
-// without installing anything.
+// The Python helper the launcher ships (launcher-sidecar/python, built into the binary): written into a directory
+// that every worker's PYTHONPATH ends with, so that `from kubedist import progress` works in any image without
+// installing anything, and Lightning's and transformers' trainers report progress without a change to the script.
 #pragma once
 
 #include <string>
@@ -10,7 +10,8 @@
 
 namespace kubedist::launcher {
 
-// Writes DIR/kubedist/{__init__,progress}.py (DIR created if missing); DIR on success.
+// Writes the helper's files below DIR (kubedist/progress.py, sitecustomize.py...; DIR created if missing); DIR on
+// success.
 Result<std::string> install_python_helper(const std::string& dir);
 
 // The environment that connects a worker to the progress channel (pure): KUBEDIST_PROGRESS (address), and when

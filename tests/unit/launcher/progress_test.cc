@@ -310,6 +310,14 @@ TEST(ProgressEnv, InstallsTheHelperPackage) {
   ASSERT_TRUE(installed.ok()) << installed.error();
   EXPECT_NE(read_file_prefix(dir + "/kubedist/progress.py", 1 << 20).find("def step("), std::string::npos);
   EXPECT_NE(read_file_prefix(dir + "/kubedist/__init__.py", 1 << 20).find("kubedist"), std::string::npos);
+  EXPECT_NE(read_file_prefix(dir + "/kubedist/lightning.py", 1 << 20).find("class KubedistProgress"), std::string::npos);
+  EXPECT_NE(read_file_prefix(dir + "/kubedist/transformers.py", 1 << 20).find("class KubedistProgress"),
+            std::string::npos);
+  EXPECT_NE(read_file_prefix(dir + "/sitecustomize.py", 1 << 20).find("_TrainerHook"), std::string::npos);
+  // Lightning finds its external callbacks through this distribution's entry points on sys.path.
+  EXPECT_NE(read_file_prefix(dir + "/kubedist_launcher_helper-0.1.0.dist-info/entry_points.txt", 1 << 20)
+                .find("[lightning.pytorch.callbacks_factory]\nkubedist = kubedist.lightning:lightning_callbacks"),
+            std::string::npos);
   EXPECT_FALSE(install_python_helper("/proc/no/such").ok());
   remove_tree(tmpl);
 }
