@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "kubectl/render/terminal_safe.h"
+
 namespace kubedist::kubectl {
 namespace {
 
@@ -91,7 +93,8 @@ std::string last_failure_text(const json& status) {
     out += " failed";
   }
   if (!str(lf, "reason").empty()) out += " (" + str(lf, "reason") + ")";
-  if (!str(lf, "message").empty()) out += ": " + str(lf, "message");
+  // The message is the container's termination message: the pod's own text, as untrusted as its log.
+  if (!str(lf, "message").empty()) out += ": " + terminal_safe(str(lf, "message"));
   return out;
 }
 
@@ -150,7 +153,7 @@ std::string status_report(const json& job, const std::vector<json>& pods, UnixSe
     for (const auto& c : *it) {
       out << "  condition:    " << str(c, "type") << "=" << str(c, "status");
       if (!str(c, "reason").empty()) out << " " << str(c, "reason");
-      if (!str(c, "message").empty()) out << ": " << str(c, "message");
+      if (!str(c, "message").empty()) out << ": " << terminal_safe(str(c, "message"));
       out << "\n";
     }
   }
@@ -201,7 +204,8 @@ std::string final_report(const json& job, int max_world_size) {
   if (phase == "Failed") {
     for (const auto& c : st.value("conditions", json::array())) {
       if (str(c, "type") == "Failed" && str(c, "status") == "True") {
-        out << "failed: " << str(c, "reason") << (str(c, "message").empty() ? "" : ": " + str(c, "message")) << "\n";
+        out << "failed: " << str(c, "reason")
+            << (str(c, "message").empty() ? "" : ": " + terminal_safe(str(c, "message"))) << "\n";
       }
     }
   }
@@ -220,7 +224,8 @@ int exit_code_for(const json& job) {
   return 1;
 }
 
-std::string log_line(int node, bool setup, const std::string& line) {
+std::string log_line(int node, bool setup, const std::string& raw) {
+  const std::string line = terminal_safe(raw);  // a pod's line must not move the cursor or retitle the terminal
   if (setup) return "[node " + std::to_string(node) + " setup] " + line;
   if (line.rfind("[rank", 0) == 0) return line;
   return "[node " + std::to_string(node) + "] " + line;

@@ -36,7 +36,8 @@ std::string final_report(const nlohmann::json& job, int max_world_size);
 int exit_code_for(const nlohmann::json& job);
 
 // How a log line of node K's container is shown: the launcher's "[rank N]: ..." lines as they are, the
-// launcher's own and the setup container's lines marked with the node.
+// launcher's own and the setup container's lines marked with the node; terminal escapes and other control bytes
+// shown as \xNN (terminal_safe), never passed to the terminal.
 std::string log_line(int node, bool setup, const std::string& line);
 
 // "1m5s", "2h3m", "40s".
