@@ -23,6 +23,13 @@ std::string kib(size_t bytes) { return std::to_string((bytes + 1023) / 1024) + "
 // The namespace for --dry-run: -n, else none (kubectl apply puts the objects in its own current namespace).
 std::string dry_run_namespace(const RunOptions& o) { return o.cluster.ns; }
 
+// The notes, then what is shipped: on stderr, so that stdout stays the objects (--dry-run) or the job's lines.
+void print_plan(const RunPlan& plan, std::ostream& err) {
+  for (const auto& n : plan.notes) err << "kubectl-kubedist: " << n << "\n";
+  for (const auto& l : plan.shipment) err << (l.rfind("  ", 0) == 0 ? "" : "kubectl-kubedist: ") << l << "\n";
+  err << std::flush;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& o, const std::atomic<bool>& interrupted, std::ostream& out, std::ostream& err) {
@@ -35,7 +42,7 @@ int run_command(const RunOptions& o, const std::atomic<bool>& interrupted, std::
   if (o.dry_run) {
     auto plan = plan_run(o, cwd, dry_run_namespace(o));
     if (!plan) return fail(plan.error());
-    for (const auto& n : plan->notes) err << "kubectl-kubedist: " << n << "\n";
+    print_plan(*plan, err);
     std::vector<json> docs = {plan->rendered.job};
     for (const auto& cm : plan->rendered.config_maps) docs.push_back(cm);
     if (o.output == "json") {
@@ -52,7 +59,7 @@ int run_command(const RunOptions& o, const std::atomic<bool>& interrupted, std::
   auto plan = plan_run(o, cwd, cluster->ns);
   if (!plan) return fail(plan.error());
   if (auto r = preflight(*cluster); !r) return fail(r.error());
-  for (const auto& n : plan->notes) err << "kubectl-kubedist: " << n << "\n";
+  print_plan(*plan, err);  // before the first object is created
 
   const std::string name = plan->inputs.name;
   auto created = cluster->client->create(cluster->jobs_path(), plan->rendered.job);

@@ -91,8 +91,10 @@ void IgnoreRules::add(const std::string& base, const std::string& text) {
   }
 }
 
-bool IgnoreRules::ignored(const std::string& path, bool is_dir) const {
-  bool result = false;
+bool IgnoreRules::ignored(const std::string& path, bool is_dir) const { return verdict(path, is_dir).value_or(false); }
+
+std::optional<bool> IgnoreRules::verdict(const std::string& path, bool is_dir) const {
+  std::optional<bool> result;
   for (const auto& r : rules_) {
     std::string rel = path;
     if (!r.base.empty()) {

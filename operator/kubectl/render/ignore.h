@@ -1,6 +1,7 @@
 // gitignore-style rules from .kubedistignore and .gitignore files: which files of the working directory stay home.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ class IgnoreRules {
   void add(const std::string& base, const std::string& text);
   // path: relative to the working directory, '/'-separated.
   bool ignored(const std::string& path, bool is_dir) const;
+  // The verdict of the last rule that matches path: true ignored, false re-included by a '!' rule, none when no
+  // rule speaks of it (the credential check tells a deliberate "!.env" from silence with it).
+  std::optional<bool> verdict(const std::string& path, bool is_dir) const;
 
  private:
   struct Rule {

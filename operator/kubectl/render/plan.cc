@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "kubectl/render/shipment.h"
 #include "kubectl/render/workdir.h"
 
 namespace kubedist::kubectl {
@@ -93,6 +94,7 @@ Result<RunPlan> plan_run(const RunOptions& o, const std::string& cwd, const std:
     plan.workdir = workdir;
     plan.files = archive->files;
     plan.bytes = archive->tar.size();
+    plan.shipment = describe_shipment(*archive, workdir);
   }
 
   JobInputs& in = plan.inputs;

@@ -18,6 +18,7 @@ struct RunPlan {
   std::string workdir;   // the local directory shipped, "" when nothing is
   size_t files = 0;      // files shipped
   size_t bytes = 0;      // the archive's size
+  std::vector<std::string> shipment;  // what is shipped and what is left home, to say before creating anything
   std::vector<std::string> notes;
 };
 

@@ -1,16 +1,19 @@
 #include "kubectl/render/workdir.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "kubectl/render/credentials.h"
 #include "kubectl/render/ignore.h"
+#include "kubectl/render/shipment.h"
+#include "kubectl/render/terminal_safe.h"
 
 namespace kubedist::kubectl {
 namespace {
@@ -26,66 +29,104 @@ void put_octal(char* field, size_t width, uint64_t value) {
   }
 }
 
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
+// Reads the regular file at p, of size bytes by the lstat() before, as it is now: opened without following a link
+// (one put there since is refused, never read through) and without blocking on a fifo put there.
+Result<std::string> read_regular(const fs::path& p, uint64_t size, bool follow_link) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_link ? 0 : O_NOFOLLOW));
+  if (fd < 0) return Error::invalid("cannot read " + p.string() + ": " + std::strerror(errno));
+  struct stat st {};
+  std::string data;
+  bool changed = ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size;
+  if (!changed) {
+    data.resize(size);
+    size_t got = 0;
+    while (got < size) {
+      const ssize_t n = ::read(fd, data.data() + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int e = errno;
+        ::close(fd);
+        return Error::invalid("cannot read " + p.string() + ": " + std::strerror(e));
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    char extra;
+    changed = got != size || ::read(fd, &extra, 1) > 0;
+  }
+  ::close(fd);
+  if (changed) return Error::invalid(p.string() + " changed while it was read: run again when it is written");
+  return data;
 }
 
-std::string human_size(uint64_t bytes) {
-  return bytes < 1024 * 1024 ? std::to_string((bytes + 1023) / 1024) + " KiB" : mib(bytes);
-}
-
-Result<std::string> read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return Error::invalid("cannot read " + p.string() + ": " + std::strerror(errno));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+// Padded into 512-byte blocks, as the archive holds it.
+uint64_t padded(uint64_t bytes) { return (bytes + 511) / 512 * 512; }
 
 struct Walker {
   fs::path root;
-  IgnoreRules rules;
+  fs::path real_root;  // root with its links resolved, to tell where a link's target lies
+  IgnoreRules rules;         // .gitignore and .kubedistignore
+  IgnoreRules kubedistignore;  // .kubedistignore alone: its '!' rules are the one way to ship a credential
   WorkdirArchive out;
+  uint64_t bytes = 1024;  // the archive's size so far by lstat(), the two end blocks included
+  bool over = false;      // past kMaxArchiveBytes: no file is read any more, sizes are still counted
 
-  Result<void> add_entry(const std::string& rel, const struct stat& st) {
-    const unsigned mode = st.st_mode & 07777;
-    if (S_ISDIR(st.st_mode)) {
-      auto h = tar_header(rel + "/", '5', mode, 0, st.st_mtime);
-      if (!h) return h.error();
-      out.tar += *h;
-      return {};
+  Result<void> add_ignore_file(const std::string& rel_dir, const fs::path& p) {
+    // An ignore file may be a link (a shared .gitignore): it is read, never shipped through, and its size bounded.
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+    if (static_cast<uint64_t>(st.st_size) > kMaxIgnoreFileBytes) {
+      return Error::invalid(p.string() + " is over " + byte_size(kMaxIgnoreFileBytes) + ": not an ignore file to read");
     }
-    if (S_ISLNK(st.st_mode)) {
-      std::error_code ec;
-      const fs::path target = fs::read_symlink(root / rel, ec);
-      if (ec) return Error::invalid("cannot read link " + (root / rel).string() + ": " + ec.message());
-      auto h = tar_header(rel, '2', 0777, 0, st.st_mtime, target.string());
-      if (!h) return h.error();
-      out.tar += *h;
-      return {};
+    auto text = read_regular(p, static_cast<uint64_t>(st.st_size), true);
+    if (!text) return text.error();
+    rules.add(rel_dir, *text);
+    if (p.filename() == ".kubedistignore") kubedistignore.add(rel_dir, *text);
+    return {};
+  }
+
+  Result<void> add_link(const std::string& rel, const struct stat& st) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(root / rel, ec);
+    if (ec) return Error::invalid("cannot read link " + (root / rel).string() + ": " + ec.message());
+    // Where it points, resolved here without reading anything there (a loop or a dangling link resolves as far
+    // as it goes).
+    const fs::path real_dir = (real_root / rel).parent_path();
+    const fs::path resolved = fs::weakly_canonical(target.is_absolute() ? target : real_dir / target, ec);
+    const fs::path inside = ec ? fs::path() : resolved.lexically_relative(real_root);
+    if (inside.empty() || *inside.begin() == "..") {
+      out.outside_links.push_back(rel + " -> " + target.string());
+    } else if (target.is_absolute()) {
+      target = resolved.lexically_relative(real_dir);  // /home/me/proj/data -> data: the pods have no /home/me/proj
     }
-    auto data = read_all(root / rel);
+    auto h = tar_header(rel, '2', 0777, 0, st.st_mtime, target.string());
+    if (!h) return h.error();
+    out.tar += *h;
+    bytes += 512;
+    return {};
+  }
+
+  Result<void> add_file(const std::string& rel, const struct stat& st) {
+    const auto size = static_cast<uint64_t>(st.st_size);
+    bytes += 512 + padded(size);
+    out.files++;
+    out.sizes.emplace_back(rel, size);
+    over = over || bytes > kMaxArchiveBytes;
+    if (over) return {};  // the error names the largest files; their contents are not needed for that
+    auto data = read_regular(root / rel, size, false);
     if (!data) return data.error();
-    auto h = tar_header(rel, '0', mode, data->size(), st.st_mtime);
+    auto h = tar_header(rel, '0', st.st_mode & 07777, size, st.st_mtime);
     if (!h) return h.error();
     out.tar += *h;
     out.tar += *data;
-    out.tar.append((512 - data->size() % 512) % 512, '\0');
-    out.files++;
-    out.sizes.emplace_back(rel, data->size());
+    out.tar.append(padded(size) - size, '\0');
     return {};
   }
 
   Result<void> walk(const std::string& rel_dir) {
     const fs::path dir = rel_dir.empty() ? root : root / rel_dir;
     for (const char* name : {".gitignore", ".kubedistignore"}) {
-      if (fs::is_regular_file(dir / name)) {
-        auto text = read_all(dir / name);
-        if (!text) return text.error();
-        rules.add(rel_dir, *text);
-      }
+      if (auto r = add_ignore_file(rel_dir, dir / name); !r) return r;
     }
     std::vector<std::string> names;
     std::error_code ec;
@@ -99,13 +140,27 @@ struct Walker {
       struct stat st {};
       if (::lstat((root / rel).c_str(), &st) != 0) continue;  // gone meanwhile
       const bool is_dir = S_ISDIR(st.st_mode);
-      if ((is_dir && name == ".git") || rules.ignored(rel, is_dir)) continue;
+      if (name == ".git" || rules.ignored(rel, is_dir)) continue;
       if (!is_dir && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;  // sockets, fifos, devices
-      if (auto r = add_entry(rel, st); !r) return r;
-      if (is_dir) {
-        if (auto r = walk(rel); !r) return r;
+      // Left home unless the last .kubedistignore rule that names it is a '!' one (.gitignore's do not count: a
+      // "!.env.example" there is about git, not about shipping).
+      if (looks_like_credential(rel, is_dir) && kubedistignore.verdict(rel, is_dir) != false) {
+        out.withheld.push_back(is_dir ? rel + "/" : rel);
+        continue;
       }
-      if (out.tar.size() > kMaxArchiveBytes + kChunkBytes) break;  // over the limit already: stop reading
+      if (is_dir) {
+        if (!over) {
+          auto h = tar_header(rel + "/", '5', st.st_mode & 07777, 0, st.st_mtime);
+          if (!h) return h.error();
+          out.tar += *h;
+        }
+        bytes += 512;
+        if (auto r = walk(rel); !r) return r;
+      } else if (S_ISLNK(st.st_mode)) {
+        if (auto r = add_link(rel, st); !r) return r;
+      } else if (auto r = add_file(rel, st); !r) {
+        return r;
+      }
     }
     return {};
   }
@@ -156,17 +211,21 @@ Result<std::string> tar_header(const std::string& path, char typeflag, unsigned 
 Result<WorkdirArchive> archive_workdir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Error::invalid("--workdir " + dir + ": no such directory");
-  Walker w{fs::path(dir), {}, {}};
+  Walker w;
+  w.root = fs::path(dir);
+  w.real_root = fs::canonical(w.root, ec);
+  if (ec) return Error::invalid("--workdir " + dir + ": " + ec.message());
   if (auto r = w.walk(""); !r) return r.error();
   w.out.tar.append(1024, '\0');  // two zero blocks end a tar archive
-  std::sort(w.out.sizes.begin(), w.out.sizes.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  if (w.out.tar.size() > kMaxArchiveBytes) {
+  std::stable_sort(w.out.sizes.begin(), w.out.sizes.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  if (w.over) {
     std::string largest;
     for (size_t i = 0; i < std::min<size_t>(3, w.out.sizes.size()); ++i) {
-      largest += (i ? ", " : "") + w.out.sizes[i].first + " (" + human_size(w.out.sizes[i].second) + ")";
+      largest += (i ? ", " : "") + terminal_safe(w.out.sizes[i].first) + " (" + byte_size(w.out.sizes[i].second) +
+                 ")";
     }
-    return Error::invalid("the working directory " + dir + " is over " + mib(w.out.tar.size() - 1024) +
-                          " to ship, the limit is " + mib(kMaxArchiveBytes) + " (largest: " + largest +
+    return Error::invalid("the working directory " + dir + " is over " + byte_size(w.bytes - 1024) +
+                          " to ship, the limit is " + byte_size(kMaxArchiveBytes) + " (largest: " + largest +
                           "): list what the job does not need in .kubedistignore, or build an image with your code "
                           "and run with --image IMAGE --no-workdir");
   }
