@@ -218,8 +218,9 @@ TEST_F(Shipping, WhatIsShippedIsSaidWithTheLargestFilesFirstAndWhatStayedHome) {
   a->files = 2;
   a->withheld.clear();
   a->outside_links.clear();
-  EXPECT_EQ(describe_shipment(*a, "/w"), (std::vector<std::string>{"shipping /w: 2 files, 3.0 MiB", "  big.bin  3.0 MiB",
-                                                                   "  \\x1b]0;owned\\x07.py  4.9 KiB"}));
+  EXPECT_EQ(describe_shipment(*a, "/w"),
+            (std::vector<std::string>{"shipping /w: 2 files, 3.0 MiB", "  big.bin  3.0 MiB",
+                                      "  \\x1b]0;owned\\x07.py  4.9 KiB"}));
 }
 
 TEST_F(Shipping, RunSaysWhatItShipsBeforeCreatingAnything) {
