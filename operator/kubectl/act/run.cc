@@ -10,6 +10,7 @@
 #include "kubectl/act/cluster.h"
 #include "kubectl/act/follow.h"
 #include "kubectl/act/report.h"
+#include "kubectl/render/terminal_safe.h"
 #include "kubectl/render/workdir.h"
 
 namespace kubedist::kubectl {
@@ -90,7 +91,7 @@ int run_command(const RunOptions& o, const std::atomic<bool>& interrupted, std::
                                        : "")
       << " node(s) x " << spec["nprocPerNode"].dump() << " process(es), image " << plan->inputs.image;
   if (!plan->workdir.empty()) {
-    out << ", " << plan->workdir << " shipped (" << plan->files << " files, " << kib(plan->bytes) << " in "
+    out << ", " << terminal_safe(plan->workdir) << " shipped (" << plan->files << " files, " << kib(plan->bytes) << " in "
         << plan->rendered.config_maps.size() << " ConfigMap" << (plan->rendered.config_maps.size() > 1 ? "s" : "")
         << ")";
   }

@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <optional>
 
 #include "kubectl/render/credentials.h"
 #include "kubectl/render/ignore.h"
@@ -59,6 +61,35 @@ Result<std::string> read_regular(const fs::path& p, uint64_t size, bool follow_l
   return data;
 }
 
+// Where the absolute path leads, each link on the way followed (at most 40, as the kernel does) by reading the link
+// alone, never a file; what does not exist is taken as it is, so a dangling link resolves to where it would lead.
+// None for a loop.
+std::optional<fs::path> resolve(const fs::path& path) {
+  std::deque<fs::path> rest(path.begin(), path.end());
+  fs::path done = "/";
+  for (int hops = 0; !rest.empty();) {
+    const fs::path part = rest.front();
+    rest.pop_front();
+    if (part == "/" || part == "." || part.empty()) continue;
+    if (part == "..") {
+      done = done.parent_path();
+      continue;
+    }
+    std::error_code ec;
+    const fs::path next = done / part;
+    if (!fs::is_symlink(fs::symlink_status(next, ec))) {
+      done = next;
+      continue;
+    }
+    if (++hops > 40) return std::nullopt;
+    const fs::path target = fs::read_symlink(next, ec);
+    if (ec) return std::nullopt;
+    rest.insert(rest.begin(), target.begin(), target.end());
+    if (target.is_absolute()) done = "/";
+  }
+  return done;
+}
+
 // Padded into 512-byte blocks, as the archive holds it.
 uint64_t padded(uint64_t bytes) { return (bytes + 511) / 512 * 512; }
 
@@ -71,9 +102,21 @@ struct Walker {
   uint64_t bytes = 1024;  // the archive's size so far by lstat(), the two end blocks included
   bool over = false;      // past kMaxArchiveBytes: no file is read any more, sizes are still counted
 
+  // Whether path (below real_root) leads into the working directory.
+  bool resolves_inside(const fs::path& path) const {
+    const auto to = resolve(path);
+    const fs::path inside = to ? to->lexically_relative(real_root) : fs::path();
+    return !inside.empty() && *inside.begin() != "..";
+  }
+
   Result<void> add_ignore_file(const std::string& rel_dir, const fs::path& p) {
-    // An ignore file may be a link (a shared .gitignore): it is read, never shipped through, and its size bounded.
+    // An ignore file may be a link to another one of the directory (a shared .gitignore); one out of the directory
+    // is not read: no link is followed out of it, and skipping its rules silently could ship what they exclude.
     struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && !resolves_inside(p)) {
+      return Error::invalid(p.string() + " is a link out of the working directory: not read; copy the file in "
+                            "instead");
+    }
     if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
     if (static_cast<uint64_t>(st.st_size) > kMaxIgnoreFileBytes) {
       return Error::invalid(p.string() + " is over " + byte_size(kMaxIgnoreFileBytes) + ": not an ignore file to read");
@@ -89,15 +132,11 @@ struct Walker {
     std::error_code ec;
     fs::path target = fs::read_symlink(root / rel, ec);
     if (ec) return Error::invalid("cannot read link " + (root / rel).string() + ": " + ec.message());
-    // Where it points, resolved here without reading anything there (a loop or a dangling link resolves as far
-    // as it goes).
-    const fs::path real_dir = (real_root / rel).parent_path();
-    const fs::path resolved = fs::weakly_canonical(target.is_absolute() ? target : real_dir / target, ec);
-    const fs::path inside = ec ? fs::path() : resolved.lexically_relative(real_root);
-    if (inside.empty() || *inside.begin() == "..") {
+    if (!resolves_inside(real_root / rel)) {  // a loop counts as out: it resolves nowhere
       out.outside_links.push_back(rel + " -> " + target.string());
     } else if (target.is_absolute()) {
-      target = resolved.lexically_relative(real_dir);  // /home/me/proj/data -> data: the pods have no /home/me/proj
+      // /home/me/proj/data -> data: the pods have no /home/me/proj.
+      target = resolve(real_root / rel)->lexically_relative((real_root / rel).parent_path());
     }
     auto h = tar_header(rel, '2', 0777, 0, st.st_mtime, target.string());
     if (!h) return h.error();

@@ -151,6 +151,9 @@ TEST_F(Shipping, LinksAreShippedAsLinksAndNeverFollowedOutOfTheDirectory) {
   fs::create_directory_symlink("src", dir_ / "lib");                       // a directory, in
   fs::create_symlink("sub/../data/secret.txt", dir_ / "through.txt");      // in by its name, out through data
   fs::create_symlink("loop", dir_ / "loop");                               // resolves nowhere
+  fs::create_symlink("/nonexistent/kubedist/x", dir_ / "gone");            // dangling, out
+  fs::create_symlink("not-yet.py", dir_ / "later.py");                     // dangling, in
+  fs::create_symlink("peek.txt", dir_ / "chain.txt");                      // in by its name, out through peek.txt
   ASSERT_EQ(::mkfifo((dir_ / "queue").c_str(), 0600), 0);                  // would block a reader
   auto a = archive_workdir(dir_.string());
   ASSERT_TRUE(a.ok()) << a.error().message;
@@ -166,11 +169,13 @@ TEST_F(Shipping, LinksAreShippedAsLinksAndNeverFollowedOutOfTheDirectory) {
   EXPECT_EQ(e["sub/rel_m.py"], Link('2', "../src/m.py"));
   EXPECT_EQ(e["lib"], Link('2', "src"));
   EXPECT_EQ(e["through.txt"], Link('2', "sub/../data/secret.txt"));
+  EXPECT_EQ(e["later.py"], Link('2', "not-yet.py"));
   EXPECT_EQ(e.count("data/secret.txt"), 0u);
   EXPECT_EQ(e.count("lib/m.py"), 0u);
   EXPECT_EQ(e.count("queue"), 0u);
   EXPECT_EQ(a->outside_links,
-            (std::vector<std::string>{"data -> " + outside_.string(), "loop -> loop", "passwd -> /etc/passwd",
+            (std::vector<std::string>{"chain.txt -> peek.txt", "data -> " + outside_.string(),
+                                      "gone -> /nonexistent/kubedist/x", "loop -> loop", "passwd -> /etc/passwd",
                                       "peek.txt -> ../outside/secret.txt", "through.txt -> sub/../data/secret.txt"}));
 }
 
@@ -190,6 +195,27 @@ TEST_F(Shipping, AnIgnoreFileOverItsLimitIsRefusedNotRead) {
   auto a = archive_workdir(dir_.string());
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.error().message.find(".gitignore is over 1.0 MiB"), std::string::npos) << a.error().message;
+}
+
+TEST_F(Shipping, AnIgnoreFileIsReadThroughALinkInsideTheDirectoryOnly) {
+  write("train.py", "x");
+  write("shared.ignore", "*.ckpt\n");
+  write("sub/model.ckpt", "weights");
+  write("sub/kept.py", "k");
+  fs::create_symlink("../shared.ignore", dir_ / "sub/.gitignore");  // a shared .gitignore, inside
+  auto a = archive_workdir(dir_.string());
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto e = entries(a->tar);
+  EXPECT_EQ(e.count("sub/model.ckpt"), 0u);
+  EXPECT_EQ(e.count("sub/kept.py"), 1u);
+  EXPECT_EQ(e["sub/.gitignore"], (std::pair<char, std::string>('2', "../shared.ignore")));
+
+  std::ofstream(outside_ / "rules") << "*.ckpt\n";
+  fs::create_symlink(outside_ / "rules", dir_ / ".kubedistignore");  // out of the directory: not read
+  a = archive_workdir(dir_.string());
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().message, (dir_ / ".kubedistignore").string() +
+                                   " is a link out of the working directory: not read; copy the file in instead");
 }
 
 TEST_F(Shipping, WhatIsShippedIsSaidWithTheLargestFilesFirstAndWhatStayedHome) {
