@@ -24,6 +24,18 @@ expect_error() {
   grep -qE -- "$pattern" "$work/err" || fail "$what: stderr does not say /$pattern/: $(cat "$work/err")"
   pass "$what: $(cat "$work/err")"
 }
+# expect_error_after_shipping WHAT PATTERN CMD...: CMD exits 1 after creating its job, so stderr first says what
+# it ships (issue 39 item 5) and its last line, the error, matches PATTERN.
+expect_error_after_shipping() {
+  local what=$1 pattern=$2 rc=0
+  shift 2
+  "$@" >"$work/out" 2>"$work/err" || rc=$?
+  [ "$rc" -eq 1 ] || fail "$what: exit $rc, expected 1 (stderr: $(cat "$work/err"))"
+  head -n 1 "$work/err" | grep -q "^kubectl-kubedist: shipping " ||
+    fail "$what: stderr does not first say what is shipped: $(cat "$work/err")"
+  tail -n 1 "$work/err" | grep -qE -- "$pattern" || fail "$what: stderr does not end with /$pattern/: $(cat "$work/err")"
+  pass "$what: $(tail -n 1 "$work/err")"
+}
 nothing_in_namespace() {
   local left
   left=$(kubectl -n "$NS" get trainingjobs,configmaps -o name 2>/dev/null | grep -v configmap/kube-root-ca.crt || true)
@@ -33,6 +45,7 @@ nothing_in_namespace() {
 mkdir -p "$work/proj/data"
 cp "$KUBEDIST_SOURCE_DIR/crd/examples/cpu/train.py" "$work/proj/"
 printf 'data/\n' >"$work/proj/.kubedistignore"
+printf 'AWS_SECRET_ACCESS_KEY=not-for-the-cluster\n' >"$work/proj/.env"  # left home with no rule for it
 head -c 7000000 /dev/urandom >"$work/proj/data/ignored.bin"
 cd "$work/proj"
 
@@ -73,7 +86,7 @@ nothing_in_namespace "after the refused runs"
 
 # A ConfigMap in the way: the job was created first, so run deletes it again and says why.
 kubectl -n "$NS" create configmap taken-workdir-0 >/dev/null
-expect_error "a ConfigMap in the way" "ConfigMap taken-workdir-0 already exists" \
+expect_error_after_shipping "a ConfigMap in the way" "ConfigMap taken-workdir-0 already exists" \
   kubectl kubedist run -n "$NS" --name taken --detach -- torchrun train.py
 eventually 30 "the job of the failed run deleted" bash -c "! kubectl -n $NS get tj taken >/dev/null 2>&1"
 kubectl -n "$NS" delete configmap taken-workdir-0 >/dev/null
@@ -83,6 +96,9 @@ pass "a run that failed after creating its job left no job behind"
 out=$(kubectl kubedist run -n "$NS" --name resnet --detach -e NCCL_DEBUG=INFO -- \
   torchrun --nnodes=1:2 --nproc_per_node=2 --master_port=29999 train.py --epochs 1 2>"$work/err")
 grep -q "dropped --master-port=29999" "$work/err" || fail "the dropped port is not said: $(cat "$work/err")"
+grep -q "^kubectl-kubedist: shipping $work/proj: 2 files, " "$work/err" &&
+  grep -q "^kubectl-kubedist: left home, as they look like credentials: .env (" "$work/err" ||
+  fail "run did not say what it ships and what it left home: $(cat "$work/err")"
 grep -q "trainingjob.kubedist.io/resnet created in $NS: 2 (elastic 1..2) node(s) x 2 process(es)" <<<"$out" ||
   fail "run did not say what it created: $out"
 grep -q "kubectl kubedist logs resnet -f -n $NS" <<<"$out" || fail "--detach does not say how to follow: $out"
@@ -95,7 +111,8 @@ owner=$(kubectl -n "$NS" get configmap resnet-workdir-0 -o jsonpath='{.metadata.
 [ "$owner" = "$uid" ] || fail "ConfigMap resnet-workdir-0 is not owned by the job ($owner != $uid)"
 kubectl -n "$NS" get configmap resnet-workdir-0 -o jsonpath='{.binaryData.workdir\.tar\.000}' | base64 -d >"$work/w.tar"
 tar -tf "$work/w.tar" >"$work/list"
-grep -qx train.py "$work/list" && grep -qx .kubedistignore "$work/list" && ! grep -q data/ "$work/list" ||
+grep -qx train.py "$work/list" && grep -qx .kubedistignore "$work/list" && ! grep -q data/ "$work/list" &&
+  ! grep -qx .env "$work/list" ||
   fail "the shipped archive: $(cat "$work/list")"
 pass "run --detach: an elastic job of 1..2 nodes x 2 and its working directory in ConfigMap resnet-workdir-0, owned by it"
 
