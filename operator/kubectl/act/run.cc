@@ -91,9 +91,9 @@ int run_command(const RunOptions& o, const std::atomic<bool>& interrupted, std::
                                        : "")
       << " node(s) x " << spec["nprocPerNode"].dump() << " process(es), image " << plan->inputs.image;
   if (!plan->workdir.empty()) {
-    out << ", " << terminal_safe(plan->workdir) << " shipped (" << plan->files << " files, " << kib(plan->bytes) << " in "
-        << plan->rendered.config_maps.size() << " ConfigMap" << (plan->rendered.config_maps.size() > 1 ? "s" : "")
-        << ")";
+    out << ", " << terminal_safe(plan->workdir) << " shipped (" << plan->files << " files, " << kib(plan->bytes)
+        << " in " << plan->rendered.config_maps.size() << " ConfigMap"
+        << (plan->rendered.config_maps.size() > 1 ? "s" : "") << ")";
   }
   out << "\n" << std::flush;
   const std::string ns_flag = " -n " + cluster->ns;
