@@ -1,5 +1,6 @@
 #include "agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,6 +27,11 @@ std::string host_name() {
 constexpr auto kForwardEvery = std::chrono::milliseconds(250);
 constexpr auto kStackPoll = std::chrono::milliseconds(100);
 constexpr int kStackPolls = 20;  // 2 s for the workers' faulthandler to write
+
+void truncate_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) close(fd);
+}
 
 long file_size(const std::string& path) {
   struct stat st {};
@@ -114,11 +120,14 @@ void Agent::on_round(const Assignment& a) {
     w.spec = render_worker(config_, a, local_world_size_, lr, w.error_file, base_env_);
     if (dir_ok) stack_files_[static_cast<size_t>(lr)] = dir + "/stacks.txt";
     add_progress_env(w.spec.env, channel_.address(lr), stack_files_[static_cast<size_t>(lr)], python_dir_);
-    w.out = route_for(config_, lr, w.rank, 1, dir);
-    w.err = route_for(config_, lr, w.rank, 2, dir);
+    w.out = route_for(config_, lr, w.rank, 1, dir, host_name());
+    w.err = route_for(config_, lr, w.rank, 2, dir, host_name());
     w.stdin_mode = stdin_for(terminal_, lr);
     launches.push_back(std::move(w));
   }
+  // The round's workers append to these; a round that reuses an attempt's directory starts them anew.
+  for (int stream : {1, 2})
+    if (const std::string file = filtered_file(config_, stream, attempt_dir); !file.empty()) truncate_file(file);
   local_.start_round(ranks);
   metrics_.rank_step_seconds.clear();
   group_ = std::make_unique<WorkerGroup>(

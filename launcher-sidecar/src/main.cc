@@ -16,6 +16,9 @@
 #include <optional>
 
 #include "agent.h"
+#include "cli/completion.h"
+#include "cli/numa_binding.h"
+#include "workers/worker_env.h"
 #include "process/descendants.h"
 #include "util/fs_util.h"
 #include "process/guard.h"
@@ -60,16 +63,19 @@ Env current_env() {
   return env;
 }
 
-// Signals are blocked and taken synchronously (sigwaitinfo in the guard, a signalfd in the supervisor). A handler
-// is installed anyway: as PID 1 the kernel drops signals that have the default disposition, and a blocked signal
-// with a handler stays pending. Returns the stop signals (SIGCHLD is blocked too).
-sigset_t block_signals() {
+// The signals --signals-to-handle names (and SIGCHLD) are blocked and taken synchronously (sigwaitinfo in the guard,
+// a signalfd in the supervisor); the others keep their default action, as under torchrun. A handler is installed
+// anyway: as PID 1 the kernel drops signals that have the default disposition, and a blocked signal with a handler
+// stays pending. Returns the stop signals (SIGCHLD is blocked too).
+sigset_t block_signals(const std::vector<int>& handled) {
   sigset_t stops, all;
   sigemptyset(&stops);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, sig);
+  for (int sig : handled) sigaddset(&stops, sig);
   all = stops;
   sigaddset(&all, SIGCHLD);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) {
+  std::vector<int> with_handler = handled;
+  with_handler.push_back(SIGCHLD);
+  for (int sig : with_handler) {
     struct sigaction sa {};
     sa.sa_handler = [](int) {};
     sigaction(sig, &sa, nullptr);
@@ -152,7 +158,7 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
   Launch launch;
   launch.config = parsed.value();
   const LaunchConfig& config = launch.config;
-  if (config.help) return launch;
+  if (config.help || !config.print_completion.empty()) return launch;
   if (!config.rdzv_secret_file.empty()) {
     auto read = read_rdzv_secret(config.rdzv_secret_file);
     if (!read) return make_error(read.error());
@@ -167,6 +173,7 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
       local_world_size(config.nproc_per_node, env, list_directory("/dev"), usable_cpu_count(), config.in_training_job);
   if (!nproc) return make_error(nproc.error());
   launch.nproc = *nproc;
+  if (auto problem = check_virtual_local_rank(config, launch.nproc, env)) return make_error(*problem);
   if (!config.no_python) {
     // Once here rather than as many "cannot run" failures as there are workers.
     auto python = find_program(config.python, getenv("PATH"));
@@ -177,6 +184,7 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
                         " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
   }
   choose_local_rank_spelling(launch, env);
+  if (!config.numa_binding.empty()) launch.notes.push_back(numa_note(config.numa_binding, read_text_file));
   return launch;
 }
 
@@ -188,6 +196,7 @@ void report_environment(const Launch& launch, const Env& env) {
   if (!config.ignored_env.empty())
     write_all(2, "kubedist-launcher: ignoring " + join(config.ignored_env, ", ") +
                      ": read only in a TrainingJob's pod (KUBEDIST_JOB set); use flags or PET_* outside one\n");
+  for (const auto& note : config.notes) write_all(2, "kubedist-launcher: " + note + "\n");
   for (const auto& note : launch.notes) write_all(2, "kubedist-launcher: " + note + "\n");
   if (!env.count("OMP_NUM_THREADS") && launch.nproc > 1)  // torchrun's notice, as one line
     write_all(2,
@@ -222,10 +231,10 @@ struct Supervision {
   TerminalState terminal;
 };
 
-Supervision split_guard_and_supervisor() {
+Supervision split_guard_and_supervisor(const LaunchConfig& config) {
   Supervision s;
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans come to us to be reaped
-  s.stop_signals = block_signals();
+  s.stop_signals = block_signals(config.signals_to_handle);
   s.guard = getpid();
   s.terminal = probe_terminal();  // from the launcher's own process group, before the fork
   const pid_t supervisor = fork();
@@ -287,17 +296,24 @@ Result<std::string> open_run_dir(const LaunchConfig& config, bool& temporary) {
 
 // Signals while the job runs: SIGCHLD reaps, a stop signal stops the workers (and sets `signalled`), the guard's
 // death kills everything at once.
-void watch_signals(EventLoop& loop, int signal_fd, pid_t guard, Agent& agent, bool& signalled) {
-  loop.watch(signal_fd, EPOLLIN, [signal_fd, guard, &agent, &signalled](std::uint32_t) {
+void watch_signals(EventLoop& loop, int signal_fd, pid_t guard, const sigset_t& handled, Agent& agent,
+                   bool& signalled) {
+  loop.watch(signal_fd, EPOLLIN, [signal_fd, guard, handled, &agent, &signalled](std::uint32_t) {
     signalfd_siginfo info;
     while (read(signal_fd, &info, sizeof info) == sizeof info) {
-      if (info.ssi_signo == SIGCHLD) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGCHLD) {
         agent.reap_children();
-      } else if (info.ssi_signo == SIGTERM && guard_died(guard)) {
+      } else if (sig == SIGTERM && guard_died(guard)) {
         // The launcher was killed (SIGKILL, say) and nobody waits for us: no grace, leave nothing behind.
         write_all(2, "kubedist-launcher: the launcher process died: killing every worker\n");
         kill_descendants();
         _exit(128 + SIGKILL);
+      } else if (!sigismember(&handled, sig)) {
+        // SIGTERM sent to this process itself while --signals-to-handle leaves it out: its default action, which
+        // takes the workers along.
+        kill_descendants();
+        _exit(128 + sig);
       } else {
         signalled = true;
         agent.shutdown(static_cast<int>(info.ssi_signo));
@@ -348,6 +364,9 @@ int supervise(Launch launch, const Env& env, const Supervision& supervision) {
   LaunchConfig& config = launch.config;
   sigset_t signalfd_mask = supervision.stop_signals;
   sigaddset(&signalfd_mask, SIGCHLD);
+  // SIGTERM is how the kernel says the guard died (PR_SET_PDEATHSIG), also when --signals-to-handle leaves it out.
+  sigaddset(&signalfd_mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &signalfd_mask, nullptr);
   const int signal_fd = signalfd(-1, &signalfd_mask, SFD_NONBLOCK | SFD_CLOEXEC);
   EventLoop loop;
   LauncherMetrics metrics;
@@ -360,7 +379,7 @@ int supervise(Launch launch, const Env& env, const Supervision& supervision) {
   if (!run_dir) return fail(run_dir.error(), 1);
   Agent agent(loop, config, env, launch.nproc, *run_dir, metrics, supervision.terminal, std::move(launch.trace));
   bool signalled = false;  // told to stop: then it does not linger for other jobs' rendezvous either
-  watch_signals(loop, signal_fd, supervision.guard, agent, signalled);
+  watch_signals(loop, signal_fd, supervision.guard, supervision.stop_signals, agent, signalled);
   auto metrics_server = start_metrics(loop, config, metrics);
   if (!metrics_server) return fail(metrics_server.error(), 1);
 
@@ -385,10 +404,14 @@ int main(int argc, char** argv) {
     write_all(1, usage_text());
     return 0;
   }
+  if (!launch->config.print_completion.empty()) {
+    write_all(1, completion_script(launch->config.print_completion));
+    return 0;
+  }
   report_environment(*launch, env);
   raise_fd_limit();
   if (auto error = pick_standalone_store_port(launch.value().config)) return fail(error->message, 1);
-  const Supervision supervision = split_guard_and_supervisor();
+  const Supervision supervision = split_guard_and_supervisor(launch->config);
   if (supervision.guard_exit_code) return *supervision.guard_exit_code;
   return supervise(std::move(launch).value(), env, supervision);
 }

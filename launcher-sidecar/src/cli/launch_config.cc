@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include "cli/log_line_prefix.h"
+#include "cli/signal_names.h"
 #include "contract/pod_env.h"
 
 namespace kubedist::launcher {
@@ -174,7 +176,7 @@ Setter master_addr() {
 Setter word(std::string LaunchConfig::*field, std::string expected, bool allow_empty) {
   return [=](LaunchConfig& c, const RawValue& r) -> std::optional<Error> {
     if ((!allow_empty && r.value.empty()) || has_blank(r.value)) return bad(r, expected);
-    c.*field = r.value;
+    if (field) c.*field = r.value;
     return std::nullopt;
   };
 }
@@ -223,6 +225,47 @@ Setter local_ranks_filter() {
   };
 }
 
+Setter signals_to_handle() {
+  return [](LaunchConfig& c, const RawValue& r) -> std::optional<Error> {
+    auto signals = parse_signal_names(r.value);
+    if (!signals) return make_error(r.source + ": " + signals.error() + " (expected names like SIGTERM,SIGUSR1)");
+    c.signals_to_handle = signals.value();
+    c.signals_to_handle_text = r.value;
+    return std::nullopt;
+  };
+}
+
+// torchrun's comma-separated filter list: ",," is a comma inside a filter. An empty filter would match every line.
+Setter line_filters(std::vector<std::string> LaunchConfig::*field) {
+  return [field](LaunchConfig& c, const RawValue& r) -> std::optional<Error> {
+    std::vector<std::string> filters(1);
+    for (size_t i = 0; i < r.value.size(); ++i) {
+      if (r.value[i] != ',') {
+        filters.back() += r.value[i];
+      } else if (i + 1 < r.value.size() && r.value[i + 1] == ',') {
+        filters.back() += ',';
+        ++i;
+      } else {
+        filters.emplace_back();
+      }
+    }
+    for (const auto& f : filters)
+      if (f.empty())
+        return bad(r, "words to match, comma-separated (,, for a comma), none empty (an empty one matches every line)");
+    c.*field = filters;
+    return std::nullopt;
+  };
+}
+
+Setter prefix_template() {
+  return [](LaunchConfig& c, const RawValue& r) -> std::optional<Error> {
+    if (auto problem = check_prefix_template(r.value))
+      return make_error(r.source + ": " + *problem + ", in '" + r.value + "'");
+    c.log_line_prefix_template = r.value;
+    return std::nullopt;
+  };
+}
+
 // One row per flag; every spelling comes from it: --name and --name_with_underscores, the short alias, PET_<NAME>
 // (derived as torchrun does) and operator_env, the plain variable the kubedist operator sets on every pod. The
 // KUBEDIST_* ones are ours and always read; the torch-like ones (NNODES, MASTER_PORT...) only in a TrainingJob's pod
@@ -230,13 +273,18 @@ Setter local_ranks_filter() {
 // that never forms. Setters run in the table's order; what depends on several flags is decided after them
 // (finish()).
 struct FlagSpec {
-  const char* name;               // canonical dash spelling, without "--"
+  const char* name;               // canonical dash spelling (torchrun's where it has the flag), without "--"
   const char* value = nullptr;    // what the value looks like, in --help; nullptr: a boolean flag
   const char* short_alias = nullptr;  // e.g. "-m"
   const char* operator_env = nullptr;
   bool pod_only = false;          // operator_env is read only in a TrainingJob's pod
   Setter set;                     // nullptr: read by finish()
   const char* help = "";
+  // Another long name for the same flag (--stop-timeout for --shutdown-timeout), with its PET_ twin.
+  const char* long_alias = nullptr;
+  // torchrun's own variable for the flag where it reads one (TORCH_ELASTIC_SHUTDOWN_TIMEOUT): below PET_*, above
+  // the operator's variable, as torchrun reads it only when neither flag nor PET_ named a value.
+  const char* torchrun_env = nullptr;
   bool boolean() const { return value == nullptr; }
 };
 
@@ -286,6 +334,14 @@ const std::vector<FlagSpec>& flag_table() {
       {"log-dir", "DIR", nullptr, nullptr, false, text(&C::log_dir), "where worker logs go (default: a temporary directory, named when it holds logs)"},
       {"local-ranks-filter", "0,1,...", nullptr, nullptr, false, local_ranks_filter(),
        "show only these local ranks' output (default: all)"},
+      {"log-line-prefix-template", "T", nullptr, nullptr, false, prefix_template(),
+       "the console prefix of relayed lines: ${role_name} ${local_rank} ${rank} ${hostname} (default '[rank "
+       "${rank}]: ')",
+       nullptr, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"},
+      {"duplicate-stdout-filters", "W,...", nullptr, nullptr, false, line_filters(&C::duplicate_stdout_filters),
+       "also copy tee'd stdout lines containing any W to attempt_N/filtered_stdout.log (,, for a comma)"},
+      {"duplicate-stderr-filters", "W,...", nullptr, nullptr, false, line_filters(&C::duplicate_stderr_filters),
+       "also copy tee'd stderr lines containing any W to attempt_N/filtered_stderr.log"},
       {"use-env", nullptr, nullptr, contract::kUseEnv, false, boolean(&C::use_env),
        "with --legacy-launch: workers read LOCAL_RANK from the environment"},
       {"legacy-launch", nullptr, nullptr, contract::kLegacyLaunch, false, boolean(&C::legacy_launch),
@@ -300,8 +356,28 @@ const std::vector<FlagSpec>& flag_table() {
               }),
        "with --legacy-launch: the spelling of the torch the workers import (default), --local-rank=N or "
        "--local_rank=N"},
-      {"stop-timeout", "S", nullptr, contract::kStopTimeout, false, seconds(&C::stop_timeout),
-       "SIGTERM to SIGKILL grace for workers (default 10; in a pod, the pod's grace period less 2 s)"},
+      {"shutdown-timeout", "S", nullptr, contract::kStopTimeout, false, seconds(&C::stop_timeout),
+       "stop signal to SIGKILL grace for workers; alias --stop-timeout (default 30, or TORCH_ELASTIC_SHUTDOWN_TIMEOUT; "
+       "in a pod, the pod's grace period less 2 s)",
+       "stop-timeout", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"},
+      {"signals-to-handle", "SIG,...", nullptr, nullptr, false, signals_to_handle(),
+       "signals passed on to the workers as a stop (default SIGTERM,SIGINT,SIGHUP,SIGQUIT); any other signal "
+       "with a default action ends the launcher and kills its workers"},
+      {"virtual-local-rank", nullptr, nullptr, nullptr, false, boolean(&C::virtual_local_rank),
+       "each worker gets LOCAL_RANK=0 and only its own device in CUDA_VISIBLE_DEVICES"},
+      {"numa-binding", "MODE", nullptr, nullptr, false,
+       one_of({"node", "socket", "exclusive", "core-complex"}, "node, socket, exclusive or core-complex",
+              [](C& c, const std::string& v) { c.numa_binding = v; }),
+       "bind each worker to the CPUs near its GPU: node | socket | exclusive | core-complex (a no-op on a "
+       "machine with one NUMA node)"},
+      {"local-addr", "ADDR", nullptr, nullptr, false, word(&C::local_addr, "a host name or address", false),
+       "the address other nodes reach this one at: a rendezvous host names the workers' store there"},
+      {"logs-specs", "NAME", nullptr, nullptr, false, word(nullptr, "an entry point name", false),
+       "accepted; a Python entry point: logs go as --log-dir, --redirects and --tee say"},
+      {"event-log-handler", "NAME", nullptr, nullptr, false, word(nullptr, "a handler name", false),
+       "accepted; a Python event handler: the launcher's events go to its stderr and /metrics"},
+      {"print-completion", "SHELL", nullptr, nullptr, false, nullptr,
+       "print a bash, zsh or tcsh completion script for kubedist-launcher and exit"},
       // The TrainingJob's spec.hangTimeout (the operator sets PET_HANG_TIMEOUT).
       {contract::kFlagHangTimeout, "S", nullptr, nullptr, false, seconds(&C::hang_timeout),
        "restart the group when the workers' reported step stops advancing this long (default 0: never)"},
@@ -336,7 +412,7 @@ const FlagSpec* find_flag(const std::string& long_name) {
   std::string normalized = long_name;
   std::replace(normalized.begin(), normalized.end(), '_', '-');
   for (const auto& f : flag_table())
-    if (normalized == f.name) return &f;
+    if (normalized == f.name || (f.long_alias && normalized == f.long_alias)) return &f;
   return nullptr;
 }
 
@@ -353,11 +429,14 @@ RawValues collect_env(const Env& env) {
   RawValues raw;
   const bool in_pod = in_training_job(env);
   for (const auto& f : flag_table()) {
-    if (f.operator_env && (in_pod || !f.pod_only))
-      if (auto it = env.find(f.operator_env); it != env.end() && !it->second.empty())
-        raw[f.name] = {it->second, f.operator_env};
-    if (auto it = env.find(contract::pet_name(f.name)); it != env.end() && !it->second.empty())
-      raw[f.name] = {it->second, contract::pet_name(f.name)};
+    auto take = [&](const std::string& name) {
+      if (auto it = env.find(name); it != env.end() && !it->second.empty()) raw[f.name] = {it->second, name};
+    };
+    if (f.operator_env && (in_pod || !f.pod_only)) take(f.operator_env);
+    if (f.torchrun_env) take(f.torchrun_env);
+    if (f.long_alias) take(contract::pet_name(f.long_alias));
+    // torchrun reads no PET_ twin for --print-completion: one left in a shell would turn every launch into printing.
+    if (std::string_view(f.name) != "print-completion") take(contract::pet_name(f.name));
   }
   return raw;
 }
@@ -394,7 +473,9 @@ Result<RawValues> collect(const std::vector<std::string>& args, const Env& env, 
     const FlagSpec* spec = flag_of(name, inline_value);
     if (!spec && name == "--install") return make_error("--install must come first: --install DIR [--rdzv-secret-from FILE --rdzv-job UID]");
     if (!spec) return make_error("unknown flag '" + name + "' (see --help)");
-    const std::string source = name.rfind("--", 0) == 0 ? "--" + std::string(spec->name) : name;
+    // Named as typed (--stop-timeout stays --stop-timeout), in the dash spelling.
+    std::string source = name;
+    if (source.rfind("--", 0) == 0) std::replace(source.begin() + 2, source.end(), '_', '-');
     if (spec->boolean()) {
       if (inline_value) return make_error(source + " takes no value");
       raw[spec->name] = {"1", source};
@@ -464,7 +545,25 @@ std::optional<Error> locate_rendezvous(LaunchConfig& c, const RawValues& raw) {
 
 // What depends on several flags: --standalone over the node flags, where the rendezvous is, and what must come
 // together.
+// What torchrun flags that name Python entry points, and torchrun's own variables it ignores, amount to here.
+void note_python_only(LaunchConfig& c, const RawValues& raw, const Env& env) {
+  if (const RawValue* r = find_raw(raw, "logs-specs"))
+    c.notes.push_back(r->source + "=" + r->value + " names a Python entry point (torchrun.logs_specs), which the "
+                      "launcher does not load: worker logs go where --log-dir, --redirects and --tee say");
+  if (const RawValue* r = find_raw(raw, "event-log-handler"); r && r->value != "null")
+    c.notes.push_back(r->source + "=" + r->value + " names a Python event handler, which the launcher does not "
+                      "load: its events are the lines on its stderr and its /metrics (--metrics-port)");
+  // torchrun overwrites it from --signals-to-handle (whose default applies when neither names a list).
+  if (auto it = env.find("TORCHELASTIC_SIGNALS_TO_HANDLE"); it != env.end() && !find_raw(raw, "signals-to-handle"))
+    c.notes.push_back("ignoring TORCHELASTIC_SIGNALS_TO_HANDLE=" + it->second +
+                      ", as torchrun does: --signals-to-handle (or PET_SIGNALS_TO_HANDLE) chooses the signals");
+}
+
 std::optional<Error> finish(LaunchConfig& c, const RawValues& raw) {
+  if (c.signals_to_handle.empty()) {
+    c.signals_to_handle = parse_signal_names(kDefaultSignalsToHandle).value();
+    c.signals_to_handle_text = kDefaultSignalsToHandle;
+  }
   if (c.standalone) apply_standalone(c);
   if (c.node_rank >= c.max_nodes)
     return make_error("--node-rank: " + std::to_string(c.node_rank) + " is not below the maximum number of nodes (" +
@@ -500,11 +599,18 @@ Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, c
     c.help = true;
     return c;
   }
+  // --print-completion prints and exits where argparse meets it, before the script is missing.
+  if (const RawValue* shell = find_raw(raw, "print-completion")) {
+    if (shell->value != "bash" && shell->value != "zsh" && shell->value != "tcsh") return bad(*shell, "bash, zsh or tcsh");
+    c.print_completion = shell->value;
+    return c;
+  }
   c.in_training_job = in_training_job(env);
   for (const auto& f : flag_table())
     if (const RawValue* r = find_raw(raw, f.name); r && f.set)
       if (auto err = f.set(c, *r)) return *err;
   note_environment(c, raw, env);
+  note_python_only(c, raw, env);
   if (auto err = finish(c, raw)) return *err;
   return c;
 }
@@ -536,6 +642,16 @@ std::string wrap(const std::string& line, size_t indent) {
 
 }  // namespace
 
+std::vector<FlagName> flag_names() {
+  std::vector<FlagName> out;
+  for (const auto& f : flag_table()) {
+    out.push_back({std::string("--") + f.name, !f.boolean()});
+    if (f.long_alias) out.push_back({std::string("--") + f.long_alias, !f.boolean()});
+    if (f.short_alias) out.push_back({f.short_alias, !f.boolean()});
+  }
+  return out;
+}
+
 std::string usage_text() {
   std::string out = R"(usage: kubedist-launcher [flags] SCRIPT.py [ARGS...]
        kubedist-launcher [flags] -m MODULE [ARGS...]
@@ -553,7 +669,10 @@ MASTER_PORT apply too (below PET_*); elsewhere they are ignored, as torchrun ign
     if (spelling.size() < kHelpColumn) spelling.resize(kHelpColumn, ' ');
     else spelling += " ";
     std::string line = spelling + f.help;
-    if (f.operator_env) line += std::string(" (env ") + f.operator_env + (f.pod_only ? " in a pod)" : ")");
+    std::string envs;
+    if (f.torchrun_env) envs = f.torchrun_env;
+    if (f.operator_env) envs += (envs.empty() ? "" : ", ") + std::string(f.operator_env) + (f.pod_only ? " in a pod" : "");
+    if (!envs.empty()) line += " (env " + envs + ")";
     out += wrap(line, kHelpColumn);
   }
   return out;

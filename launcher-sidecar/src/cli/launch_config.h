@@ -72,7 +72,29 @@ struct LaunchConfig {
   double last_call_timeout = 1;   // --rdzv-conf last_call_timeout=S: wait for late joiners above MIN
   double idle_timeout = 15;       // --rdzv-conf idle_timeout=S: for a connection to node 0 to send a valid message
   std::string rdzv_secret_file;   // --rdzv-secret-file: the job's secret that signs every rendezvous line
-  double stop_timeout = 10;       // SIGTERM -> SIGKILL grace period for stopping workers
+  // --shutdown-timeout (alias --stop-timeout): the grace from the stop signal to SIGKILL when stopping workers;
+  // torchrun 2.15's default (30 s). In a pod the operator sets KUBEDIST_STOP_TIMEOUT from the pod's grace period.
+  double stop_timeout = 30;
+  // --signals-to-handle: the signals the launcher takes and passes on to its workers as a stop (their text as given,
+  // which the workers also see as TORCHELASTIC_SIGNALS_TO_HANDLE, as under torchrun). Others keep their default
+  // action: they end the launcher, and its workers are killed with it.
+  std::vector<int> signals_to_handle;
+  std::string signals_to_handle_text;
+  // --virtual-local-rank: every worker gets LOCAL_RANK=0 and only its own device in CUDA_VISIBLE_DEVICES.
+  bool virtual_local_rank = false;
+  // --log-line-prefix-template (or TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE): the console prefix of relayed lines, with
+  // ${role_name}, ${local_rank}, ${rank}, ${hostname}; "" for ours, "[rank N]: ".
+  std::string log_line_prefix_template;
+  // --duplicate-std{out,err}-filters: lines of the console-relayed (tee'd) streams containing any of these are
+  // also copied to attempt_N/filtered_std{out,err}.log.
+  std::vector<std::string> duplicate_stdout_filters;
+  std::vector<std::string> duplicate_stderr_filters;
+  std::string numa_binding;  // --numa-binding: "" (none), node, socket, exclusive or core-complex
+  // --local-addr: the address other nodes reach this one at; a rendezvous host names the workers' store there.
+  std::string local_addr;
+  std::string print_completion;  // --print-completion SHELL: print the completion script and exit
+  // What the launcher does instead for torchrun flags that name Python entry points (--logs-specs...), one line each.
+  std::vector<std::string> notes;
   // Progress (progress/job_progress.h): no step for this long after a first one is a hang (0: never judged); a rank
   // straggler_factor times slower than the others' median for straggler_steps of the job's steps is a straggler.
   double hang_timeout = 0;
@@ -98,5 +120,13 @@ struct LaunchConfig {
 Result<LaunchConfig> parse_launch_config(const std::vector<std::string>& args, const Env& env);
 
 std::string usage_text();
+
+// Every flag's canonical spelling ("--nnodes", "--stop-timeout", "-m") and whether it takes a value: for the shell
+// completion scripts (cli/completion.h).
+struct FlagName {
+  std::string spelling;
+  bool takes_value = false;
+};
+std::vector<FlagName> flag_names();
 
 }  // namespace kubedist::launcher

@@ -19,9 +19,11 @@ std::string LinePrefixer::feed(std::string_view chunk) {
       if (partial_.size() >= kMaxPartialLine) out += finish();
       break;
     }
-    out += prefix_;
-    out += partial_;
-    out.append(chunk.substr(start, nl - start + 1));
+    partial_.append(chunk.substr(start, nl - start + 1));
+    if (wanted(partial_)) {
+      out += prefix_;
+      out += partial_;
+    }
     partial_.clear();
     start = nl + 1;
   }
@@ -30,9 +32,16 @@ std::string LinePrefixer::feed(std::string_view chunk) {
 
 std::string LinePrefixer::finish() {
   if (partial_.empty()) return "";
-  std::string out = prefix_ + partial_ + "\n";
+  std::string out = wanted(partial_) ? prefix_ + partial_ + "\n" : "";
   partial_.clear();
   return out;
+}
+
+bool LinePrefixer::wanted(std::string_view line) const {
+  if (only_containing_.empty()) return true;
+  for (const auto& word : only_containing_)
+    if (line.find(word) != std::string_view::npos) return true;
+  return false;
 }
 
 bool write_all(int fd, std::string_view data) {
@@ -49,8 +58,9 @@ LogMux::~LogMux() {
   while (!streams_.empty()) close_stream(streams_.begin()->first);
 }
 
-void LogMux::add(int read_fd, int file_fd, int console_fd, const std::string& prefix) {
-  streams_.emplace(read_fd, Stream{file_fd, console_fd, LinePrefixer(prefix)});
+void LogMux::add(int read_fd, int file_fd, int console_fd, const std::string& prefix, int filter_fd,
+                 const std::vector<std::string>& filters) {
+  streams_.emplace(read_fd, Stream{file_fd, console_fd, LinePrefixer(prefix), filter_fd, LinePrefixer(prefix, filters)});
   loop_.watch(read_fd, EPOLLIN, [this, read_fd](std::uint32_t) {
     if (pump(read_fd) == 0) loop_.defer([this, read_fd] { close_stream(read_fd); });
   });
@@ -67,6 +77,8 @@ int LogMux::pump(int fd) {
   std::string_view chunk(buf, static_cast<size_t>(n));
   if (s.file_fd >= 0) write_all(s.file_fd, chunk);
   if (s.console_fd >= 0) write_all(s.console_fd, s.prefixer.feed(chunk));
+  // Whole lines in one write each: several workers' streams append to the same file (O_APPEND) without tearing.
+  if (s.filter_fd >= 0) write_all(s.filter_fd, s.filter.feed(chunk));
   return 1;
 }
 
@@ -75,6 +87,10 @@ void LogMux::close_stream(int fd) {
   if (it == streams_.end()) return;
   if (it->second.console_fd >= 0) write_all(it->second.console_fd, it->second.prefixer.finish());
   if (it->second.file_fd >= 0) close(it->second.file_fd);
+  if (it->second.filter_fd >= 0) {
+    write_all(it->second.filter_fd, it->second.filter.finish());
+    close(it->second.filter_fd);
+  }
   loop_.unwatch(fd);
   close(fd);
   streams_.erase(it);

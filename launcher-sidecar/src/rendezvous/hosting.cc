@@ -31,7 +31,8 @@ HostingPlan plan_hosting(const LaunchConfig& config, bool endpoint_is_local) {
   if (plan.listen && is_loopback_ipv4(config.rdzv_host)) plan.bind_address = config.rdzv_host;
   plan.must_bind = plan.listen && config.node_rank_given;
   // Without --master-addr the other nodes' workers could only guess 127.0.0.1: each round names the store.
-  if (plan.listen) plan.store_address = config.rdzv_host;
+  // --local-addr is where the other nodes reach this one (torchrun's node address in the rendezvous).
+  if (plan.listen) plan.store_address = config.local_addr.empty() ? config.rdzv_host : config.local_addr;
   if (!config.node_rank_given) plan.node_rank = plan.host ? 0 : 1;
   return plan;
 }

@@ -1,6 +1,7 @@
 // The worker contract: the argv and environment of one worker, exactly torchrun's names.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,9 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& assignmen
                          int local_rank, const std::string& error_file, const Env& base_env);
 
 std::vector<std::string> env_to_strings(const Env& env);
+
+// With --virtual-local-rank, what is wrong when the node's device list (HIP_VISIBLE_DEVICES, else
+// CUDA_VISIBLE_DEVICES, as torchrun reads them) names fewer devices than there are workers; nothing otherwise.
+std::optional<std::string> check_virtual_local_rank(const LaunchConfig& config, int local_world_size, const Env& env);
 
 }  // namespace kubedist::launcher

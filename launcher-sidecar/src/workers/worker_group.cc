@@ -48,7 +48,18 @@ Result<int> open_route(const StreamRoute& route, LogMux& logs) {
       return make_error("cannot open log file " + route.file + ": " + std::strerror(errno));
     }
   }
-  logs.add(fds[0], file_fd, route.console_fd, route.prefix);
+  int filter_fd = -1;
+  if (!route.filter_file.empty()) {
+    // Appended to by every worker of the round; the agent empties it when the round starts.
+    filter_fd = open(route.filter_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (filter_fd < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      if (file_fd >= 0) close(file_fd);
+      return make_error("cannot open log file " + route.filter_file + ": " + std::strerror(errno));
+    }
+  }
+  logs.add(fds[0], file_fd, route.console_fd, route.prefix, filter_fd, route.filters);
   return fds[1];
 }
 

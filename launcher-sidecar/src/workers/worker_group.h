@@ -22,6 +22,10 @@ struct StreamRoute {
   std::string file;      // log file ("" for none), when captured
   int console_fd = -1;   // 1 or 2 to show it prefixed, -1 to hide it, when captured
   std::string prefix;
+  // --duplicate-*-filters: the file (shared by the round's workers) that gets the prefixed lines containing one of
+  // `filters`; "" for none.
+  std::string filter_file;
+  std::vector<std::string> filters;
 };
 
 struct WorkerLaunch {

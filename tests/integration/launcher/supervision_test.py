@@ -78,7 +78,7 @@ class Supervision(LauncherTest):
         terminate(l.proc.pid)
         self.assertEqual(l.wait(40), 128 + signal.SIGTERM, l.stderr())
         self.assertEqual(self.read("ckpt"), "saved\n")
-        self.assertIn("--stop-timeout=28 (KUBEDIST_STOP_TIMEOUT)", l.stderr())
+        self.assertIn("--shutdown-timeout=28 (KUBEDIST_STOP_TIMEOUT)", l.stderr())
 
     def test_a_short_pod_grace_kills_a_worker_that_ignores_sigterm_in_time(self):
         pid_file = self.path("pid")

@@ -9,6 +9,8 @@
 #include <regex>
 #include <sstream>
 
+#include <csignal>
+
 namespace kubedist::launcher {
 namespace {
 
@@ -277,7 +279,7 @@ TEST(LaunchConfig, TheLegacyFormComesFromThePodsEnvUnderKubedistOrPetNames) {
 }
 
 TEST(LaunchConfig, TheStopTimeoutComesFromTheOperatorsEnvBelowFlagAndPet) {
-  EXPECT_EQ(parse_ok({"t.py"}).stop_timeout, 10);
+  EXPECT_EQ(parse_ok({"t.py"}).stop_timeout, 30) << "torchrun 2.15's --shutdown-timeout default";
   EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "28"}}).stop_timeout, 28);
   EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "1.5"}, {"PET_STOP_TIMEOUT", "3"}}).stop_timeout, 3);
   EXPECT_EQ(parse_ok({"--stop-timeout=4", "t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "28"}}).stop_timeout, 4);
@@ -424,7 +426,22 @@ const std::vector<FlagCase>& flag_cases() {
       {"legacy-launch", "", {}, [](C c) { EXPECT_TRUE(c.legacy_launch); }},
       {"local-rank-style", "underscore", {"--legacy-launch"},
        [](C c) { EXPECT_EQ(c.local_rank_style, "underscore"); EXPECT_EQ(c.local_rank_arg, "--local_rank"); }},
-      {"stop-timeout", "4.5", {}, [](C c) { EXPECT_EQ(c.stop_timeout, 4.5); }},
+      {"shutdown-timeout", "4.5", {}, [](C c) { EXPECT_EQ(c.stop_timeout, 4.5); }},
+      {"signals-to-handle", "SIGUSR1,SIGTERM", {},
+       [](C c) {
+         EXPECT_EQ(c.signals_to_handle, (std::vector<int>{SIGUSR1, SIGTERM}));
+         EXPECT_EQ(c.signals_to_handle_text, "SIGUSR1,SIGTERM");
+       }},
+      {"virtual-local-rank", "", {}, [](C c) { EXPECT_TRUE(c.virtual_local_rank); }},
+      {"numa-binding", "socket", {}, [](C c) { EXPECT_EQ(c.numa_binding, "socket"); }},
+      {"local-addr", "10.0.0.9", {}, [](C c) { EXPECT_EQ(c.local_addr, "10.0.0.9"); }},
+      {"logs-specs", "custom", {}, [](C c) { ASSERT_EQ(c.notes.size(), 1u); EXPECT_NE(c.notes[0].find("=custom names a Python entry point"), std::string::npos); }},
+      {"event-log-handler", "console", {}, [](C c) { ASSERT_EQ(c.notes.size(), 1u); EXPECT_NE(c.notes[0].find("=console names a Python event handler"), std::string::npos); }},
+      {"print-completion", "zsh", {}, [](C c) { EXPECT_EQ(c.print_completion, "zsh"); }},
+      {"log-line-prefix-template", "${rank}| ", {}, [](C c) { EXPECT_EQ(c.log_line_prefix_template, "${rank}| "); }},
+      {"duplicate-stdout-filters", "a,,b,c", {},
+       [](C c) { EXPECT_EQ(c.duplicate_stdout_filters, (std::vector<std::string>{"a,b", "c"})); }},
+      {"duplicate-stderr-filters", "E", {}, [](C c) { EXPECT_EQ(c.duplicate_stderr_filters, (std::vector<std::string>{"E"})); }},
       {"hang-timeout", "60", {}, [](C c) { EXPECT_EQ(c.hang_timeout, 60); }},
       {"straggler-factor", "3", {}, [](C c) { EXPECT_EQ(c.straggler_factor, 3); }},
       {"straggler-steps", "7", {}, [](C c) { EXPECT_EQ(c.straggler_steps, 7); }},
@@ -436,14 +453,26 @@ const std::vector<FlagCase>& flag_cases() {
   return cases;
 }
 
-// A flag of --help: its name, short alias ("" for none) and the operator's variable ("" for none).
+// A flag of --help: its name, short alias ("" for none) and the variables it names besides PET_<NAME> (torchrun's
+// own, then the operator's).
 struct HelpFlag {
-  std::string name, short_alias, operator_env;
+  std::string name, short_alias;
+  std::vector<std::string> envs;
   bool pod_only = false;
 };
 
+std::vector<std::string> split_envs(const std::string& list) {
+  std::vector<std::string> out;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item.substr(item.find_first_not_of(' ')));
+  return out;
+}
+
+// torchrun reads no PET_ twin for --print-completion (argparse prints and exits where it meets the flag).
+bool has_pet(const std::string& flag) { return flag != "print-completion"; }
+
 std::vector<HelpFlag> help_flags() {
-  static const std::regex line(R"(^  (?:(-\w), )?--([a-z][a-z-]*).*?(?: \(env ([A-Z_]+)( in a pod)?\))?$)");
+  static const std::regex line(R"(^  (?:(-\w), )?--([a-z][a-z-]*).*?(?: \(env ([A-Z_, ]+?)( in a pod)?\))?$)");
   const std::string continued(37, ' ');  // a description broken onto the next line
   std::vector<std::string> entries;
   std::istringstream in(usage_text());
@@ -454,7 +483,7 @@ std::vector<HelpFlag> help_flags() {
   std::vector<HelpFlag> flags;
   for (const auto& entry : entries) {
     std::smatch m;
-    if (std::regex_match(entry, m, line)) flags.push_back({m[2], m[1], m[3], m[4].matched});
+    if (std::regex_match(entry, m, line)) flags.push_back({m[2], m[1], split_envs(m[3]), m[4].matched});
   }
   return flags;
 }
@@ -468,7 +497,7 @@ std::string pet(std::string name) {
 TEST(LaunchConfig, EveryFlagOfHelpTakesEverySpellingItHas) {
   const auto help = help_flags();
   ASSERT_EQ(help.size(), flag_cases().size()) << "a flag of --help without a row here, or a row without a flag";
-  ASSERT_EQ(help.front().operator_env, "NNODES") << "--help's (env NAME in a pod) read";
+  ASSERT_EQ(help.front().envs, std::vector<std::string>{"NNODES"}) << "--help's (env NAME in a pod) read";
   ASSERT_TRUE(help.front().pod_only);
   for (const auto& flag : help) {
     SCOPED_TRACE("--" + flag.name);
@@ -495,9 +524,9 @@ TEST(LaunchConfig, EveryFlagOfHelpTakesEverySpellingItHas) {
     }
     if (!flag.short_alias.empty())
       spellings.push_back({args(row->value.empty() ? Args{flag.short_alias} : Args{flag.short_alias, value}), {}});
-    spellings.push_back({args({}), {{pet(flag.name), value}}});
-    if (!flag.operator_env.empty()) {
-      Env env = {{flag.operator_env, value}};
+    if (has_pet(flag.name)) spellings.push_back({args({}), {{pet(flag.name), value}}});
+    for (const auto& name : flag.envs) {
+      Env env = {{name, value}};
       if (flag.pod_only) env["KUBEDIST_JOB"] = "j";
       spellings.push_back({args({}), env});
     }
@@ -506,7 +535,9 @@ TEST(LaunchConfig, EveryFlagOfHelpTakesEverySpellingItHas) {
       const LaunchConfig c = parse_ok(spelled, env);
       row->check(c);
       if (c.help || env.empty()) continue;
-      const std::string source = env.count(pet(flag.name)) ? pet(flag.name) : flag.operator_env;
+      std::string source = pet(flag.name);
+      for (const auto& name : flag.envs)
+        if (env.count(name)) source = name;
       const std::string noted = "--" + flag.name + "=" + value + " (" + source + ")";
       EXPECT_NE(std::find(c.from_env.begin(), c.from_env.end(), noted), c.from_env.end())
           << "not said: " << noted;
@@ -526,7 +557,11 @@ TEST(LaunchConfig, EveryFlagOfHelpRefusesABadValueInOneLineNamingWhereItCameFrom
       {"start-method", "thread"}, {"role", ""},                 {"no-python", "maybe"},
       {"module", "maybe"},       {"run-path", ""},         {"redirects", "4"},
       {"tee", "0:4"},            {"local-ranks-filter", "a"},   {"use-env", "maybe"},
-      {"legacy-launch", "maybe"}, {"local-rank-style", "snake"}, {"stop-timeout", "-1"},
+      {"legacy-launch", "maybe"}, {"local-rank-style", "snake"}, {"shutdown-timeout", "-1"},
+      {"signals-to-handle", "SIGKILL"}, {"virtual-local-rank", "maybe"}, {"numa-binding", "far"},
+      {"local-addr", "a b"},     {"logs-specs", "a b"},         {"event-log-handler", "a b"},
+      {"print-completion", "fish"}, {"log-line-prefix-template", "${rnak}"},
+      {"duplicate-stdout-filters", "a,"}, {"duplicate-stderr-filters", ","},
       {"hang-timeout", "1m"},    {"straggler-factor", "1"},     {"straggler-steps", "0"},
       {"metrics-port", "70000"}, {"termination-log", ""},       {"help", "maybe"},
   };
@@ -564,11 +599,11 @@ TEST(LaunchConfig, EveryFlagOfHelpRefusesABadValueInOneLineNamingWhereItCameFrom
       if (!flag.short_alias.empty()) tries.push_back({args({flag.short_alias, value}), {}, flag.short_alias + ":"});
     }
     if (!value.empty()) {  // an empty variable is unset
-      tries.push_back({args({}), {{pet(flag.name), value}}, pet(flag.name) + ":"});
-      if (!flag.operator_env.empty()) {
-        Env env = {{flag.operator_env, value}};
+      if (has_pet(flag.name)) tries.push_back({args({}), {{pet(flag.name), value}}, pet(flag.name) + ":"});
+      for (const auto& name : flag.envs) {
+        Env env = {{name, value}};
         if (flag.pod_only) env["KUBEDIST_JOB"] = "j";
-        tries.push_back({args({}), env, flag.operator_env + ":"});
+        tries.push_back({args({}), env, name + ":"});
       }
     }
     for (const auto& t : tries) {

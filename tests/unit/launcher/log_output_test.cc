@@ -34,22 +34,53 @@ TEST(LinePrefixer, PrefixesEveryLineAndHoldsPartialLines) {
 LaunchConfig config(std::vector<std::string> args) { return parse_launch_config(args, {}).value(); }
 
 TEST(OutputRoutes, RedirectTeeAndFilter) {
-  auto none = route_for(config({"t.py"}), 0, 0, 1, "/d");
+  auto none = route_for(config({"t.py"}), 0, 0, 1, "/a/0", "h");
   EXPECT_FALSE(none.capture);
-  auto redirect = route_for(config({"--redirects=1", "t.py"}), 0, 4, 1, "/d");
+  auto redirect = route_for(config({"--redirects=1", "t.py"}), 0, 4, 1, "/a/0", "h");
   EXPECT_TRUE(redirect.capture);
-  EXPECT_EQ(redirect.file, "/d/stdout.log");
+  EXPECT_EQ(redirect.file, "/a/0/stdout.log");
   EXPECT_EQ(redirect.console_fd, -1);
-  EXPECT_FALSE(route_for(config({"--redirects=1", "t.py"}), 0, 4, 2, "/d").capture);
-  auto tee = route_for(config({"--tee=3", "t.py"}), 1, 5, 2, "/d");
-  EXPECT_EQ(tee.file, "/d/stderr.log");
+  EXPECT_FALSE(route_for(config({"--redirects=1", "t.py"}), 0, 4, 2, "/a/0", "h").capture);
+  auto tee = route_for(config({"--tee=3", "t.py"}), 1, 5, 2, "/a/0", "h");
+  EXPECT_EQ(tee.file, "/a/0/stderr.log");
   EXPECT_EQ(tee.console_fd, 2);
   EXPECT_EQ(tee.prefix, "[rank 5]: ");
-  auto hidden = route_for(config({"--tee=3", "--local-ranks-filter=0", "t.py"}), 1, 5, 1, "/d");
+  auto hidden = route_for(config({"--tee=3", "--local-ranks-filter=0", "t.py"}), 1, 5, 1, "/a/0", "h");
   EXPECT_TRUE(hidden.capture);
   EXPECT_EQ(hidden.console_fd, -1);
-  EXPECT_EQ(hidden.file, "/d/stdout.log");
-  EXPECT_EQ(route_for(config({"--tee=3", "--local-ranks-filter=0", "t.py"}), 0, 4, 1, "/d").console_fd, 1);
+  EXPECT_EQ(hidden.file, "/a/0/stdout.log");
+  EXPECT_EQ(route_for(config({"--tee=3", "--local-ranks-filter=0", "t.py"}), 0, 4, 1, "/a/0", "h").console_fd, 1);
+}
+
+TEST(OutputRoutes, ThePrefixTemplateShapesTheConsoleLinesAsTorchrunsDoes) {
+  auto route = route_for(config({"--tee=3", "--role=trainer", "--log-line-prefix-template=${hostname}:${rank}: ", "t.py"}),
+                         1, 5, 1, "/a/1", "r12i0n8");
+  EXPECT_EQ(route.prefix, "r12i0n8:5: ");
+  EXPECT_EQ(route_for(config({"--tee=3", "--role=t", "--log-line-prefix-template=[$role_name${local_rank}]:", "t.py"}),
+                      1, 5, 1, "/a/1", "h").prefix,
+            "[t1]:");
+  EXPECT_EQ(route_for(config({"--tee=3", "t.py"}), 1, 5, 1, "/a/1", "h").prefix, "[rank 5]: ") << "ours by default";
+}
+
+TEST(OutputRoutes, DuplicateFiltersCopyOnlyTheStreamsShownTeedToTheAttemptsFile) {
+  auto cfg = config({"--tee=1", "--local-ranks-filter=0", "--duplicate-stdout-filters=loss,,x,NaN",
+                     "--duplicate-stderr-filters=E", "t.py"});
+  auto shown = route_for(cfg, 0, 4, 1, "/a/0", "h");
+  EXPECT_EQ(shown.filter_file, "/a/filtered_stdout.log");
+  EXPECT_EQ(shown.filters, (std::vector<std::string>{"loss,x", "NaN"}));
+  EXPECT_EQ(route_for(cfg, 1, 5, 1, "/a/1", "h").filter_file, "") << "outside --local-ranks-filter: not tailed";
+  EXPECT_EQ(route_for(cfg, 0, 4, 2, "/a/0", "h").filter_file, "") << "stderr is not teed";
+  EXPECT_EQ(route_for(config({"--tee=3", "t.py"}), 0, 4, 1, "/a/0", "h").filter_file, "") << "no filters";
+}
+
+TEST(LinePrefixer, WithWordsOnlyTheLinesContainingOneComeOutPrefixed) {
+  LinePrefixer p("[r0]:", {"loss", "NaN"});
+  EXPECT_EQ(p.feed("step 1 loss=3\nhello\nlo"), "[r0]:step 1 loss=3\n");
+  EXPECT_EQ(p.feed("ss=NaN"), "");
+  EXPECT_EQ(p.finish(), "[r0]:loss=NaN\n");
+  LinePrefixer q("[r0]:", {"x"});
+  EXPECT_EQ(q.feed("partial"), "");
+  EXPECT_EQ(q.finish(), "") << "a partial last line without a match is dropped";
 }
 
 TEST(Metrics, RendersPrometheusTextWithEveryLauncherMetric) {

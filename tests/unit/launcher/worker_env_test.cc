@@ -25,10 +25,61 @@ TEST(WorkerEnv, SetsEveryTorchrunVariable) {
       {"MASTER_ADDR", "m"},      {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RESTART_COUNT", "1"},
       {"TORCHELASTIC_MAX_RESTARTS", "3"}, {"TORCHELASTIC_RUN_ID", "job"},
       {"TORCHELASTIC_ERROR_FILE", "/tmp/err.json"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"},
-      {"OMP_NUM_THREADS", "1"},  {"NCCL_ASYNC_ERROR_HANDLING", "1"}, {"PATH", "/usr/bin"},
+      {"OMP_NUM_THREADS", "1"},  {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}, {"PATH", "/usr/bin"},
+      {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
   };
   EXPECT_EQ(w.env, expected);
   EXPECT_EQ(w.argv, (std::vector<std::string>{"python3", "-u", "t.py"}));
+}
+
+TEST(WorkerEnv, AsyncErrorHandlingIsTorch2sVariableInheritedElseOne) {
+  const Assignment a{};
+  auto cfg = config_for({"t.py"});
+  auto inherited = render_worker(cfg, a, 1, 0, "/e", {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}});
+  EXPECT_EQ(inherited.env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "3");
+  auto plain = render_worker(cfg, a, 1, 0, "/e", {});
+  EXPECT_EQ(plain.env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(plain.env.count("NCCL_ASYNC_ERROR_HANDLING"), 0u) << "deprecated in torch 2.x, which warns when it is set";
+}
+
+TEST(WorkerEnv, WorkersSeeTheSignalsToHandleAsTorchrunsWorkersDo) {
+  auto cfg = config_for({"--signals-to-handle=SIGTERM,SIGUSR1", "t.py"});
+  EXPECT_EQ(render_worker(cfg, Assignment{}, 1, 0, "/e", {}).env["TORCHELASTIC_SIGNALS_TO_HANDLE"], "SIGTERM,SIGUSR1");
+}
+
+TEST(WorkerEnv, VirtualLocalRankGivesEachWorkerLocalRankZeroAndOnlyItsOwnDevice) {
+  struct Case {
+    Env parent;
+    int local_rank;
+    std::string cuda, hip;  // "" for unset
+  };
+  const std::vector<Case> cases = {
+      {{}, 2, "2", ""},
+      {{{"CUDA_VISIBLE_DEVICES", "4,5, 6,7"}}, 2, "6", ""},
+      {{{"CUDA_VISIBLE_DEVICES", "GPU-aa,GPU-bb"}}, 1, "GPU-bb", ""},
+      {{{"HIP_VISIBLE_DEVICES", "3,1"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}, 1, "1", "1"},
+  };
+  auto cfg = config_for({"--virtual-local-rank", "t.py"});
+  for (const auto& c : cases) {
+    auto w = render_worker(cfg, Assignment{}, 4, c.local_rank, "/e", c.parent);
+    EXPECT_EQ(w.env["LOCAL_RANK"], "0");
+    EXPECT_EQ(w.env["CUDA_VISIBLE_DEVICES"], c.cuda);
+    if (!c.hip.empty()) {
+      EXPECT_EQ(w.env["HIP_VISIBLE_DEVICES"], c.hip);
+    }
+  }
+  auto without = render_worker(config_for({"t.py"}), Assignment{}, 4, 2, "/e", {{"CUDA_VISIBLE_DEVICES", "4,5,6,7"}});
+  EXPECT_EQ(without.env["LOCAL_RANK"], "2");
+  EXPECT_EQ(without.env["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
+}
+
+TEST(WorkerEnv, VirtualLocalRankRefusesADeviceListShorterThanTheWorkers) {
+  auto cfg = config_for({"--virtual-local-rank", "t.py"});
+  EXPECT_EQ(check_virtual_local_rank(cfg, 3, {{"CUDA_VISIBLE_DEVICES", "0,1"}}).value_or(""),
+            "--virtual-local-rank: 3 workers but CUDA_VISIBLE_DEVICES=0,1 lists 2 device(s): each worker needs its own");
+  EXPECT_FALSE(check_virtual_local_rank(cfg, 2, {{"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  EXPECT_FALSE(check_virtual_local_rank(cfg, 8, {})) << "no list: device i is local rank i";
+  EXPECT_FALSE(check_virtual_local_rank(config_for({"t.py"}), 3, {{"CUDA_VISIBLE_DEVICES", "0"}}));
 }
 
 TEST(WorkerEnv, TheStoreARoundNamesWinsOverTheLaunchersDefaults) {
