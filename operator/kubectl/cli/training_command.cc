@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,10 @@ enum class Action {
   kSeconds,       // a number of seconds, as PET_<NAME>
   kRanks,         // --local-ranks-filter
   kStartMethod,
-  kShutdown,      // torchrun's --shutdown-timeout is the launcher's --stop-timeout
+  kShutdown,      // --shutdown-timeout: whole seconds, as torchrun's (type=int), as PET_SHUTDOWN_TIMEOUT
+  kSignals,       // --signals-to-handle: signal names the launcher can pass on, as PET_*
+  kFilters,       // --duplicate-*-filters: words, none empty (",," a comma), as PET_*
+  kNuma,          // --numa-binding: one of torchrun's modes, as PET_*
   kUseEnv,        // torch.distributed.launch only
   kAccepted,      // accepted, nothing to map (--run-path: the script runs as usual)
   kEventHandler,  // only torchrun's default "null"
@@ -59,6 +63,12 @@ const std::vector<FlagRule>& flag_rules() {
       {"local-ranks-filter", nullptr, false, Action::kRanks},
       {"start-method", nullptr, false, Action::kStartMethod},
       {"shutdown-timeout", nullptr, false, Action::kShutdown},
+      {"signals-to-handle", nullptr, false, Action::kSignals},
+      {"virtual-local-rank", nullptr, true, Action::kPet},
+      {"numa-binding", nullptr, false, Action::kNuma},
+      {"duplicate-stdout-filters", nullptr, false, Action::kFilters},
+      {"duplicate-stderr-filters", nullptr, false, Action::kFilters},
+      {"log-line-prefix-template", nullptr, false, Action::kPet},
       {"use-env", nullptr, true, Action::kUseEnv},
       {"run-path", nullptr, true, Action::kAccepted},
       {"event-log-handler", nullptr, false, Action::kEventHandler},
@@ -69,18 +79,11 @@ const std::vector<FlagRule>& flag_rules() {
       {"node-rank", nullptr, false, Action::kDrop, "the operator gives each pod its node rank"},
       {"rdzv-backend", nullptr, false, Action::kDrop, "the launcher on node 0 hosts the rendezvous"},
       {"rdzv-id", nullptr, false, Action::kDrop, "the job's name is the run id"},
-      {"logs-specs", nullptr, false, Action::kRefuse,
-       "names a Python entry point of torchrun's agent, which the kubedist launcher does not load; drop it"},
-      {"numa-binding", nullptr, false, Action::kRefuse,
-       "the kubedist launcher does not bind workers to NUMA nodes; drop it (or pin CPUs in the pod)"},
-      {"signals-to-handle", nullptr, false, Action::kRefuse,
-       "the kubedist launcher passes SIGTERM, SIGINT and SIGHUP on to the workers, no other signal; drop it"},
-      {"virtual-local-rank", nullptr, true, Action::kRefuse,
-       "the kubedist launcher gives each worker its own LOCAL_RANK; drop it"},
-      {"duplicate-stdout-filters", nullptr, false, Action::kRefuse,
-       "not supported by the kubedist launcher; filter the output of `kubectl kubedist logs` instead"},
-      {"duplicate-stderr-filters", nullptr, false, Action::kRefuse,
-       "not supported by the kubedist launcher; filter the output of `kubectl kubedist logs` instead"},
+      {"logs-specs", nullptr, false, Action::kDrop,
+       "names a Python entry point, which the kubedist launcher does not load: worker logs go where --log-dir, "
+       "--redirects and --tee say"},
+      {"print-completion", nullptr, false, Action::kRefuse,
+       "prints a completion script for the local shell; run `kubedist-launcher --print-completion SHELL` instead"},
       {"help", "-h", true, Action::kRefuse, "run `torchrun --help` locally; `kubectl kubedist run --help` for ours"},
   };
   return rules;
@@ -249,13 +252,48 @@ struct Parser {
       case Action::kShutdown: {
         auto n = to_long(value);
         if (!n || *n < 0) return refuse(flag, "expected a number of seconds, got '" + value + "'");
-        set_pet("stop-timeout", value);
+        set_pet(rule.name, value);
         return {};
       }
+      case Action::kSignals: {
+        // The names the launcher passes on (launcher-sidecar/src/cli/signal_names.cc): a typo fails here, not in
+        // every pod.
+        static const std::regex name(
+            " *SIG(TERM|INT|HUP|QUIT|USR1|USR2|ALRM|PWR|XCPU|XFSZ|VTALRM|PROF|WINCH|URG|IO|SYS) *");
+        std::stringstream items(value);
+        int count = 0;
+        for (std::string item; std::getline(items, item, ',');) {
+          if (!std::regex_match(item, name)) {
+            return refuse(flag, "expected signal names the launcher can pass on, like SIGTERM,SIGUSR1, got '" + value + "'");
+          }
+          ++count;
+        }
+        if (count == 0) return refuse(flag, "expected signal names like SIGTERM,SIGUSR1, got '" + value + "'");
+        set_pet(rule.name, value);
+        return {};
+      }
+      case Action::kFilters: {
+        // ",," is a comma inside a word; an empty word would copy every line.
+        std::string unescaped = std::regex_replace(value, std::regex(",,"), "");
+        if (value.empty() || unescaped.front() == ',' || unescaped.back() == ',' ||
+            unescaped.find(",,") != std::string::npos) {
+          return refuse(flag, "expected words to match, comma-separated (,, for a comma), none empty, got '" + value + "'");
+        }
+        set_pet(rule.name, value);
+        return {};
+      }
+      case Action::kNuma:
+        if (value != "node" && value != "socket" && value != "exclusive" && value != "core-complex") {
+          return refuse(flag, "expected node, socket, exclusive or core-complex, got '" + value + "'");
+        }
+        set_pet(rule.name, value);
+        return {};
       case Action::kAccepted: return {};
       case Action::kEventHandler:
         if (value == "null") return {};
-        return refuse(flag, "the kubedist launcher has no Python event handlers ('" + value + "'); drop it");
+        cmd.notes.push_back("dropped " + flag + "=" + value + ": names a Python event handler, which the kubedist "
+                            "launcher does not load: its events are the lines on its stderr and its /metrics");
+        return {};
       case Action::kDrop:
         cmd.notes.push_back("dropped " + flag + (value == "1" && rule.boolean ? "" : "=" + value) + ": " + rule.why);
         return {};
