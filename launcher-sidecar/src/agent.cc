@@ -123,6 +123,7 @@ void Agent::on_round(const Assignment& a) {
     w.out = route_for(config_, lr, w.rank, 1, dir, host_name());
     w.err = route_for(config_, lr, w.rank, 2, dir, host_name());
     w.stdin_mode = stdin_for(terminal_, lr);
+    if (static_cast<size_t>(lr) < config_.worker_cpus.size()) w.cpus = config_.worker_cpus[static_cast<size_t>(lr)];
     launches.push_back(std::move(w));
   }
   // The round's workers append to these; a round that reuses an attempt's directory starts them anew.

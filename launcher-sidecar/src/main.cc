@@ -1,4 +1,5 @@
 // kubedist-launcher: a static, torchrun-compatible launcher (see launcher-sidecar/README.md).
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
 
 #include "agent.h"
 #include "cli/completion.h"
@@ -151,6 +153,26 @@ void choose_local_rank_spelling(Launch& launch, const Env& env) {
   launch.notes.push_back(choice.line);
 }
 
+// --numa-binding: each worker's CPUs from this machine's topology, within the launcher's own affinity.
+std::optional<Error> plan_numa(Launch& launch, const Env& env) {
+  LaunchConfig& config = launch.config;
+  if (config.numa_binding.empty()) return std::nullopt;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::set<int> allowed;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &mask)) allowed.insert(cpu);
+  const Sysfs fs{read_text_file, list_directory};
+  const auto visible = env.count("CUDA_VISIBLE_DEVICES") ? std::optional<std::string>(env.at("CUDA_VISIBLE_DEVICES"))
+                                                         : std::nullopt;
+  auto plan = plan_numa_binding(config.numa_binding, launch.nproc, fs, allowed, visible);
+  if (!plan) return make_error(plan.error());
+  for (const auto& cpus : plan->cpus) config.worker_cpus.emplace_back(cpus.begin(), cpus.end());
+  launch.notes.push_back(plan->line);
+  return std::nullopt;
+}
+
 // Everything that can be wrong with the input, checked before anything starts (exit code 2).
 Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
   auto parsed = parse_launch_config(args, env);
@@ -184,7 +206,7 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
                         " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
   }
   choose_local_rank_spelling(launch, env);
-  if (!config.numa_binding.empty()) launch.notes.push_back(numa_note(config.numa_binding, read_text_file));
+  if (auto error = plan_numa(launch, env)) return *error;
   return launch;
 }
 

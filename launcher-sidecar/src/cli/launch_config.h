@@ -90,6 +90,8 @@ struct LaunchConfig {
   std::vector<std::string> duplicate_stdout_filters;
   std::vector<std::string> duplicate_stderr_filters;
   std::string numa_binding;  // --numa-binding: "" (none), node, socket, exclusive or core-complex
+  // What --numa-binding decided for this machine at start (main.cc): each local rank's CPUs; empty: unbound.
+  std::vector<std::vector<int>> worker_cpus;
   // --local-addr: the address other nodes reach this one at; a rendezvous host names the workers' store there.
   std::string local_addr;
   std::string print_completion;  // --print-completion SHELL: print the completion script and exit

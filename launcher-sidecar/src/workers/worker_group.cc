@@ -1,6 +1,7 @@
 #include "workers/worker_group.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -66,8 +67,15 @@ Result<int> open_route(const StreamRoute& route, LogMux& logs) {
 // In the child, between fork and exec: only async-signal-safe calls.
 // in_fd: -1 inherits stdin, -2 closes it (no /dev/null to read), else the fd to read.
 [[noreturn]] void exec_worker(pid_t parent, StdinMode stdin_mode, int in_fd, int out_fd, int err_fd,
-                              char* const argv[], char* const envp[]) {
+                              char* const argv[], char* const envp[], const cpu_set_t* cpus) {
   setpgid(0, 0);                        // own process group: stop() signals the worker and its children
+  // Before exec, so that every thread the worker starts inherits it (numactl --physcpubind, as torchrun runs it).
+  if (cpus && sched_setaffinity(0, sizeof *cpus, cpus) != 0) {
+    const char* msg = "kubedist-launcher: --numa-binding: cannot bind the worker to its CPUs\n";
+    ssize_t ignored = write(2, msg, strlen(msg));
+    (void)ignored;
+    _exit(127);
+  }
   prctl(PR_SET_PDEATHSIG, SIGKILL);     // the launcher dying (even by SIGKILL) takes its workers along
   if (getppid() != parent) _exit(125);  // the launcher died before prctl took effect
   // Before exec, as the parent does after fork: whichever runs first, the worker never reads in the background.
@@ -145,8 +153,13 @@ Result<bool> WorkerGroup::start(const std::vector<WorkerLaunch>& launches) {
       in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (in_fd < 0) in_fd = -2;
     }
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (int cpu : w.cpus)
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
     pid_t pid = fork();
-    if (pid == 0) exec_worker(parent, w.stdin_mode, in_fd, *out, *err, argv.data(), envp.data());
+    if (pid == 0)
+      exec_worker(parent, w.stdin_mode, in_fd, *out, *err, argv.data(), envp.data(), w.cpus.empty() ? nullptr : &cpus);
     if (in_fd >= 0) close(in_fd);
     if (*out >= 0) close(*out);
     if (*err >= 0) close(*err);

@@ -35,6 +35,7 @@ struct WorkerLaunch {
   std::string error_file;
   StreamRoute out, err;
   StdinMode stdin_mode = StdinMode::Inherit;
+  std::vector<int> cpus;  // --numa-binding: the CPUs it runs on (empty: the launcher's)
 };
 
 struct WorkerExit {
