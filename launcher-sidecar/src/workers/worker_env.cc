@@ -29,11 +29,12 @@ std::vector<std::string> split_devices(const std::string& list) {
 
 // LOCAL_RANK, and with --virtual-local-rank the one device the worker sees as its device 0.
 void set_local_rank(const LaunchConfig& config, int local_rank, const Env& base_env, Env& env) {
+  auto set = [&env](const char* name, const std::string& value) { env[name] = value; };
   if (!config.virtual_local_rank) {
-    env["LOCAL_RANK"] = std::to_string(local_rank);
+    set("LOCAL_RANK", std::to_string(local_rank));
     return;
   }
-  env["LOCAL_RANK"] = "0";
+  set("LOCAL_RANK", "0");
   const std::string variable = visible_devices_variable(base_env);
   std::string device = std::to_string(local_rank);
   if (!variable.empty()) {
@@ -41,8 +42,8 @@ void set_local_rank(const LaunchConfig& config, int local_rank, const Env& base_
     // check_virtual_local_rank() refused a list this short before any worker started.
     if (static_cast<size_t>(local_rank) < devices.size()) device = devices[static_cast<size_t>(local_rank)];
   }
-  env["CUDA_VISIBLE_DEVICES"] = device;
-  if (variable == "HIP_VISIBLE_DEVICES") env["HIP_VISIBLE_DEVICES"] = device;
+  set("CUDA_VISIBLE_DEVICES", device);
+  if (variable == "HIP_VISIBLE_DEVICES") set("HIP_VISIBLE_DEVICES", device);
 }
 
 }  // namespace
