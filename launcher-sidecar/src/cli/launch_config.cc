@@ -357,8 +357,8 @@ const std::vector<FlagSpec>& flag_table() {
        "with --legacy-launch: the spelling of the torch the workers import (default), --local-rank=N or "
        "--local_rank=N"},
       {"shutdown-timeout", "S", nullptr, contract::kStopTimeout, false, seconds(&C::stop_timeout),
-       "stop signal to SIGKILL grace for workers; alias --stop-timeout (default 30, or TORCH_ELASTIC_SHUTDOWN_TIMEOUT; "
-       "in a pod, the pod's grace period less 2 s)",
+       "stop signal to SIGKILL grace for workers; alias --stop-timeout (default 30, torchrun's; in a pod, the pod's "
+       "grace period less 2 s)",
        "stop-timeout", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"},
       {"signals-to-handle", "SIG,...", nullptr, nullptr, false, signals_to_handle(),
        "signals passed on to the workers as a stop (default SIGTERM,SIGINT,SIGHUP,SIGQUIT); any other signal "
