@@ -248,6 +248,28 @@ class Torch215(LauncherTest):
         self.assertIn("--local-rank", l.stderr(), "the line saying which torch chose the spelling")
         self.assertEqual(sorted(l.stdout().splitlines()), ["[rank 0]: local rank 0", "[rank 1]: local rank 1"])
 
+    def test_workers_get_the_variables_torchrun_2_15s_workers_get(self):
+        shown = "env | sort"
+        names, values = {}, {}
+        for name, prefix in (("torchrun", [TORCH_215_PYTHON, "-m", "torch.distributed.run"]), ("ours", [LAUNCHER])):
+            out = subprocess.run(prefix + ["--nproc-per-node=2", f"--master-port={free_port()}", "--no-python",
+                                           "sh", "-c", shown + " > " + self.path(f"{name}-$LOCAL_RANK")],
+                                 capture_output=True, text=True, timeout=180, env=worker_env(self.env()))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(self.path(f"{name}-1")) as f:
+                values[name] = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
+            names[name] = set(values[name])
+        # The interpreter that runs torchrun sets LC_CTYPE itself under the C locale (PEP 538); ours adds the progress
+        # channel and its helper's path.
+        self.assertEqual(names["torchrun"] - {"LC_CTYPE"}, names["ours"] - {"KUBEDIST_PROGRESS", "KUBEDIST_STACK_FILE",
+                                                                           "PYTHONPATH"})
+        same = {"LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_NAME", "ROLE_RANK",
+                "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+                "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCHELASTIC_SIGNALS_TO_HANDLE", "OMP_NUM_THREADS"}
+        self.assertEqual({k: values["ours"][k] for k in same}, {k: values["torchrun"][k] for k in same})
+        self.assertEqual((values["torchrun"]["TORCHELASTIC_USE_AGENT_STORE"], values["ours"]["TORCHELASTIC_USE_AGENT_STORE"]),
+                         ("True", "False"), "the one difference on purpose")
+
     def test_the_console_and_the_filter_files_match_torchrun_2_15s(self):
         flags = ["--nproc-per-node=2", "--tee=3", "--role=trainer", "--log-line-prefix-template=${role_name}${local_rank}/${rank}| ",
                  "--duplicate-stdout-filters=loss", "--no-python", "sh", "-c", "echo loss=$RANK; echo noise"]
