@@ -1,8 +1,10 @@
 """torchrun 2.15's newer flags on the real launcher (issue 36 item 2): which signals reach the workers, the grace
 before SIGKILL, the console prefix template, --local-ranks-filter, the duplicate filter files, the virtual local
 rank, the flags that only say what happens instead, and torch 2.15's own workers and torchrun beside ours.
-Shell workers where torch is not needed; torch 2.15 from its virtualenv where it matters (skipped, saying why, when
-that virtualenv is absent)."""
+Shell workers where torch is not needed; torch 2.x where it matters (class Torch215, which ctest runs as
+launcher.integration.torch2.torchrun215_flags with the torch of deploy/local/torch2.sh; skipped, saying why, under a
+torch 1.x). The workers' environment beside torchrun's is torchrun_reference_test.py's, the legacy launch's spelling
+torch_test.py's."""
 import glob
 import os
 import re
@@ -13,12 +15,9 @@ import textwrap
 import time
 import unittest
 
-from harness import LAUNCHER, LauncherTest, free_port, pid_alive, terminate, wait_until, worker_env
+from harness import LAUNCHER, PYTHON, LauncherTest, free_port, pid_alive, terminate, torch_major, wait_until, worker_env
 
-TORCH_215 = os.environ.get("KUBEDIST_TORCH_215", "/root/.cache/kubedist/torch-2.15.0")
-TORCH_215_PYTHON = os.path.join(TORCH_215, "bin", "python")
-HAS_TORCH_215 = os.path.exists(os.path.join(TORCH_215, ".installed")) and os.access(TORCH_215_PYTHON, os.X_OK)
-NO_TORCH_215 = f"torch 2.15 virtualenv absent ({TORCH_215}/.installed): set KUBEDIST_TORCH_215 to one"
+TORCH_215_PYTHON = PYTHON
 
 # A worker that marks itself up, then records which signal reached it (and exits 0 on it).
 TRAPPING = ("for s in TERM INT HUP QUIT USR1; do trap \"echo $s-$RANK >> {marks}; exit 0\" $s; done; "
@@ -203,9 +202,13 @@ class SayWhatHappensInstead(LauncherTest):
                 self.assertEqual(l.stderr(), f"kubedist-launcher: {error}\n")
 
 
-@unittest.skipUnless(HAS_TORCH_215, NO_TORCH_215)
 class Torch215(LauncherTest):
     """torch 2.15's own workers and torchrun, beside ours."""
+
+    def setUp(self):
+        super().setUp()
+        if torch_major() < 2:
+            self.skipTest(f"{PYTHON} imports torch 1.x: ctest runs this class as launcher.integration.torch2.*")
 
     def env(self, extra=None):
         return dict({"GLOO_SOCKET_IFNAME": "lo", "PYTHON_EXEC": TORCH_215_PYTHON}, **(extra or {}))
@@ -232,43 +235,6 @@ class Torch215(LauncherTest):
         l = self.launch(["--standalone", "--nproc-per-node=2", "--tee=1", train], env=self.env())
         self.assertEqual(l.wait(timeout=180), 0, l.stderr())
         self.assertEqual(sorted(l.stdout().splitlines()), ["[rank 0]: 2.15.0 0 2 3", "[rank 1]: 2.15.0 1 2 3"])
-
-    def test_legacy_launch_with_auto_style_passes_torch_2s_dash_spelling(self):
-        script = self.script("legacy.py", """\
-            import argparse, os
-            import torch.distributed.launch  # deprecated in 2.x, still shipped
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--local-rank", type=int, required=True)
-            args = parser.parse_args()
-            assert args.local_rank == int(os.environ["LOCAL_RANK"])
-            print("local rank", args.local_rank, flush=True)
-            """)
-        l = self.launch(["--legacy-launch", "--nproc-per-node=2", "--tee=1", script], env=self.env())
-        self.assertEqual(l.wait(timeout=180), 0, l.stderr())
-        self.assertIn("--local-rank", l.stderr(), "the line saying which torch chose the spelling")
-        self.assertEqual(sorted(l.stdout().splitlines()), ["[rank 0]: local rank 0", "[rank 1]: local rank 1"])
-
-    def test_workers_get_the_variables_torchrun_2_15s_workers_get(self):
-        shown = "env | sort"
-        names, values = {}, {}
-        for name, prefix in (("torchrun", [TORCH_215_PYTHON, "-m", "torch.distributed.run"]), ("ours", [LAUNCHER])):
-            out = subprocess.run(prefix + ["--nproc-per-node=2", f"--master-port={free_port()}", "--no-python",
-                                           "sh", "-c", shown + " > " + self.path(f"{name}-$LOCAL_RANK")],
-                                 capture_output=True, text=True, timeout=180, env=worker_env(self.env()))
-            self.assertEqual(out.returncode, 0, out.stderr)
-            with open(self.path(f"{name}-1")) as f:
-                values[name] = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
-            names[name] = set(values[name])
-        # The interpreter that runs torchrun sets LC_CTYPE itself under the C locale (PEP 538); ours adds the progress
-        # channel and its helper's path.
-        self.assertEqual(names["torchrun"] - {"LC_CTYPE"}, names["ours"] - {"KUBEDIST_PROGRESS", "KUBEDIST_STACK_FILE",
-                                                                           "PYTHONPATH"})
-        same = {"LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_NAME", "ROLE_RANK",
-                "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
-                "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCHELASTIC_SIGNALS_TO_HANDLE", "OMP_NUM_THREADS"}
-        self.assertEqual({k: values["ours"][k] for k in same}, {k: values["torchrun"][k] for k in same})
-        self.assertEqual((values["torchrun"]["TORCHELASTIC_USE_AGENT_STORE"], values["ours"]["TORCHELASTIC_USE_AGENT_STORE"]),
-                         ("True", "False"), "the one difference on purpose")
 
     def test_the_console_and_the_filter_files_match_torchrun_2_15s(self):
         flags = ["--nproc-per-node=2", "--tee=3", "--role=trainer", "--log-line-prefix-template=${role_name}${local_rank}/${rank}| ",
