@@ -141,14 +141,20 @@ std::optional<std::string> read_text_file(const std::string& path) {
   return text;
 }
 
-// --legacy-launch under --local-rank-style=auto: the spelling of the torch the workers' interpreter would import.
-void choose_local_rank_spelling(Launch& launch, const Env& env) {
+// The torch the workers' interpreter would import, found once without importing it: its major version decides the
+// workers' environment (torch 1.x's NCCL_ASYNC_ERROR_HANDLING, 2.x's TORCH_NCCL_ASYNC_ERROR_HANDLING...), and
+// under --legacy-launch with --local-rank-style=auto the spelling of the local rank argument.
+void find_the_workers_torch(Launch& launch, const Env& env) {
   LaunchConfig& config = launch.config;
-  if (!config.legacy_launch || config.use_env || config.local_rank_style != "auto") return;
+  const bool spelling = config.legacy_launch && !config.use_env && config.local_rank_style == "auto";
   const PythonInvocation python = python_invocation(config);
+  if (python.interpreter.empty() && !spelling) return;  // --no-python of another program: 2.x's environment
   const auto sys_path = python.interpreter.empty() ? Result<std::vector<std::string>>(make_error("no interpreter"))
                                                    : python_sys_path(python, env, std::chrono::seconds(10));
-  const LocalRankChoice choice = choose_local_rank_arg(python.interpreter, sys_path, read_text_file);
+  const WorkersTorch torch = find_workers_torch(python.interpreter, sys_path, read_text_file);
+  config.workers_torch_major = torch.major();
+  if (!spelling) return;
+  const LocalRankChoice choice = choose_local_rank_arg(torch);
   config.local_rank_arg = choice.arg;
   launch.notes.push_back(choice.line);
 }
@@ -205,7 +211,7 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
       return make_error("cannot run the script: " + python.error() +
                         " (set PYTHON_EXEC to a Python interpreter, or use --no-python)");
   }
-  choose_local_rank_spelling(launch, env);
+  find_the_workers_torch(launch, env);
   if (auto error = plan_numa(launch, env)) return *error;
   return launch;
 }

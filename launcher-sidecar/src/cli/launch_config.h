@@ -64,6 +64,9 @@ struct LaunchConfig {
   // (underscore). An argparse script accepts only the spelling it declares. Under "auto" the launcher sets it from
   // the torch the workers' interpreter would import (cli/local_rank_style.h); until then, 2.x's.
   std::string local_rank_arg = "--local-rank";
+  // The major version of the torch the workers' interpreter would import (main.cc finds it without importing it):
+  // 1 gets torchrun 1.x's worker environment, 2 and 0 (unknown: no interpreter, no torch found) torchrun 2.x's.
+  int workers_torch_major = 0;
   StreamSpec redirects;
   StreamSpec tee;
   std::string log_dir;

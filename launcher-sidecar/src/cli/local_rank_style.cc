@@ -50,20 +50,39 @@ std::string local_rank_arg_for_torch(const std::string& version) {
   return digits > 0 && major < 2 ? "--local_rank" : "--local-rank";
 }
 
-LocalRankChoice choose_local_rank_arg(const std::string& interpreter, const Result<std::vector<std::string>>& sys_path,
-                                      const std::function<std::optional<std::string>(const std::string&)>& read_file) {
-  if (interpreter.empty()) return {"--local-rank", fallback("the workers' program is no Python interpreter")};
-  if (!sys_path) return {"--local-rank", fallback("cannot read " + interpreter + "'s sys.path (" + sys_path.error() + ")")};
-  for (const auto& dir : *sys_path) {
-    const std::string path = (dir.empty() ? "." : dir) + "/torch/version.py";
-    auto text = read_file(path);
-    if (!text) continue;
-    auto version = torch_version_declared(*text);
-    if (!version) return {"--local-rank", fallback(path + " declares no __version__")};
-    const std::string arg = local_rank_arg_for_torch(*version);
-    return {arg, "--local-rank-style=auto: torch " + *version + " (" + path + "): passing " + arg + "=N"};
+int WorkersTorch::major() const {
+  if (!version) return 0;
+  return local_rank_arg_for_torch(*version) == "--local_rank" ? 1 : 2;
+}
+
+WorkersTorch find_workers_torch(const std::string& interpreter, const Result<std::vector<std::string>>& sys_path,
+                                const std::function<std::optional<std::string>(const std::string&)>& read_file) {
+  WorkersTorch t;
+  if (interpreter.empty()) {
+    t.unknown_because = "the workers' program is no Python interpreter";
+    return t;
   }
-  return {"--local-rank", fallback("no torch/version.py on " + interpreter + "'s sys.path")};
+  if (!sys_path) {
+    t.unknown_because = "cannot read " + interpreter + "'s sys.path (" + sys_path.error() + ")";
+    return t;
+  }
+  for (const auto& dir : *sys_path) {
+    t.path = (dir.empty() ? "." : dir) + "/torch/version.py";
+    auto text = read_file(t.path);
+    if (!text) continue;
+    t.version = torch_version_declared(*text);
+    if (!t.version) t.unknown_because = t.path + " declares no __version__";
+    return t;
+  }
+  t.path.clear();
+  t.unknown_because = "no torch/version.py on " + interpreter + "'s sys.path";
+  return t;
+}
+
+LocalRankChoice choose_local_rank_arg(const WorkersTorch& torch) {
+  if (!torch.version) return {"--local-rank", fallback(torch.unknown_because)};
+  const std::string arg = local_rank_arg_for_torch(*torch.version);
+  return {arg, "--local-rank-style=auto: torch " + *torch.version + " (" + torch.path + "): passing " + arg + "=N"};
 }
 
 }  // namespace kubedist::launcher

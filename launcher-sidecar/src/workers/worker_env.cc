@@ -85,10 +85,15 @@ WorkerSpec render_worker(const LaunchConfig& config, const Assignment& a, int lo
   // Workers host their own store at MASTER_ADDR:MASTER_PORT; the launcher's rendezvous is not a c10d store.
   set("TORCHELASTIC_USE_AGENT_STORE", "False");
   set("TORCHELASTIC_ERROR_FILE", error_file);
-  // torch 2.x's name (the plain NCCL_ASYNC_ERROR_HANDLING is deprecated there and warns); inherited, else 1.
-  if (!w.env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING")) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
-  // torchrun puts its --signals-to-handle in its own environment, which its workers inherit.
-  set("TORCHELASTIC_SIGNALS_TO_HANDLE", config.signals_to_handle_text);
+  if (config.workers_torch_major == 1) {
+    // torchrun 1.x's: torch 1.x reads only this name.
+    if (!w.env.count("NCCL_ASYNC_ERROR_HANDLING")) set("NCCL_ASYNC_ERROR_HANDLING", "1");
+  } else {
+    // torch 2.x's name (the plain NCCL_ASYNC_ERROR_HANDLING is deprecated there and warns); inherited, else 1.
+    if (!w.env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING")) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+    // torchrun 2.x puts its --signals-to-handle in its own environment, which its workers inherit.
+    set("TORCHELASTIC_SIGNALS_TO_HANDLE", config.signals_to_handle_text);
+  }
   // As torchrun: one thread each when several workers share the node, unless the user chose.
   if (!w.env.count("OMP_NUM_THREADS") && local_world_size > 1) set("OMP_NUM_THREADS", "1");
 

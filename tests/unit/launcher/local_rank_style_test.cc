@@ -44,22 +44,32 @@ TEST(LocalRankStyle, TheFirstTorchOnSysPathDecidesAsImportWould) {
   const Files files{{{"/fake/torch/version.py", "__version__ = '2.4.0'\n"},
                      {"/usr/lib/python3/dist-packages/torch/version.py", "__version__ = '1.13.0a0'\n"}}};
   const std::vector<std::string> debian = {"/app", "/usr/lib/python311.zip", "/usr/lib/python3/dist-packages"};
-  auto c = choose_local_rank_arg("/usr/bin/python3", debian, files);
+  const WorkersTorch debians = find_workers_torch("/usr/bin/python3", debian, files);
+  EXPECT_EQ(debians.major(), 1);
+  auto c = choose_local_rank_arg(debians);
   EXPECT_EQ(c.arg, "--local_rank");
   EXPECT_NE(c.line.find("torch 1.13.0a0 (/usr/lib/python3/dist-packages/torch/version.py)"), std::string::npos) << c.line;
   std::vector<std::string> with_fake = debian;
   with_fake.insert(with_fake.begin() + 1, "/fake");  // PYTHONPATH comes before the system's directories
-  EXPECT_EQ(choose_local_rank_arg("python3", with_fake, files).arg, "--local-rank");
+  const WorkersTorch fake = find_workers_torch("python3", with_fake, files);
+  EXPECT_EQ(fake.version, std::optional<std::string>("2.4.0"));
+  EXPECT_EQ(fake.major(), 2);
+  EXPECT_EQ(choose_local_rank_arg(fake).arg, "--local-rank");
 }
 
 TEST(LocalRankStyle, WithoutATorchItFallsBackToTheDashWithOneLineSayingWhy) {
   const Files none{};
   const Files broken{{{"/site/torch/version.py", "debug = False\n"}}};
-  const std::vector<LocalRankChoice> fallbacks = {
-      choose_local_rank_arg("python3", std::vector<std::string>{"/usr/lib/python3.11"}, none),
-      choose_local_rank_arg("python3", make_error("python3: not found"), none),
-      choose_local_rank_arg("", std::vector<std::string>{}, none),
-      choose_local_rank_arg("python3", std::vector<std::string>{"/site"}, broken)};
+  const std::vector<WorkersTorch> unknown = {
+      find_workers_torch("python3", std::vector<std::string>{"/usr/lib/python3.11"}, none),
+      find_workers_torch("python3", make_error("python3: not found"), none),
+      find_workers_torch("", std::vector<std::string>{}, none),
+      find_workers_torch("python3", std::vector<std::string>{"/site"}, broken)};
+  std::vector<LocalRankChoice> fallbacks;
+  for (const auto& torch : unknown) {
+    EXPECT_EQ(torch.major(), 0);  // unknown: the workers get torch 2.x's environment
+    fallbacks.push_back(choose_local_rank_arg(torch));
+  }
   const std::vector<std::string> why = {"no torch/version.py on python3's sys.path", "python3: not found",
                                         "no Python interpreter", "declares no __version__"};
   for (size_t i = 0; i < fallbacks.size(); ++i) {

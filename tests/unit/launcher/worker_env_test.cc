@@ -42,6 +42,20 @@ TEST(WorkerEnv, AsyncErrorHandlingIsTorch2sVariableInheritedElseOne) {
   EXPECT_EQ(plain.env.count("NCCL_ASYNC_ERROR_HANDLING"), 0u) << "deprecated in torch 2.x, which warns when it is set";
 }
 
+TEST(WorkerEnv, Torch1WorkersGetTorchrun1sEnvironment) {
+  // torch 1.x reads only NCCL_ASYNC_ERROR_HANDLING, and its torchrun sets no TORCHELASTIC_SIGNALS_TO_HANDLE.
+  auto cfg = config_for({"t.py"});
+  cfg.workers_torch_major = 1;
+  auto plain = render_worker(cfg, Assignment{}, 1, 0, "/e", {});
+  EXPECT_EQ(plain.env["NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(plain.env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING"), 0u);
+  EXPECT_EQ(plain.env.count("TORCHELASTIC_SIGNALS_TO_HANDLE"), 0u);
+  EXPECT_EQ(render_worker(cfg, Assignment{}, 1, 0, "/e", {{"NCCL_ASYNC_ERROR_HANDLING", "0"}})
+                .env["NCCL_ASYNC_ERROR_HANDLING"], "0");
+  cfg.workers_torch_major = 0;  // unknown: torch 2.x's
+  EXPECT_EQ(render_worker(cfg, Assignment{}, 1, 0, "/e", {}).env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING"), 1u);
+}
+
 TEST(WorkerEnv, WorkersSeeTheSignalsToHandleAsTorchrunsWorkersDo) {
   auto cfg = config_for({"--signals-to-handle=SIGTERM,SIGUSR1", "t.py"});
   EXPECT_EQ(render_worker(cfg, Assignment{}, 1, 0, "/e", {}).env["TORCHELASTIC_SIGNALS_TO_HANDLE"], "SIGTERM,SIGUSR1");
