@@ -174,8 +174,11 @@ NOT_REASONS = {
     "Secret", "Service", "TCP", "TrainingJob", "TrainingJobs", "Workload", "WorkloadPriorityClass", "True", "False",
     "Unknown", "Normal", "Warning", "Ready", "PodScheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled",
     "RuntimeDefault", "NotIn", "Node", "NoSchedule", "NetworkPolicy", "Ingress",
-    # pod and container reasons the operator reads to tell a lost pod from a failed one (lost_pods.cc)
-    "NodeAffinity", "OutOfpods", "NodeShutdown", "Shutdown", "Terminated",
+    # pod and container reasons the operator reads to tell a lost pod from a failed one (lost_pods.cc), and the
+    # kubelet's admission refusals from a failed one (failures.cc)
+    "NodeAffinity", "OutOfpods", "NodeShutdown", "Shutdown", "Terminated", "NodeName", "NodePorts", "OutOf",
+    "PodOSNotSupported", "PodOSSelectorNodeLabelDoesNotMatch", "SysctlForbidden", "TaintToleration",
+    "TopologyAffinityError", "UnexpectedAdmissionError", "UnexpectedPredicateFailureType", "UnknownReason",
     # the phases, documented with the phase in the reference (also condition types there)
     "Pending", "Running", "Succeeded", "Failed",
     # conditions the operator writes on Kueue's Workload, and Kueue's reasons it passes through (kueue.cc)

@@ -6,6 +6,9 @@
 #include "test_plans.h"
 #include "trainingjob/api/status_json.h"
 #include "trainingjob/decide/bad_nodes.h"
+#include "trainingjob/decide/failures.h"
+#include "trainingjob/decide/lost_pods.h"
+#include "trainingjob/decide/status.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/render/render.h"
 
@@ -211,6 +214,98 @@ TEST(BadNodes, TheStatusKeepsTheCountsAndTheAvoidedNodesAcrossAWriteAndARead) {
   const Status odd = parse_status(json::parse(R"({"nodeFailures": {"n1": "two", "n2": 1}, "avoidedNodes": [3, "n2"]})"), {});
   EXPECT_EQ(odd.node_failures, (std::map<std::string, int>{{"n2", 1}}));
   EXPECT_EQ(odd.avoided_nodes, (std::vector<std::string>{"n2"}));
+}
+
+// The kubelet's admission refusals (issue 39 item 9): a job pinned to a node (spec.nodeName) whose pods fail there
+// with exit code 255 got the node avoided, its next pod then carried the exclusion beside the nodeName, the kubelet
+// refused it (NodeAffinity), and each refusal was taken for a lost node and recreated at once: 924 pods in 100 s.
+TEST(AdmissionRefusal, IsAPodFailureNotALostNodeAndOnlyTheKubeletsReasonsCount) {
+  EXPECT_TRUE(failure_is_admission_refusal(failed(1, "n", std::nullopt, "NodeAffinity", "a")));
+  EXPECT_TRUE(failure_is_admission_refusal(failed(1, "n", std::nullopt, "TaintToleration", "a")));
+  EXPECT_TRUE(failure_is_admission_refusal(failed(1, "n", std::nullopt, "OutOfpods", "a")));
+  EXPECT_TRUE(failure_is_admission_refusal(failed(1, "n", std::nullopt, "OutOfnvidia.com/gpu", "a")));
+  EXPECT_TRUE(failure_is_admission_refusal(failed(1, "n", std::nullopt, "UnexpectedAdmissionError", "a")));
+  EXPECT_FALSE(failure_is_admission_refusal(failed(1, "n", std::nullopt, "Evicted", "a")));  // a node loss
+  EXPECT_FALSE(failure_is_admission_refusal(failed(1, "n", 255, "Error", "a")));
+  EXPECT_FALSE(failure_is_admission_refusal(failed(1, "n", 1, "NodeAffinity", "a")));  // a container ran: admitted
+  EXPECT_FALSE(failure_is_admission_refusal(on(1, "Running", "n")));
+  EXPECT_FALSE(failure_is_node_loss(failed(1, "n", std::nullopt, "NodeAffinity", "a")));
+  EXPECT_FALSE(failure_is_node_loss(failed(1, "n", std::nullopt, "OutOfpods", "a")));
+  EXPECT_TRUE(failure_is_node_loss(failed(1, "n", std::nullopt, "Evicted", "a")));
+  // Under every restartPolicy: the program never ran.
+  EXPECT_TRUE(failure_is_retryable(RestartPolicy::kNever, failed(1, "n", std::nullopt, "NodeAffinity", "a")));
+  EXPECT_EQ(admission_backoff_s(1), 10);
+  EXPECT_EQ(admission_backoff_s(2), 20);
+  EXPECT_EQ(admission_backoff_s(5), 160);
+  EXPECT_EQ(admission_backoff_s(6), 300);
+  EXPECT_EQ(admission_backoff_s(1000), 300);
+}
+
+TEST(AdmissionRefusal, ARefusedPodIsCountedOnceKeptThroughItsBackoffThenRecreatedAndBoundedByBackoffLimit) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  job.spec.backoff_limit = 2;
+  auto refused = [](const std::string& uid, UnixSeconds at) {
+    PodFacts p = failed(1, "n1", std::nullopt, "NodeAffinity", uid);
+    p.start_time = format_rfc3339(at);
+    return p;
+  };
+  auto pods = running_except(1);
+  pods.push_back(refused("first", kNow));
+  Plan p = decide(job, observed(pods, 1), kNow);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
+  EXPECT_EQ(p.status.restarts_by_reason.count(kRestartNodeLost), 0u);
+  EXPECT_TRUE(p.status.node_failures.empty());  // a limit of 1, yet the node did nothing
+  EXPECT_TRUE(p.delete_pods.empty());            // kept for its 10 s
+  EXPECT_EQ(p.requeue_after_s, std::optional<int64_t>(10));
+  ASSERT_EQ(events_with(p, "PodFailed"), 1);
+  for (const auto& e : p.events) {
+    if (e.reason == "PodFailed") {
+      EXPECT_EQ(e.message, "pod resnet-node-1 was refused by the kubelet of node n1 (reason NodeAffinity); "
+                           "recreating it in 10s (pod failure 1, backoffLimit 2)");
+    }
+  }
+  // Seen again within the backoff: not counted again, still kept.
+  job.status = p.status;
+  p = decide(job, observed(pods, 1), kNow + 4);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_EQ(events_with(p, "PodFailed"), 0);
+  // The backoff over: deleted, then recreated once gone.
+  p = decide(job, observed(pods, 1), kNow + 10);
+  ASSERT_EQ(p.delete_pods.size(), 1u);
+  EXPECT_EQ(p.delete_pods[0].name, "resnet-node-1");
+  job.status = p.status;
+  // The second refusal waits 20 s; the third is past backoffLimit 2: the job fails saying why.
+  pods = running_except(1);
+  pods.push_back(refused("second", kNow + 12));
+  p = decide(job, observed(pods, 1), kNow + 12);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 2);
+  EXPECT_EQ(p.requeue_after_s, std::optional<int64_t>(20));
+  job.status = p.status;
+  pods = running_except(1);
+  pods.push_back(refused("third", kNow + 40));
+  p = decide(job, observed(pods, 1), kNow + 40);
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  const Condition* failed_condition = find_condition(p.status, ConditionType::kFailed);
+  ASSERT_NE(failed_condition, nullptr);
+  EXPECT_EQ(failed_condition->reason, "BackoffLimitExceeded");
+  EXPECT_NE(failed_condition->message.find("was refused by the kubelet of node n1 (reason NodeAffinity)"),
+            std::string::npos)
+      << failed_condition->message;
+}
+
+TEST(AdmissionRefusal, APodPinnedToANodeNeverAvoidsOne) {
+  json pinned = testing::example_job_json();
+  pinned["spec"]["template"]["spec"]["nodeName"] = "n1";
+  PodOptions options;
+  options.avoided_nodes = {"n1"};
+  const json pod = render_pod(testing::job_from(pinned), 1, options);
+  EXPECT_EQ(pod["spec"]["nodeName"], "n1");
+  EXPECT_FALSE(pod["spec"].contains("affinity")) << pod["spec"].dump();
+  // Not pinned: avoided as before.
+  EXPECT_EQ(required_terms(render_pod(testing::example_job(), 1, options)),
+            json::parse(R"([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}])"));
 }
 
 TEST(BadNodesRender, TheExclusionJoinsEveryRequiredTermOfTheTemplateAndKeepsTheRest) {

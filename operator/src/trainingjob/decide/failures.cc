@@ -1,6 +1,7 @@
 #include "trainingjob/decide/failures.h"
 
 #include <algorithm>
+#include <set>
 
 #include "trainingjob/decide/bad_nodes.h"
 
@@ -9,6 +10,10 @@ namespace {
 
 // "pod J-node-1 failed (exit code 3, reason Error): <the launcher's summary of the failed worker>".
 std::string describe_failure(const PodFacts& pod) {
+  if (failure_is_admission_refusal(pod)) {
+    return "pod " + pod.name + " was refused by the kubelet of node " + pod.node_name + " (reason " +
+           pod.failure_reason + ")";
+  }
   std::string d = "pod " + pod.name + " failed";
   std::string details;
   if (pod.exit_code) details = "exit code " + std::to_string(*pod.exit_code);
@@ -33,7 +38,24 @@ void record_failure(DecideState& s, const PodFacts& pod) {
 
 }  // namespace
 
+bool failure_is_admission_refusal(const PodFacts& pod) {
+  // The kubelet's admission reasons (pkg/kubelet/lifecycle: a predicate's name, OutOf<resource>, or its own).
+  static const std::set<std::string> reasons{"NodeAffinity", "NodeName", "NodePorts", "TaintToleration",
+                                             "UnexpectedAdmissionError", "UnexpectedPredicateFailureType",
+                                             "UnknownReason", "PodOSSelectorNodeLabelDoesNotMatch",
+                                             "PodOSNotSupported", "TopologyAffinityError", "SysctlForbidden"};
+  if (pod.phase != "Failed" || pod.exit_code) return false;  // a container that ran was admitted
+  return reasons.count(pod.failure_reason) != 0 || pod.failure_reason.rfind("OutOf", 0) == 0;
+}
+
+int64_t admission_backoff_s(int pod_failures) {
+  int64_t backoff = 10;
+  for (int i = 1; i < pod_failures && backoff < 300; ++i) backoff *= 2;
+  return std::min<int64_t>(backoff, 300);
+}
+
 bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod) {
+  if (failure_is_admission_refusal(pod)) return true;
   switch (policy) {
     case RestartPolicy::kNever: return false;
     case RestartPolicy::kOnFailure: return true;
@@ -81,18 +103,32 @@ FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFact
     return v;
   }
   for (const PodFacts* pod : v.retryable) {
-    s.delete_pod(*pod);
     const bool again = is_counted(pod);
     if (!again) {
       s.count_pod_restart(kRestartPodFailure);
       counted.push_back(pod->uid);
     }
-    v.restart_message = describe_failure(*pod) + "; recreating it (pod failure " +
-                        std::to_string(st.restarts_by_reason[kRestartPodFailure]) + ", backoffLimit " +
-                        std::to_string(spec.backoff_limit) + ")";
+    const int pod_failure = st.restarts_by_reason[kRestartPodFailure];
+    const bool refused = failure_is_admission_refusal(*pod);
+    // A refused pod keeps its rank's name until its backoff is over: recreated at once, the kubelet that refused it
+    // (a pinned node, a taint) would refuse the next as fast.
+    int64_t wait = 0;
+    if (refused) {
+      const std::string& at = pod->finished_at.empty() ? pod->start_time : pod->finished_at;
+      wait = parse_rfc3339(at).value_or(s.now) + admission_backoff_s(pod_failure) - s.now;
+    }
+    v.restart_message = describe_failure(*pod) + "; recreating it" +
+                        (wait > 0 ? " in " + std::to_string(wait) + "s" : std::string()) + " (pod failure " +
+                        std::to_string(pod_failure) + ", backoffLimit " + std::to_string(spec.backoff_limit) + ")";
+    if (wait > 0) {
+      s.requeue(wait);
+    } else {
+      s.delete_pod(*pod);
+    }
     if (again) continue;
     s.emit("Warning", "PodFailed", v.restart_message);
-    if (failure_is_the_nodes(*pod)) note_node_failure(s, pod->node_name, describe_failure(*pod));
+    // A refusal is the pod's own spec meeting the node's (its affinity, its requests): nothing the node did.
+    if (!refused && failure_is_the_nodes(*pod)) note_node_failure(s, pod->node_name, describe_failure(*pod));
   }
   return v;
 }

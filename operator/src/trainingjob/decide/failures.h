@@ -10,8 +10,18 @@
 
 namespace kubedist::trainingjob {
 
-// Whether a failed pod may be recreated under the job's restartPolicy (ExitCode: 1-127 are permanent).
+// Whether a failed pod may be recreated under the job's restartPolicy (ExitCode: 1-127 are permanent). A pod its
+// kubelet refused at admission never ran the program: retryable under every policy, bounded by backoffLimit.
 bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod);
+
+// Whether the pod's kubelet refused to run it (its node affinity or name, taints, OutOf<resource> such as the
+// device plugin's OutOfnvidia.com/gpu race, an admission error): not a lost node and not the node's fault, but a
+// pod failure (pod_failure, backoffLimit) recreated after a backoff, so a job that can never be admitted fails.
+bool failure_is_admission_refusal(const PodFacts& pod);
+
+// How long after a refusal its pod is recreated, the job's n-th pod failure: 10 s, doubling, at most 5 minutes
+// (the Job controller's schedule).
+int64_t admission_backoff_s(int pod_failures);
 
 struct FailureVerdict {
   std::optional<Ending> ending;            // the failures end the job (permanent, or backoffLimit spent)

@@ -26,8 +26,9 @@ bool counted_lost(const DecideState& s, const std::string& uid) {
 }  // namespace
 
 bool failure_is_node_loss(const PodFacts& pod) {
-  static const std::set<std::string> reasons{"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated",
-                                             "NodeAffinity", "OutOfpods"};
+  // Not the kubelet's admission refusals (NodeAffinity, OutOfpods...): the pod never ran there, and taking them
+  // for lost nodes recreated a pod its node refuses at once, for ever (failures.h).
+  static const std::set<std::string> reasons{"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated"};
   return reasons.count(pod.failure_reason) != 0 && pod.phase == "Failed";
 }
 

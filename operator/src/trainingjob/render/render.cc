@@ -43,10 +43,12 @@ void declare_port(json& container, const char* name, int port) {
 }
 
 // Keeps the pod off `nodes`: the required node affinity's terms are ORed, so each gets the exclusion (a template
-// without one gets a term of its own). A template whose affinity has another shape is left as it is: the API server
+// without one gets a term of its own); not a pod the template pins to a node. A template whose affinity has another shape is left as it is: the API server
 // refuses it with its own message.
 void avoid_nodes(json& spec, const std::vector<std::string>& nodes) {
   if (nodes.empty()) return;
+  // A pod pinned to a node (spec.nodeName) never avoids one: its kubelet would refuse it (NodeAffinity) each time.
+  if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
   const json exclusion = {{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", nodes}};
   json& affinity = spec["affinity"];
   if (affinity.is_null()) affinity = json::object();
