@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/utf8.h"
+
 namespace kubedist {
 namespace {
 
@@ -34,8 +36,9 @@ void log(LogLevel level, const std::string& component, const std::string& messag
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
   // One fprintf per line keeps lines whole across threads.
+  // Messages quote workers and API answers: a log collector that reads lines as UTF-8 gets valid text.
   std::string escaped;
-  for (char c : message) {
+  for (char c : valid_utf8(message)) {
     if (c == '"' || c == '\\') escaped += '\\';
     escaped += c == '\n' ? ' ' : c;
   }

@@ -12,6 +12,7 @@ const char* to_string(Error::Kind kind) {
     case Error::Kind::kUnprocessable: return "Unprocessable";
     case Error::Kind::kRetryable: return "Retryable";
     case Error::Kind::kForbidden: return "Forbidden";
+    case Error::Kind::kUnserializable: return "Unserializable";
     case Error::Kind::kOther: return "Other";
   }
   return "?";

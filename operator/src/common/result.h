@@ -19,6 +19,7 @@ struct Error {
     kUnprocessable,  // HTTP 422: the API server rejected the object
     kRetryable,      // HTTP 429 / 5xx / transport errors: retry with backoff
     kForbidden,      // HTTP 401 / 403
+    kUnserializable, // a request body that cannot be written as JSON (text not UTF-8): never sent, never retried
     kOther,
   };
   Kind kind = Kind::kOther;

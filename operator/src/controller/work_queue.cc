@@ -29,12 +29,27 @@ void WorkQueue::wake_one_locked() {
 
 void WorkQueue::add(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
+  add_locked(key);
+}
+
+void WorkQueue::add_locked(const std::string& key) {
   if (shutting_down_ || dirty_.count(key) != 0) return;
   undelay_locked(key);
   dirty_.insert(key);
   if (processing_.count(key) == 0) {
     ready_.push_back(key);
     wake_one_locked();
+  }
+}
+
+void WorkQueue::wake(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = failures_.find(key); it == failures_.end() || it->second == 0) {
+    add_locked(key);
+  } else if (processing_.count(key) != 0) {
+    woken_.insert(key);  // done() decides: at once after a success, at the backoff time after another failure
+  } else if (delayed_.count(key) == 0) {
+    add_locked(key);  // backing off but with no time set (a failure not followed by add_rate_limited)
   }
 }
 
@@ -121,6 +136,11 @@ std::optional<std::string> WorkQueue::get() {
 void WorkQueue::done(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   processing_.erase(key);
+  // A wake-up during a reconcile that then succeeded (forget() cleared its failures): the reconcile may have read
+  // the state from before the wake-up, so the key goes again.
+  if (woken_.erase(key) != 0 && failures_.count(key) == 0 && !shutting_down_ && dirty_.insert(key).second) {
+    undelay_locked(key);
+  }
   if (dirty_.count(key) != 0) {
     ready_.push_back(key);
     wake_one_locked();

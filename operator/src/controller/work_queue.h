@@ -27,6 +27,11 @@ class WorkQueue {
 
   // Queues key unless it is already waiting. A key being processed is queued again once done() is called.
   void add(const std::string& key);
+  // Queues key like add(), unless it is backing off after errors (a failure count not yet forgotten): then it
+  // keeps its backoff time, and a wake-up while it is processed queues it only if that reconcile succeeds. For
+  // sources that wake keys on a timer of their own (the STATUS poller): each of their wake-ups would otherwise
+  // retry a failing key at once, however long its backoff.
+  void wake(const std::string& key);
   // Queues key after delay (an earlier pending time for the same key wins).
   void add_after(const std::string& key, std::chrono::milliseconds delay);
   // Queues key after its next backoff delay: base_delay * 2^failures, capped.
@@ -44,6 +49,7 @@ class WorkQueue {
   size_t depth() const;  // keys ready or waiting for their time
 
  private:
+  void add_locked(const std::string& key);
   void promote_due_locked(Clock::time_point now);
   // Sets or drops key's pending time, in both delayed_ and due_.
   void delay_locked(const std::string& key, Clock::time_point when);
@@ -66,6 +72,7 @@ class WorkQueue {
   std::map<std::string, Clock::time_point> delayed_;  // key -> when it becomes ready
   std::set<std::pair<Clock::time_point, std::string>> due_;  // the same, earliest first
   std::map<std::string, int> failures_;
+  std::set<std::string> woken_;  // wake()s of keys backing off that came while they were processed
   bool shutting_down_ = false;
 };
 

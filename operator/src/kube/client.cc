@@ -426,11 +426,22 @@ struct Client::Impl {
   Result<json> send_once(bhttp::verb method, const std::string& path, const json* body,
                          const std::string& content_type, bool parse_success,
                          std::optional<std::chrono::milliseconds>* retry_after) {
+    std::string payload;
+    if (body != nullptr) {
+      // Not a transport error: the same body fails the same way on every try, so it is never sent nor retried, and
+      // the message says what is wrong with it (an operator bug: text from outside is made valid where it enters).
+      try {
+        payload = body->dump();
+      } catch (const json::exception& e) {
+        return Error{Error::Kind::kUnserializable,
+                     std::string("request body cannot be written as JSON, not sent: ") + e.what(), 0};
+      }
+    }
     try {
       auto req = make_request(method, path);
       if (body != nullptr) {
         req.set(bhttp::field::content_type, content_type);
-        req.body() = body->dump();
+        req.body() = std::move(payload);
       }
       req.prepare_payload();
       Answer answer;

@@ -2,11 +2,17 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "common/utf8.h"
 
 namespace kubedist::kube {
 
+std::string event_message(const std::string& message) { return cut_utf8(message, kMaxEventMessage, "..."); }
+
 void EventRecorder::record(const ObjectRef& object, const std::string& type, const std::string& reason,
-                           const std::string& message) {
+                           const std::string& raw_message) {
+  // Messages quote what workers wrote (termination messages, hang stacks): made valid and cut at a character
+  // boundary, or the Event could not be sent at all.
+  const std::string message = event_message(raw_message);
   log(type == "Warning" ? LogLevel::kWarn : LogLevel::kInfo, "event",
       object.kind + " " + object.ns + "/" + object.name + " " + reason + ": " + message);
   const std::string now = format_rfc3339(now_unix());
@@ -22,7 +28,7 @@ void EventRecorder::record(const ObjectRef& object, const std::string& type, con
         {"uid", object.uid}}},
       {"type", type},
       {"reason", reason},
-      {"message", message.size() > 1024 ? message.substr(0, 1021) + "..." : message},
+      {"message", message},
       {"source", {{"component", component_}}},
       {"reportingComponent", component_},
       {"firstTimestamp", now},

@@ -1,6 +1,7 @@
 // Records core/v1 Events on objects so that `kubectl describe` explains every decision.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "kube/api.h"
@@ -14,6 +15,13 @@ struct ObjectRef {
   std::string name;
   std::string uid;
 };
+
+// The longest Event message the recorder writes, in bytes (client-go's recorder keeps 1024 too).
+inline constexpr size_t kMaxEventMessage = 1024;
+
+// message as an Event carries it: valid UTF-8 (invalid bytes replaced by U+FFFD), at most kMaxEventMessage bytes,
+// cut at a character boundary and ended with "..." when longer.
+std::string event_message(const std::string& message);
 
 class EventRecorder {
  public:

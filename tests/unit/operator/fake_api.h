@@ -163,9 +163,15 @@ class FakeApi final : public kube::Api {
   static Error status(int code, const std::string& reason, const std::string& message) {
     return kube::error_from_response(code, {{"reason", reason}, {"message", message}});
   }
-  // Records the call; the error a test asked for, if any.
+  // Records the call; the error a test asked for, if any, or the real client's for a body it cannot write as JSON
+  // (a string that is not UTF-8).
   std::optional<Error> called(const std::string& verb, const std::string& path, const nlohmann::json& body) {
     calls_.push_back({verb, path, body});
+    try {
+      (void)body.dump();
+    } catch (const nlohmann::json::exception& e) {
+      return Error{Error::Kind::kUnserializable, std::string("request body cannot be written as JSON: ") + e.what(), 0};
+    }
     for (auto it = answers_.begin(); it != answers_.end(); ++it) {
       if (it->verb != verb || path.find(it->path_part) == std::string::npos) continue;
       const Error e = status(it->http_status, it->reason, "fake " + verb + " " + path + ": HTTP " +

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/utf8.h"
 #include "fake_api.h"
 #include "rendezvous/rdzv_auth.h"
 #include "test_jobs.h"
@@ -236,6 +237,48 @@ TEST_F(ReconcilerTest, AFailedPodsRestartIsStoredBeforeThePodIsDeleted) {
   EXPECT_LT(status, deleted);
   EXPECT_EQ(calls[status].body["status"]["restarts"], 1);
   EXPECT_EQ(calls[deleted].body["preconditions"]["uid"], failed.uid);  // never a newer pod of that name
+}
+
+// Issue 39 item 2: three jobs failing with an honest one-kilobyte Chinese termination message got one PodFailed
+// Event between them: the recorder cut the message at byte 1021, inside a character for two of the three offsets,
+// and that Event's body could not be written. Each offset, as the pods' and jobs' names shift it.
+TEST_F(ReconcilerTest, APodFailedWithACjkTerminationMessageOverOneKilobyteGetsItsEvent) {
+  std::string cjk;
+  while (cjk.size() < 1300) cjk += "数据加载器的工作进程意外退出";
+  run_job();
+  const json running = *api.object(kPods + "/resnet-node-0");
+  int attempt = 0;
+  for (const std::string prefix : {"", "x", "xy"}) {
+    SCOPED_TRACE("prefix of " + std::to_string(prefix.size()) + " bytes");
+    json pod = running;
+    pod["status"]["phase"] = "Failed";
+    pod["status"]["containerStatuses"] = json::array({{{"name", "trainer"},
+                                                       {"state",
+                                                        {{"terminated",
+                                                          {{"exitCode", 1},
+                                                           {"reason", "Error"},
+                                                           {"message", "RuntimeError: " + prefix + cjk}}}}}}});
+    pod["metadata"]["uid"] = "failed-" + std::to_string(++attempt);  // a new pod each time
+    api.put(kPods + "/resnet-node-0", pod);
+    pods.set("team-a/resnet-node-0", parse_pod_facts(pod));
+    api.clear_calls();
+    EXPECT_NE(reconciler.reconcile(kKey).kind, ReconcileResult::Kind::kError);
+    const auto events = api.list(kEvents);
+    int failed = 0;
+    for (const auto& e : events) {
+      if (e.value("reason", "") != "PodFailed") continue;
+      ++failed;
+      const std::string message = e.value("message", "");
+      EXPECT_TRUE(is_valid_utf8(message));
+      EXPECT_LE(message.size(), kube::kMaxEventMessage);
+    }
+    EXPECT_EQ(failed, attempt);  // one more PodFailed Event for each failure
+    // The Restarting condition quotes it too, and the status write carried it.
+    const json status = api.object(kJobPath)->at("status");
+    EXPECT_EQ(status.value("restarts", 0), attempt);
+    sync();
+    pods_run();
+  }
 }
 
 TEST_F(ReconcilerTest, AStatusWriteThatFailsLeavesTheFailedPodInPlace) {

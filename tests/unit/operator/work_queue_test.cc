@@ -126,5 +126,63 @@ TEST(WorkQueue, ShutdownWakesBlockedWorkers) {
   worker.join();
 }
 
+// Issue 39 item 2: a key that fails every reconcile (a body that cannot be sent) was retried at each STATUS poll
+// that woke it, 32 times, whatever its backoff. A wake-up now leaves a backing-off key at its backoff time.
+TEST(WorkQueue, AWakeUpKeepsTheBackoffOfAFailingKey) {
+  WorkQueue q(WorkQueue::Options{200ms, 1000ms});
+  q.add("a");
+  ASSERT_EQ(q.get(), "a");
+  q.add_rate_limited("a");  // the reconcile failed: back in 200 ms
+  q.done("a");
+  const auto start = WorkQueue::Clock::now();
+  q.wake("a");  // the poller saw a new report
+  q.wake("a");
+  EXPECT_EQ(q.get(), "a");
+  EXPECT_GE(WorkQueue::Clock::now() - start, 150ms);  // the backoff's time, not at once
+  EXPECT_EQ(q.failures("a"), 1);
+}
+
+TEST(WorkQueue, AWakeUpQueuesAHealthyKeyAtOnce) {
+  WorkQueue q(WorkQueue::Options{10s, 10s});
+  q.add_after("a", 10s);  // a timer far away (a deadline), not a backoff
+  const auto start = WorkQueue::Clock::now();
+  q.wake("a");
+  EXPECT_EQ(q.get(), "a");
+  EXPECT_LT(WorkQueue::Clock::now() - start, 1s);
+}
+
+// A wake-up while a backing-off key is reconciled: queued again only if that reconcile succeeded (it may have read
+// the state from before the wake-up); after another failure, the longer backoff holds.
+TEST(WorkQueue, AWakeUpDuringTheReconcileOfAFailingKeyDependsOnItsOutcome) {
+  struct Case {
+    const char* name;
+    bool succeeds;
+    bool queued_at_once;
+  };
+  for (const Case& c : {Case{"the reconcile succeeds", true, true}, Case{"it fails again", false, false}}) {
+    SCOPED_TRACE(c.name);
+    WorkQueue q(WorkQueue::Options{300ms, 300ms});
+    q.add_rate_limited("a");
+    ASSERT_EQ(q.get(), "a");  // its backoff over: reconciled
+    q.wake("a");              // the poller, meanwhile
+    if (c.succeeds) {
+      q.forget("a");
+    } else {
+      q.add_rate_limited("a");
+    }
+    const auto start = WorkQueue::Clock::now();
+    q.done("a");
+    EXPECT_EQ(q.get(), "a");
+    const auto waited = WorkQueue::Clock::now() - start;
+    if (c.queued_at_once) {
+      EXPECT_LT(waited, 200ms);
+    } else {
+      EXPECT_GE(waited, 250ms);
+    }
+    q.done("a");
+    EXPECT_EQ(q.depth(), 0u);  // once, not twice
+  }
+}
+
 }  // namespace
 }  // namespace kubedist::controller

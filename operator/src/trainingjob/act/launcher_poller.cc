@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "contract/pod_env.h"
 #include "rendezvous/status_client.h"
 #include "trainingjob/render/render.h"
@@ -11,8 +12,12 @@
 namespace kubedist::trainingjob {
 
 LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid) {
-  return {pod_uid,      status.round,  status.restarts,  status.restarts_by_cause, status.nodes, status.world_size,
-          status.phase, status.run_id, status.progress, now_unix(), status.lost_nodes, status.carried};
+  // The line's free text is the workers' (hang_msg quotes their Python stacks, any bytes): made valid here, where
+  // it enters, so that the Events, conditions and lastFailure that quote it can be sent.
+  auto progress = status.progress;
+  if (progress) progress->hang_message = valid_utf8(progress->hang_message);
+  return {pod_uid,   status.round, status.restarts, status.restarts_by_cause, status.nodes,       status.world_size,
+          valid_utf8(status.phase), valid_utf8(status.run_id), progress, now_unix(), status.lost_nodes, status.carried};
 }
 
 Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,

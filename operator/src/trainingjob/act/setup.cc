@@ -206,7 +206,7 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   if (!options.keyring_secret.empty()) keyring.emplace(api, options.keyring_secret);
   LauncherPoller poller(
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
-      [&] { return launcher_targets(caches, rendezvous_keys); }, [&](const std::string& key) { mgr.queue().add(key); });
+      [&] { return launcher_targets(caches, rendezvous_keys); }, [&](const std::string& key) { mgr.queue().wake(key); });
   mgr.add({[&] { poller.start(); }, [&] { poller.stop(); }});
   mgr.serve_metrics([&] {
     metrics.workqueue_depth(mgr.queue().depth());

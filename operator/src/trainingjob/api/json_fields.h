@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
+
 namespace kubedist::trainingjob {
 
 // obj[key] when it is a string, else "" (absent, null or another type).
@@ -56,18 +58,12 @@ inline const nlohmann::json* condition_at(const nlohmann::json& conditions, cons
   return nullptr;
 }
 
-// The first non-empty line of text, at most max bytes (cut at a UTF-8 character boundary): what the operator keeps
-// of a message someone else wrote.
+// The first non-empty line of text, valid UTF-8 (invalid bytes replaced by U+FFFD), at most max bytes (cut at a
+// character boundary): what the operator keeps of a message someone else wrote.
 inline std::string first_line(std::string_view text, size_t max) {
   size_t start = text.find_first_not_of("\r\n");
   if (start == std::string_view::npos) return "";
-  std::string line(text.substr(start, text.find_first_of("\r\n", start) - start));
-  if (line.size() > max) {
-    size_t cut = max;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-    line.resize(cut);
-  }
-  return line;
+  return cut_utf8(text.substr(start, text.find_first_of("\r\n", start) - start), max);
 }
 
 // obj[key] when it is an integer that fits an int64, else nullopt.

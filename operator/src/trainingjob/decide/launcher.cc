@@ -4,6 +4,7 @@
 #include <set>
 #include <vector>
 
+#include "common/utf8.h"
 #include "trainingjob/decide/bad_nodes.h"
 
 namespace kubedist::trainingjob {
@@ -37,7 +38,7 @@ void note_hang(DecideState& s, const LauncherReport& report, int delta) {
   for (const auto& pod : s.live)
     if (!f.pod.empty() && pod.name == f.pod) f.node = pod.node_name;
   f.reason = "Hang";
-  f.message = text.substr(0, kMaxTerminationMessage);
+  f.message = cut_utf8(text, kMaxTerminationMessage);
   s.plan.status.last_failure = f;
   // The first rank named is the one the others wait for: its node is the suspect.
   note_node_failure(s, f.node, "a hang, " + f.message.substr(0, f.message.find(';')));
