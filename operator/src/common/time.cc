@@ -1,5 +1,6 @@
 #include "common/time.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -12,7 +13,11 @@ UnixSeconds now_unix() {
 }
 
 std::string format_rfc3339(UnixSeconds t) {
-  std::time_t tt = static_cast<std::time_t>(t);
+  // RFC 3339 has four digits of year, and the CRD's date-time format refuses anything else on every write: a time
+  // computed from a bad age still gives one it takes.
+  constexpr UnixSeconds kFirst = -30'610'224'000;  // 1000-01-01T00:00:00Z (strftime pads no year below)
+  constexpr UnixSeconds kLast = 253'402'300'799;   // 9999-12-31T23:59:59Z
+  std::time_t tt = static_cast<std::time_t>(std::clamp(t, kFirst, kLast));
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[32];

@@ -7,6 +7,7 @@
 #include "common/utf8.h"
 #include "contract/pod_env.h"
 #include "rendezvous/status_client.h"
+#include "trainingjob/api/bounds.h"
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
@@ -14,8 +15,12 @@ namespace kubedist::trainingjob {
 LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid) {
   // The line's free text is the workers' (hang_msg quotes their Python stacks, any bytes): made valid here, where
   // it enters, so that the Events, conditions and lastFailure that quote it can be sent.
+  // Its numbers are bounded before any arithmetic (api/bounds.h): a step of 18 digits, an age of 10^17 ms.
   auto progress = status.progress;
-  if (progress) progress->hang_message = valid_utf8(progress->hang_message);
+  if (progress) {
+    progress = bounded(*progress);
+    progress->hang_message = valid_utf8(progress->hang_message);
+  }
   return {pod_uid,   status.round, status.restarts, status.restarts_by_cause, status.nodes,       status.world_size,
           valid_utf8(status.phase), valid_utf8(status.run_id), progress, now_unix(), status.lost_nodes, status.carried};
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trainingjob/api/bounds.h"
 #include "trainingjob/api/json_fields.h"
 
 namespace kubedist::trainingjob {
@@ -10,12 +11,13 @@ using nlohmann::json;
 
 namespace {
 
-// The integer entries of a {reason: count} object; others are skipped.
+// The integer entries of a {reason: count} object, each in [0, kMaxRestarts] (counts are added to); others are
+// skipped.
 std::map<std::string, int> counts_at(const json& obj, const char* key) {
   std::map<std::string, int> counts;
   if (auto it = obj.find(key); it != obj.end() && it->is_object()) {
     for (const auto& [reason, n] : it->items()) {
-      if (n.is_number_integer()) counts[reason] = n.get<int>();
+      if (n.is_number_integer()) counts[reason] = restart_count(int64_at(*it, reason.c_str()));
     }
   }
   return counts;
@@ -74,8 +76,8 @@ void from_json(const json& j, LauncherSeen& l) {
         l.prepaid_nodes.push_back(rank.get<int>());
   }
   l.restarts_by_reason = counts_at(j, "restartsByReason");
-  l.busy_before_ms = std::max<int64_t>(0, int64_at(j, "busyBeforeMs").value_or(0));
-  l.lost_before_ms = std::max<int64_t>(0, int64_at(j, "lostBeforeMs").value_or(0));
+  l.busy_before_ms = bounded(int64_at(j, "busyBeforeMs").value_or(0), 0, kMaxDurationMs);
+  l.lost_before_ms = bounded(int64_at(j, "lostBeforeMs").value_or(0), 0, kMaxDurationMs);
 }
 
 void to_json(json& j, const SlowestRank& r) {
@@ -107,7 +109,7 @@ void to_json(json& j, const ProgressStatus& p) {
 
 void from_json(const json& j, ProgressStatus& p) {
   p = ProgressStatus{};
-  p.step = std::max<int64_t>(0, int64_at(j, "step").value_or(0));
+  p.step = bounded(int64_at(j, "step").value_or(0), 0, kMaxCount);
   p.total_steps = int64_at(j, "totalSteps");
   if (const auto percent = int64_at(j, "percent")) p.percent = static_cast<int>(*percent);
   p.epoch = int64_at(j, "epoch");
@@ -122,8 +124,9 @@ void from_json(const json& j, ProgressStatus& p) {
   p.estimated_completion_time = string_at(j, "estimatedCompletionTime");
   if (auto it = j.find("slowestRank"); it != j.end() && it->is_object()) p.slowest_rank = it->get<SlowestRank>();
   p.started_at = string_at(j, "startedAt");
-  p.productive_seconds = number_at(j, "productiveSeconds").value_or(0);
-  p.lost_seconds = number_at(j, "lostSeconds").value_or(0);
+  // Read back into milliseconds (decide/progress.cc): bounded so that llround and the sums stay in range.
+  p.productive_seconds = bounded(number_at(j, "productiveSeconds").value_or(0), kMaxDurationMs / 1000.0);
+  p.lost_seconds = bounded(number_at(j, "lostSeconds").value_or(0), kMaxDurationMs / 1000.0);
   p.goodput = number_at(j, "goodput");
 }
 
@@ -186,7 +189,7 @@ void from_json(const json& st, Status& s) {
   s.replicas = st.value("replicas", 0);
   s.ready_replicas = st.value("readyReplicas", 0);
   s.world_size = st.value("worldSize", 0);
-  s.restarts = st.value("restarts", 0);
+  s.restarts = restart_count(int64_at(st, "restarts"));
   s.restarts_by_reason = counts_at(st, "restartsByReason");
   s.observed_generation = st.value("observedGeneration", int64_t{0});
   s.start_time = string_at(st, "startTime");
