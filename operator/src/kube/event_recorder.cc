@@ -1,5 +1,9 @@
 #include "kube/event_recorder.h"
 
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
 #include "common/log.h"
 #include "common/time.h"
 #include "common/utf8.h"
@@ -15,11 +19,51 @@ void EventRecorder::record(const ObjectRef& object, const std::string& type, con
   const std::string message = event_message(raw_message);
   log(type == "Warning" ? LogLevel::kWarn : LogLevel::kInfo, "event",
       object.kind + " " + object.ns + "/" + object.name + " " + reason + ": " + message);
+  const std::string key = object.ns + '\n' + object.name + '\n' + object.uid + '\n' + object.kind + '\n' + type +
+                          '\n' + reason + '\n' + message;
+  std::optional<Recorded> seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = recorded_.find(key); it != recorded_.end()) {
+      ++it->second.count;
+      by_use_.erase(it->second.used);
+      it->second.used = ++uses_;
+      by_use_[it->second.used] = key;
+      seen = it->second;
+    }
+  }
+  if (!seen) {
+    create(object, type, reason, message, key);
+    return;
+  }
+  const std::string path = "/api/v1/namespaces/" + object.ns + "/events/" + seen->name;
+  auto r = client_.merge_patch(path, {{"count", seen->count}, {"lastTimestamp", format_rfc3339(now_unix())}});
+  if (r) return;
+  if (r.error().kind == Error::Kind::kNotFound) {  // expired (the API server keeps Events an hour) or deleted
+    create(object, type, reason, message, key);
+    return;
+  }
+  log_warn("event", "could not count event " + reason + " on " + object.name + " again: " + r.error().message);
+}
+
+void EventRecorder::create(const ObjectRef& object, const std::string& type, const std::string& reason,
+                           const std::string& message, const std::string& key) {
   const std::string now = format_rfc3339(now_unix());
+  uint64_t unique = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unique = ++uses_;
+  }
+  // A name of our own (client-go's: the object's name and the time in hex), so that a repeat can patch it.
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  char suffix[40];
+  std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos) + unique);
+  const std::string name = object.name + suffix;
   const nlohmann::json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},
-      {"metadata", {{"generateName", object.name + "."}, {"namespace", object.ns}}},
+      {"metadata", {{"name", name}, {"namespace", object.ns}}},
       {"involvedObject",
        {{"apiVersion", object.api_version},
         {"kind", object.kind},
@@ -36,7 +80,23 @@ void EventRecorder::record(const ObjectRef& object, const std::string& type, con
       {"count", 1},
   };
   auto r = client_.create_unparsed("/api/v1/namespaces/" + object.ns + "/events", event);
-  if (!r) log_warn("event", "could not record event " + reason + " on " + object.name + ": " + r.error().message);
+  if (!r) {
+    log_warn("event", "could not record event " + reason + " on " + object.name + ": " + r.error().message);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  remember_locked(key, Recorded{name, 1, 0});
+}
+
+void EventRecorder::remember_locked(const std::string& key, Recorded recorded) {
+  if (auto it = recorded_.find(key); it != recorded_.end()) by_use_.erase(it->second.used);
+  recorded.used = ++uses_;
+  by_use_[recorded.used] = key;
+  recorded_[key] = std::move(recorded);
+  while (recorded_.size() > max_remembered_ && !by_use_.empty()) {
+    recorded_.erase(by_use_.begin()->second);
+    by_use_.erase(by_use_.begin());
+  }
 }
 
 }  // namespace kubedist::kube

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "kube/api.h"
@@ -25,13 +28,32 @@ std::string event_message(const std::string& message);
 
 class EventRecorder {
  public:
-  EventRecorder(Api& client, std::string component) : client_(client), component_(std::move(component)) {}
-  // Best effort: a failure to record is logged, never fatal. Every event is also logged.
+  // max_remembered: how many recorded Events are remembered for aggregation (client-go's cache holds 4096).
+  EventRecorder(Api& client, std::string component, size_t max_remembered = 4096)
+      : client_(client), component_(std::move(component)), max_remembered_(max_remembered) {}
+  // Best effort: a failure to record is logged, never fatal. Every event is also logged. An Event like one recorded
+  // before (the same object, type, reason and message) is counted on that one (count, lastTimestamp), as client-go's
+  // recorder does: a decision repeated on every pass (a retried write, each poll) is one Event, not one per pass.
   void record(const ObjectRef& object, const std::string& type, const std::string& reason, const std::string& message);
 
  private:
+  struct Recorded {
+    std::string name;  // the Event's metadata.name
+    int count = 1;
+    uint64_t used = 0;  // when it was last recorded, in records: the least recently used is forgotten first
+  };
+  // Creates a new Event; remembers it under key when that worked.
+  void create(const ObjectRef& object, const std::string& type, const std::string& reason, const std::string& message,
+              const std::string& key);
+  void remember_locked(const std::string& key, Recorded recorded);
+
   Api& client_;
   const std::string component_;
+  const size_t max_remembered_;
+  std::mutex mu_;
+  std::map<std::string, Recorded> recorded_;  // by object, type, reason and message
+  std::map<uint64_t, std::string> by_use_;    // recorded_'s keys by their last use
+  uint64_t uses_ = 0;
 };
 
 }  // namespace kubedist::kube

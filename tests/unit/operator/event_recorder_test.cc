@@ -1,0 +1,90 @@
+// The Event recorder: one Event for a decision repeated on every pass, counted as client-go's recorder counts it
+// (issue 39 item 8).
+#include "kube/event_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_api.h"
+
+namespace kubedist::kube {
+namespace {
+
+using kubedist::testing::FakeApi;
+
+const std::string kEvents = "/api/v1/namespaces/team-a/events";
+const ObjectRef kJob{"kubedist.io/v1alpha1", "TrainingJob", "team-a", "resnet", "uid-1"};
+
+TEST(EventRecorder, CountsARepeatedEventOnTheFirstInsteadOfMakingANewOne) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator");
+  for (int i = 0; i < 3; ++i) recorder.record(kJob, "Warning", "HangDetected", "rank 1 stuck");
+  const auto events = api.list(kEvents);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].value("count", 0), 3);
+  EXPECT_EQ(events[0].value("message", ""), "rank 1 stuck");
+  EXPECT_EQ(api.calls("create", kEvents).size(), 1u);
+  EXPECT_EQ(api.calls("patch", kEvents).size(), 2u);
+}
+
+TEST(EventRecorder, AnEventThatDiffersInObjectTypeReasonOrMessageIsANewOne) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator");
+  ObjectRef other = kJob;
+  other.name = "bert";
+  other.uid = "uid-2";
+  ObjectRef recreated = kJob;  // the same name, a new job
+  recreated.uid = "uid-3";
+  recorder.record(kJob, "Warning", "PodFailed", "pod resnet-node-0 failed");
+  recorder.record(other, "Warning", "PodFailed", "pod resnet-node-0 failed");
+  recorder.record(recreated, "Warning", "PodFailed", "pod resnet-node-0 failed");
+  recorder.record(kJob, "Normal", "PodFailed", "pod resnet-node-0 failed");
+  recorder.record(kJob, "Warning", "Created", "pod resnet-node-0 failed");
+  recorder.record(kJob, "Warning", "PodFailed", "pod resnet-node-1 failed");
+  const auto events = api.list(kEvents);
+  EXPECT_EQ(events.size(), 6u);
+  for (const auto& e : events) EXPECT_EQ(e.value("count", 0), 1);
+}
+
+TEST(EventRecorder, AnEventGoneFromTheApiServerIsMadeAgain) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator");
+  recorder.record(kJob, "Warning", "PodFailed", "m");
+  ASSERT_EQ(api.list(kEvents).size(), 1u);
+  api.erase(kEvents + "/" + api.list(kEvents)[0]["metadata"]["name"].get<std::string>());  // its hour is over
+  recorder.record(kJob, "Warning", "PodFailed", "m");
+  const auto events = api.list(kEvents);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].value("count", 0), 1);
+  recorder.record(kJob, "Warning", "PodFailed", "m");
+  EXPECT_EQ(api.list(kEvents)[0].value("count", 0), 2);
+}
+
+TEST(EventRecorder, RemembersAtMostItsLimitTheLeastRecentlyUsedForgottenFirst) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator", 2);
+  recorder.record(kJob, "Normal", "A", "a");
+  recorder.record(kJob, "Normal", "B", "b");
+  recorder.record(kJob, "Normal", "A", "a");  // A used last: B is the one forgotten next
+  recorder.record(kJob, "Normal", "C", "c");
+  recorder.record(kJob, "Normal", "A", "a");  // still remembered: counted
+  recorder.record(kJob, "Normal", "B", "b");  // forgotten: a new Event
+  std::map<std::string, std::vector<int>> counts;
+  for (const auto& e : api.list(kEvents)) counts[e.value("reason", "")].push_back(e.value("count", 0));
+  EXPECT_EQ(counts["A"], std::vector<int>{3});
+  EXPECT_EQ(counts["B"].size(), 2u);
+  EXPECT_EQ(counts["C"], std::vector<int>{1});
+}
+
+TEST(EventRecorder, AFailedCreateIsNotRememberedSoTheNextRecordTriesAgain) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator");
+  api.answer("create", kEvents, 500, "InternalError");
+  recorder.record(kJob, "Warning", "PodFailed", "m");
+  EXPECT_TRUE(api.list(kEvents).empty());
+  recorder.record(kJob, "Warning", "PodFailed", "m");
+  ASSERT_EQ(api.list(kEvents).size(), 1u);
+  EXPECT_EQ(api.list(kEvents)[0].value("count", 0), 1);
+}
+
+}  // namespace
+}  // namespace kubedist::kube
