@@ -314,7 +314,7 @@ try:
     needed = [("list", "trainingjobs.kubedist.io"), ("watch", "trainingjobs.kubedist.io"),
               ("delete", "trainingjobs.kubedist.io"), ("patch", "trainingjobs.kubedist.io/status"),
               ("create", "pods"), ("delete", "pods"), ("watch", "pods"), ("create", "services"),
-              ("create", "events"), ("create", "workloads.scheduling.k8s.io"),
+              ("create", "events"), ("patch", "events"), ("create", "workloads.scheduling.k8s.io"),
               ("delete", "workloads.scheduling.k8s.io"), ("create", "podgroups.scheduling.k8s.io"),
               ("watch", "podgroups.scheduling.k8s.io"), ("delete", "podgroups.scheduling.k8s.io"),
               ("create", "secrets"), ("get", "secrets=kubedist-rendezvous"), ("watch", "secrets=kubedist-rendezvous"),
@@ -328,7 +328,7 @@ try:
                                        ("get", "pods"), ("delete", "services"), ("delete", "secrets"),
                                        ("delete", "nodes"), ("create", "trainingjobs.kubedist.io"),
                                        ("update", "trainingjobs.kubedist.io/status"),
-                                       ("update", "leases.coordination.k8s.io"), ("patch", "events"),
+                                       ("update", "leases.coordination.k8s.io"), ("update", "events"),
                                        ("create", "events.events.k8s.io"),
                                        ("update", "podgroups.scheduling.k8s.io")] if can(v, r)]
     check(not excess, "and nothing more (no other workloads, no updates, no leases elsewhere)" + (f" (excess: {excess})" if excess else ""))

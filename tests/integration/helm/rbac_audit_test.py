@@ -7,10 +7,11 @@ namespace, and networkPolicy.enabled: a NetworkPolicy per job), the chart is ren
 election, gang scheduling, Kueue), its RBAC objects and
 ServiceAccount (and its empty keyring Secret) are applied in namespace kubedist-audit, and kubedist-operator runs
 locally with that ServiceAccount's token and the flags the chart's Deployment gives it. Jobs then take every path
-that makes a request: a foreign Secret kubedist-rendezvous (create refused, the Secret read by name), pods created
-and deleted (a scale down), a finished job deleted after its TTL, a gang job whose PodGroup and Workload are
-replaced when minReplicas changes, a Kueue-queued job that finishes (its Workload's status patched) and one
-suspended (its Workload deleted), the leader Lease, the keyring (read, then patched with the namespace's new key).
+that makes a request: a foreign Secret kubedist-rendezvous (create refused, the Secret read by name, its Event
+counted again on each retry), pods created and deleted (a scale down), a finished job deleted after its TTL, a gang
+job whose PodGroup and Workload are replaced when minReplicas changes, a Kueue-queued job that finishes (its
+Workload's status patched) and one suspended (its Workload deleted), the leader Lease, the keyring (read, then
+patched with the namespace's new key).
 The local cluster's API server audits every request of the ServiceAccounts of kubedist-audit
 (deploy/local/cluster.sh). Then:
   - every audited request is allowed by a rule (none was refused with 403): nothing used is missing;
@@ -110,6 +111,13 @@ def has_event(ns, obj, reason):
                    "--no-headers", ok=False).stdout.strip() != ""
 
 
+def event_count(ns, obj, reason):
+    """The largest count of obj's Events of this reason (a repeat is counted on the first Event: a patch)."""
+    counts = kubectl("-n", ns, "get", "events", "--field-selector", f"involvedObject.name={obj},reason={reason}",
+                     "-o", "jsonpath={.items[*].count}", ok=False).stdout.split()
+    return max([int(c) for c in counts if c.isdigit()], default=0)
+
+
 def pods(ns, name):
     return [p for p in jp(ns, "pods", "{.items[*].metadata.name}").split() if p.startswith(name + "-node-")]
 
@@ -121,6 +129,9 @@ def scenario(ns, mode):
     kubectl("-n", ns, "create", "secret", "generic", "kubedist-rendezvous", "--from-literal=secret=foreign")
     apply(job("a", 2, {"ttlSecondsAfterFinished": 1}), ns)
     eventually(30, "RendezvousSecretConflict on a", lambda: has_event(ns, "a", "RendezvousSecretConflict"))
+    # Each retry decides the same: counted on that Event (patch events), not a new one.
+    eventually(30, "RendezvousSecretConflict counted twice",
+               lambda: event_count(ns, "a", "RendezvousSecretConflict") >= 2)
     kubectl("-n", ns, "delete", "secret", "kubedist-rendezvous")
     eventually(60, "a's 2 pods", lambda: len(pods(ns, "a")) == 2)
     # Scale down: a pod deleted.
