@@ -105,7 +105,8 @@ TEST(HostileNumbers, CountsReadBackFromAStatusAreBoundedBeforeTheyAreAddedTo) {
   const json status = json::parse(R"({
     "restarts": 9223372036854775807,
     "restartsByReason": {"pod_failure": 2147483647, "hang": -5},
-    "launcher": {"podUID": "pod-0", "busyBeforeMs": 9223372036854775807, "lostBeforeMs": -1},
+    "launcher": {"podUID": "pod-0", "busyBeforeMs": 9223372036854775807, "lostBeforeMs": -1,
+                 "absorb": 4294967297, "prepaid": 9223372036854775807},
     "progress": {"step": 9223372036854775807, "productiveSeconds": 1e308, "lostSeconds": -1e308}
   })");
   const Status s = parse_status(status, {});
@@ -114,6 +115,8 @@ TEST(HostileNumbers, CountsReadBackFromAStatusAreBoundedBeforeTheyAreAddedTo) {
   EXPECT_EQ(s.restarts_by_reason.at("hang"), 0);
   EXPECT_EQ(s.launcher.busy_before_ms, kMaxDurationMs);
   EXPECT_EQ(s.launcher.lost_before_ms, 0);
+  EXPECT_EQ(s.launcher.absorb, kMaxRestarts);  // not 1, as 2^32 + 1 read as an int was
+  EXPECT_EQ(s.launcher.prepaid, kMaxRestarts);
   ASSERT_TRUE(s.progress);
   EXPECT_EQ(s.progress->step, kMaxCount);
   EXPECT_EQ(s.progress->productive_seconds, kMaxDurationMs / 1000.0);

@@ -66,8 +66,8 @@ void to_json(json& j, const LauncherSeen& l) {
 
 void from_json(const json& j, LauncherSeen& l) {
   l.pod_uid = string_at(j, "podUID");
-  if (auto a = j.find("absorb"); a != j.end() && a->is_number_integer()) l.absorb = std::max(0, a->get<int>());
-  if (auto p = j.find("prepaid"); p != j.end() && p->is_number_integer()) l.prepaid = std::max(0, p->get<int>());
+  l.absorb = restart_count(int64_at(j, "absorb"));  // counts of restarts, added to and taken from
+  l.prepaid = restart_count(int64_at(j, "prepaid"));
   l.prepaid_at = string_at(j, "prepaidAt");
   if (auto p = j.find("prepaidNodes"); p != j.end() && p->is_array()) {
     for (const auto& rank : *p)
