@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include "common/log.h"
@@ -59,7 +60,11 @@ void EventRecorder::create(const ObjectRef& object, const std::string& type, con
                          std::chrono::system_clock::now().time_since_epoch()).count();
   char suffix[40];
   std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos) + unique);
-  const std::string name = object.name + suffix;
+  // A name is at most 253 characters, each dot-separated part ending in a letter or digit: a long object name is
+  // cut (client-go leaves this to generateName, which cuts too).
+  std::string base = object.name.substr(0, 253 - std::strlen(suffix));
+  while (!base.empty() && (base.back() == '-' || base.back() == '.')) base.pop_back();
+  const std::string name = base + suffix;
   const nlohmann::json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},

@@ -75,6 +75,22 @@ TEST(EventRecorder, RemembersAtMostItsLimitTheLeastRecentlyUsedForgottenFirst) {
   EXPECT_EQ(counts["C"], std::vector<int>{1});
 }
 
+// A job whose spec is refused may have any name the API server takes (253 characters): its Events' names fit too.
+TEST(EventRecorder, NamesAnEventOfAnObjectWithTheLongestNameWithinTheLimit) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator");
+  ObjectRef job = kJob;
+  // 253 characters; the suffix (".<nanoseconds in hex>") is 17 of them: the cut falls just after the '-'.
+  job.name = std::string(235, 'a') + "-" + std::string(17, 'c');
+  recorder.record(job, "Warning", "InvalidSpec", "m");
+  const auto events = api.list(kEvents);
+  ASSERT_EQ(events.size(), 1u);
+  const std::string name = events[0]["metadata"]["name"].get<std::string>();
+  EXPECT_LE(name.size(), 253u);
+  EXPECT_EQ(name.rfind(std::string(235, 'a') + ".", 0), 0u) << name;  // no "-." in a name
+  EXPECT_EQ(events[0]["involvedObject"]["name"], job.name);
+}
+
 TEST(EventRecorder, AFailedCreateIsNotRememberedSoTheNextRecordTriesAgain) {
   FakeApi api;
   EventRecorder recorder(api, "kubedist-operator");
