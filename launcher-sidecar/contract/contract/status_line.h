@@ -87,6 +87,15 @@ struct StatusReport {
   bool operator==(const StatusReport&) const = default;
 };
 
+// The hang message as the line carries it: at most kMaxHangMessage bytes, cut before a UTF-8 character that would
+// not fit whole (a cut inside one left bytes that are not UTF-8 at the end of every hang with non-ASCII stacks).
+inline std::string cut_hang_message(const std::string& text) {
+  if (text.size() <= kMaxHangMessage) return text;
+  size_t cut = kMaxHangMessage;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
 namespace status_line_detail {
 
 // A metric name the line can carry: 1 to kMaxMetricName of [A-Za-z0-9_].
@@ -197,7 +206,7 @@ inline std::string encode_status_line(const StatusReport& r) {
     }
     if (!p->hang_message.empty()) {
       line += " hang_age_ms=" + std::to_string(p->hang_age_ms) +
-              " hang_msg=" + status_line_detail::escape(p->hang_message.substr(0, kMaxHangMessage));
+              " hang_msg=" + status_line_detail::escape(cut_hang_message(p->hang_message));
     }
   }
   return line + "\n";

@@ -145,7 +145,7 @@ std::vector<StuckRank> JobProgress::stuck_ranks(Clock::time_point now) const {
 }
 
 void JobProgress::hang_detected(const std::string& message, Clock::time_point now) {
-  hang_message_ = message.substr(0, contract::kMaxHangMessage);
+  hang_message_ = contract::cut_hang_message(message);
   hang_at_ = now;
 }
 

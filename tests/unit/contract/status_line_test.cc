@@ -235,6 +235,27 @@ TEST(StatusLine, KeepsTheLineShortWhateverTheWorkersReported) {
   EXPECT_LT(line.size() + 100, 4096u) << line.size();
 }
 
+// Python stacks in Chinese: the cut at kMaxHangMessage bytes falls before a character, never inside one, at every
+// offset (issue 39 item 2).
+TEST(StatusLine, CutsAHangMessageBeforeACharacterThatDoesNotFitWhole) {
+  for (const std::string prefix : {"", "x", "xy"}) {
+    SCOPED_TRACE("prefix of " + std::to_string(prefix.size()) + " bytes");
+    std::string message = prefix;
+    while (message.size() < 2 * kMaxHangMessage) message += "在等待集合通信";
+    StatusReport r = running_report();
+    r.progress = full_progress();
+    r.progress->hang_message = message;
+    const ParsedStatusLine back = parse_status_line(encode_status_line(r));
+    ASSERT_TRUE(back.report) << back.error;
+    const std::string& got = back.report->progress->hang_message;
+    EXPECT_LE(got.size(), kMaxHangMessage);
+    EXPECT_GT(got.size(), kMaxHangMessage - 3);
+    EXPECT_EQ(message.compare(0, got.size(), got), 0);  // a prefix of the message
+    EXPECT_EQ((got.size() - prefix.size()) % 3, 0u);  // whole 3-byte characters only
+  }
+  EXPECT_EQ(cut_hang_message("short"), "short");
+}
+
 TEST(StatusLine, RefusesMalformedProgress) {
   const std::string head = "STATUS round=1 restarts=0 nodes=1 world_size=1 run=j ";
   const std::pair<std::string, std::string> cases[] = {
