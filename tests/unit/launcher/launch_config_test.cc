@@ -1,5 +1,6 @@
 // The CLI/env mapping, checked against torchrun's documented flag and variable names.
 #include "cli/launch_config.h"
+#include "parsed_config.h"
 
 #include <gtest/gtest.h>
 
@@ -16,11 +17,7 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-LaunchConfig parse_ok(const Args& args, const Env& env = {}) {
-  auto r = parse_launch_config(args, env);
-  EXPECT_TRUE(r.ok()) << r.error();
-  return r.ok() ? r.value() : LaunchConfig{};
-}
+using testing::parse_ok;
 
 struct SpellingCase {
   Args args;

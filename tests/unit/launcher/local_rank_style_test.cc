@@ -1,5 +1,6 @@
 // --local-rank-style=auto: the spelling of the torch the workers would import, from its torch/version.py.
 #include "cli/local_rank_style.h"
+#include "parsed_config.h"
 
 #include <gtest/gtest.h>
 
@@ -80,11 +81,7 @@ TEST(LocalRankStyle, WithoutATorchItFallsBackToTheDashWithOneLineSayingWhy) {
   }
 }
 
-LaunchConfig config_for(std::vector<std::string> args) {
-  auto r = parse_launch_config(args, {});
-  EXPECT_TRUE(r.ok()) << r.error();
-  return r.ok() ? r.value() : LaunchConfig{};
-}
+LaunchConfig config_for(const std::vector<std::string>& args) { return testing::parse_ok(args); }
 
 TEST(PythonInvocation, FindsTheWorkersInterpreterAndScript) {
   auto script = python_invocation(config_for({"dir/t.py", "a"}));

@@ -8,6 +8,7 @@
 
 #include "cli/completion.h"
 #include "cli/launch_config.h"
+#include "parsed_config.h"
 #include "cli/log_line_prefix.h"
 #include "cli/numa_binding.h"
 #include "cli/signal_names.h"
@@ -18,11 +19,7 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-LaunchConfig parse_ok(const Args& args, const Env& env = {}) {
-  auto r = parse_launch_config(args, env);
-  EXPECT_TRUE(r.ok()) << r.error();
-  return r.ok() ? r.value() : LaunchConfig{};
-}
+using testing::parse_ok;
 
 TEST(Torchrun215Flags, DefaultsAreTorchruns) {
   const auto c = parse_ok({"t.py"});

@@ -1,15 +1,14 @@
 // The worker environment contract: torchrun's names and values.
 #include "workers/worker_env.h"
+#include "parsed_config.h"
 
 #include <gtest/gtest.h>
 
 namespace kubedist::launcher {
 namespace {
 
-LaunchConfig config_for(std::vector<std::string> args, Env env = {}) {
-  auto r = parse_launch_config(args, env);
-  EXPECT_TRUE(r.ok()) << r.error();
-  return r.value();
+LaunchConfig config_for(const std::vector<std::string>& args, const Env& env = {}) {
+  return testing::parse_ok(args, env);
 }
 
 TEST(WorkerEnv, SetsEveryTorchrunVariable) {
