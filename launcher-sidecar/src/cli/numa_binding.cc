@@ -198,7 +198,13 @@ std::string cpu_list_text(const std::set<int>& cpus) {
     const int first = *it;
     int last = first;
     while (++it != cpus.end() && *it == last + 1) last = *it;
-    out += (out.empty() ? "" : ",") + std::to_string(first) + (last > first ? "-" + std::to_string(last) : "");
+    // Appends only: GCC 12's Release build warns falsely (-Wrestrict) about "literal" + std::string.
+    if (!out.empty()) out += ',';
+    out += std::to_string(first);
+    if (last > first) {
+      out += '-';
+      out += std::to_string(last);
+    }
   }
   return out;
 }

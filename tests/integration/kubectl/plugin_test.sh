@@ -76,8 +76,10 @@ expect_error "a missing script" "missing.py: no such file in .*--workdir" \
   kubectl kubedist run -n "$NS" -- torchrun --nnodes=2 missing.py
 expect_error "a name that is not a DNS label" "--name Bad_Name: not a DNS label" \
   kubectl kubedist run -n "$NS" --name Bad_Name -- torchrun train.py
-expect_error "a refused torchrun flag" "--numa-binding" \
-  kubectl kubedist run -n "$NS" -- torchrun --numa-binding=node train.py
+expect_error "a refused torchrun flag" "--print-completion" \
+  kubectl kubedist run -n "$NS" -- torchrun --print-completion=bash train.py
+expect_error "a bad value of a torchrun 2.15 flag" "--numa-binding" \
+  kubectl kubedist run -n "$NS" -- torchrun --numa-binding=far train.py
 rm "$work/proj/.kubedistignore"
 expect_error "a working directory over the limit" "over .* the limit is 6.0 MiB \(largest: data/ignored.bin .*--image" \
   kubectl kubedist run -n "$NS" -- torchrun train.py
