@@ -68,9 +68,13 @@ class Callbacks(LauncherTest):
         self.assertEqual((r["world_size"], r["process_index"], r["global_step"]), (2, 1, 20))
         self.assertIn("KubedistProgress", r["callbacks"])
 
-    def test_kubedist_auto_callbacks_0_turns_both_off(self):
+    def test_kubedist_auto_callbacks_0_turns_lightnings_off(self):
         off = {"KUBEDIST_AUTO_CALLBACKS": "0"}
         self.assertEqual(self.train("lightning_train.py", [self.tmp, "1", "2", "10", "0.2"], 1, off), [])
+        self.assertEqual(self.rank(0)["global_step"], 10)
+
+    def test_kubedist_auto_callbacks_0_turns_transformers_off(self):
+        off = {"KUBEDIST_AUTO_CALLBACKS": "0"}
         self.assertEqual(self.train("hf_train.py", [self.tmp, "10", "0.2"], 1, off), [])
         self.assertNotIn("KubedistProgress", self.rank(0)["callbacks"])
 
