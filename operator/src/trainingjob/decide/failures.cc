@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/backoff.h"
 #include "trainingjob/decide/bad_nodes.h"
 
 namespace kubedist::trainingjob {
@@ -49,9 +50,8 @@ bool failure_is_admission_refusal(const PodFacts& pod) {
 }
 
 int64_t admission_backoff_s(int pod_failures) {
-  int64_t backoff = 10;
-  for (int i = 1; i < pod_failures && backoff < 300; ++i) backoff *= 2;
-  return std::min<int64_t>(backoff, 300);
+  const BackoffPolicy policy{std::chrono::seconds(10), std::chrono::minutes(5)};
+  return std::chrono::duration_cast<std::chrono::seconds>(policy.delay(std::max(pod_failures, 1) - 1)).count();
 }
 
 bool failure_is_retryable(RestartPolicy policy, const PodFacts& pod) {

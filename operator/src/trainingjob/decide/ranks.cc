@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/backoff.h"
 #include "trainingjob/render/render.h"
 #include "trainingjob/decide/status.h"
 
@@ -31,9 +32,8 @@ bool note_refusal(DecideState& s, const PodRefusal& refused) {
 }  // namespace
 
 int64_t refused_create_backoff_s(int attempts) {
-  int64_t s = kRefusedBackoffFirstS;
-  for (int i = 1; i < attempts && s < kRefusedBackoffMaxS; ++i) s *= 2;
-  return std::min(s, kRefusedBackoffMaxS);
+  const BackoffPolicy policy{std::chrono::seconds(kRefusedBackoffFirstS), std::chrono::seconds(kRefusedBackoffMaxS)};
+  return std::chrono::duration_cast<std::chrono::seconds>(policy.delay(std::max(attempts, 1) - 1)).count();
 }
 
 std::string refusal_reason(const std::string& message) {
