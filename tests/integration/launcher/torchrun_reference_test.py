@@ -23,6 +23,7 @@ out = {"env": dict(os.environ), "argv": sys.argv, "executable": sys.executable, 
        "world": dist.get_world_size()}
 with open(os.path.join(sys.argv[1], "rank%s.json" % os.environ["RANK"]), "w") as f:
     json.dump(out, f)
+dist.destroy_process_group()
 '''
 
 # Variables whose values differ by nature or on purpose; every other variable torchrun sets must be set by the

@@ -41,4 +41,9 @@ result = {
 }
 with open(os.path.join(out_dir, f"rank{accelerator.process_index}.json"), "w") as f:
     json.dump(result, f)
+# The prepared DDP model holds the process group: released first (free_memory drops the Accelerator's references), so
+# that end_training's destroy_process_group joins gloo's threads before the interpreter finalizes (torch 2.15 on
+# Python 3.11 aborts a worker whose gloo thread frees a tensor after that).
+del model, optimizer, data
+accelerator.free_memory()
 accelerator.end_training()

@@ -58,4 +58,7 @@ else:
     record = {"initial": initial, "weights": weights(), "step": int(step)}
 with open(os.path.join(out_dir, f"{phase}-rank{rank}.json"), "w") as f:
     json.dump(record, f)
+# DDP holds the process group: released first, so that destroy_process_group joins gloo's threads before the
+# interpreter finalizes (torch 2.15 on Python 3.11 aborts a worker whose gloo thread frees a tensor after that).
+del ddp, optimizer
 dist.destroy_process_group()

@@ -71,4 +71,7 @@ with open(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), "w") as f:
     json.dump(result, f)
 os.rename(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), os.path.join(args.out_dir, f"rank{rank}.json"))
 dist.barrier()
+# DDP holds the process group: released first, so that destroy_process_group joins gloo's threads before the
+# interpreter finalizes (torch 2.15 on Python 3.11 aborts a worker whose gloo thread frees a tensor after that).
+del ddp
 dist.destroy_process_group()
