@@ -242,12 +242,13 @@ void raise_fd_limit() {
 }
 
 // --standalone (master_port 0): the workers' store on a port free on this host, chosen once for the whole run, as
-// torchrun --standalone does.
-std::optional<Error> pick_standalone_store_port(LaunchConfig& config) {
+// torchrun --standalone does, and held for the rank-0 worker's store until the launcher ends (io/net.h).
+std::optional<Error> pick_standalone_store_port(LaunchConfig& config, PortReservation& held) {
   if (config.master_port != 0) return std::nullopt;
-  auto port = pick_free_port("127.0.0.1");
-  if (!port) return make_error(port.error());
-  config.master_port = *port;
+  auto reserved = PortReservation::take("127.0.0.1");
+  if (!reserved) return make_error(reserved.error());
+  config.master_port = reserved->port();
+  held = std::move(reserved.value());
   return std::nullopt;
 }
 
@@ -438,7 +439,9 @@ int main(int argc, char** argv) {
   }
   report_environment(*launch, env);
   raise_fd_limit();
-  if (auto error = pick_standalone_store_port(launch.value().config)) return fail(error->message, 1);
+  PortReservation standalone_store;
+  if (auto error = pick_standalone_store_port(launch.value().config, standalone_store))
+    return fail(error->message, 1);
   const Supervision supervision = split_guard_and_supervisor(launch->config);
   if (supervision.guard_exit_code) return *supervision.guard_exit_code;
   return supervise(std::move(launch).value(), env, supervision);

@@ -17,7 +17,10 @@ std::optional<in_addr> parse_ipv4(const std::string& text) {
   return std::nullopt;
 }
 
-Result<int> listen_tcp(const std::string& addr, int port) {
+namespace {
+
+// addr:port to bind to ("" for any address); `what` starts the error ("cannot listen").
+Result<sockaddr_in> bind_address(const std::string& addr, int port, const std::string& what) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));
@@ -26,8 +29,17 @@ Result<int> listen_tcp(const std::string& addr, int port) {
   } else if (auto a = parse_ipv4(addr)) {
     sa.sin_addr = *a;
   } else {
-    return make_error("cannot listen on '" + addr + "': not an IPv4 address");
+    return make_error(what + " on '" + addr + "': not an IPv4 address");
   }
+  return sa;
+}
+
+}  // namespace
+
+Result<int> listen_tcp(const std::string& addr, int port) {
+  auto bound = bind_address(addr, port, "cannot listen");
+  if (!bound) return make_error(bound.error());
+  sockaddr_in sa = *bound;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
   int one = 1;
@@ -94,12 +106,40 @@ bool is_local_address(in_addr addr) {
   return local;
 }
 
-Result<int> pick_free_port(const std::string& addr) {
-  auto fd = listen_tcp(addr, 0);
-  if (!fd) return make_error(fd.error());
-  int port = bound_port(*fd);
-  close(*fd);
-  return port;
+Result<PortReservation> PortReservation::take(const std::string& addr) {
+  auto bound = bind_address(addr, 0, "cannot reserve a port");
+  if (!bound) return make_error(bound.error());
+  sockaddr_in sa = *bound;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    std::string err = std::strerror(errno);
+    close(fd);
+    return make_error("cannot reserve a port: " + err);
+  }
+  return PortReservation(fd, bound_port(fd));
+}
+
+PortReservation::PortReservation(PortReservation&& other) noexcept : fd_(other.fd_), port_(other.port_) {
+  other.fd_ = -1;
+  other.port_ = 0;
+}
+
+PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.fd_;
+    port_ = other.port_;
+    other.fd_ = -1;
+    other.port_ = 0;
+  }
+  return *this;
+}
+
+PortReservation::~PortReservation() {
+  if (fd_ >= 0) close(fd_);
 }
 
 }  // namespace kubedist::launcher

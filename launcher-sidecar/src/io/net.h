@@ -25,7 +25,26 @@ inline constexpr int kDeadPeerSeconds = 15;
 void detect_dead_peer(int fd);
 // True when addr belongs to this host (binding to it succeeds).
 bool is_local_address(in_addr addr);
-// A port that was free on addr a moment ago (bind to port 0 and read it back).
-Result<int> pick_free_port(const std::string& addr);
+// A free port held for a server that another process starts later (the rank-0 worker's TCPStore): a socket bound
+// to it with SO_REUSEADDR and never listening. While it is held, the kernel gives the port to no other bind to port
+// 0 and to no outgoing connection (a store client retrying its connect on this host could otherwise be given the
+// port as its own and connect to itself), yet a server that sets SO_REUSEADDR, as every TCPStore does, binds and
+// listens on it. Released when destroyed.
+class PortReservation {
+ public:
+  PortReservation() = default;
+  static Result<PortReservation> take(const std::string& addr);
+  PortReservation(PortReservation&& other) noexcept;
+  PortReservation& operator=(PortReservation&& other) noexcept;
+  PortReservation(const PortReservation&) = delete;
+  PortReservation& operator=(const PortReservation&) = delete;
+  ~PortReservation();
+  int port() const { return port_; }
+
+ private:
+  PortReservation(int fd, int port) : fd_(fd), port_(port) {}
+  int fd_ = -1;
+  int port_ = 0;
+};
 
 }  // namespace kubedist::launcher

@@ -177,11 +177,14 @@ void RendezvousHost::announce_store(std::string addr) { store_addr_ = std::move(
 void RendezvousHost::add_store(Run& run, Assignment& a) {
   if (store_addr_.empty()) return;
   if (run.store_round != a.round) {
-    // Free on every address: the rank-0 worker's TCPStore listens on all of them.
-    auto port = pick_free_port("");
-    if (!port) write_all(2, "kubedist-launcher: rendezvous: no free port for the workers' store: " + port.error() + "\n");
+    // Free on every address (the rank-0 worker's TCPStore listens on all of them), and held for it until the
+    // next round: no other socket of this host takes it while the workers start.
+    auto reserved = PortReservation::take("");
+    if (!reserved)
+      write_all(2, "kubedist-launcher: rendezvous: no free port for the workers' store: " + reserved.error() + "\n");
     run.store_round = a.round;
-    run.store_port = port ? *port : 29500;
+    run.store_port = reserved ? reserved->port() : 29500;
+    run.store_reservation = reserved ? std::move(reserved.value()) : PortReservation();
   }
   a.master_addr = store_addr_;
   a.master_port = run.store_port;

@@ -14,6 +14,7 @@
 #include "io/admission.h"
 #include "io/event_loop.h"
 #include "io/listener.h"
+#include "io/net.h"
 #include "progress/job_progress.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/coordinator.h"
@@ -70,6 +71,7 @@ class RendezvousHost {
     EventLoop::TimerId deadline_timer = 0;  // for coordinator.next_deadline()
     int store_round = -1;                   // the round store_port was chosen for
     int store_port = 0;
+    PortReservation store_reservation;      // store_port, held until the next round's (io/net.h)
   };
   // A hang being handled: the stacks asked of each node of the round, until they answer or kStacksWait passes.
   struct HangCheck {
