@@ -163,12 +163,20 @@ std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
       {{"--avoid-node-after-failures"}, false,
        integer(&o->avoid_node_after_failures, 0, 1000, "an integer from 0 (never) to 1000"),
        "  --avoid-node-after-failures N   a node where N of a job's pods failed for reasons not the training\n"
-       "                           code's (a signal, OOMKilled, lost with the node, a hang) is avoided by the job's\n"
-       "                           new pods (status.avoidedNodes, Event NodeAvoided); 0: never (default 2)\n"},
+       "                           code's (a signal, not an OOM kill by its own limit; lost with the node; a hang)\n"
+       "                           is avoided by the job's new pods (status.avoidedNodes, Event NodeAvoided);\n"
+       "                           0: never (default 2)\n"},
       {{"--taint-avoided-nodes"}, true, boolean(&o->taint_avoided_nodes),
        "  --taint-avoided-nodes[=BOOL]   also taint a node a job comes to avoid kubedist.io/avoided:NoSchedule, so\n"
-       "                           that no job's new pods land there until it is removed (needs --watch-nodes and\n"
-       "                           patch on nodes) (default false)\n"},
+       "                           that no job's new pods land there until --avoided-taint-ttl passes; only for\n"
+       "                           the node's own faults (lost with it: NotReady, deleted, out of service), never\n"
+       "                           for a job's signals or hangs (needs --watch-nodes and patch on nodes) (default false)\n"},
+      {{"--max-tainted-nodes"}, false, integer(&o->max_tainted_nodes, 1, 1000, "an integer from 1 to 1000"),
+       "  --max-tainted-nodes N    --taint-avoided-nodes taints no node while N nodes carry the taint (default 3)\n"},
+      {{"--avoided-taint-ttl"}, false,
+       duration_ms([o](long ms) { o->avoided_taint_ttl_s = ms / 1000; }, whole_seconds, 1000, 604800000,
+                   "a whole number of seconds from 1s to 10080m (e.g. 60m)"),
+       "  --avoided-taint-ttl D    the operator takes kubedist.io/avoided off a node D after adding it (default 60m)\n"},
       {{"--launcher-poll-interval"}, false,
        duration_ms([o](long ms) { o->launcher_poll_interval_ms = ms; }, [](long ms) { return ms == 0 || ms >= 100; },
                    0, 3600000, "0 (off) or a duration from 100ms to 1h (e.g. 10s)"),

@@ -117,9 +117,14 @@ TEST(BadNodes, TwoFailuresBySignalOnOneNodeKeepTheJobsNewPodsOffIt) {
 TEST(BadNodes, OnlyFailuresThatAreTheNodesCount) {
   EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 1, "Error", "a")));    // the program's own answer
   EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 127, "Error", "a")));
-  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 128, "Error", "a")));
+  EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 128, "Error", "a")));
+  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 129, "Error", "a")));   // SIGHUP, the first signal's code
   EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 139, "Error", "a")));   // SIGSEGV
-  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 1, "OOMKilled", "a")));  // OOM, whatever the code said
+  EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", 192, "Error", "a")));   // the last real-time signal's
+  EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 193, "Error", "a")));
+  EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 255, "Error", "a")));  // sys.exit(-1): the program chose it
+  // An OOM kill by the container's own limit is the program's use of memory, on any node.
+  EXPECT_FALSE(failure_is_the_nodes(failed(1, "n", 137, "OOMKilled", "a")));
   EXPECT_TRUE(failure_is_the_nodes(failed(1, "n", std::nullopt, "", "a")));  // ended without an exit code
 
   TrainingJob job = testing::example_job();
@@ -162,33 +167,39 @@ TEST(BadNodes, ALimitOfZeroCountsNothingAndAJobTracksAtMost64Nodes) {
   EXPECT_EQ(p.status.restarts_by_reason.at(kRestartPodFailure), 1);  // the failure itself still counts
 }
 
-TEST(BadNodes, ANodeIsTaintedForEveryPodOnlyWhenAskedAndOnlyOnce) {
+Observed with_node(std::vector<PodFacts> pods, const std::string& node, bool taint) {
+  Observed o = observed(std::move(pods), 1);
+  o.nodes_watched = true;
+  NodeFacts n;
+  n.name = node;
+  n.resource_version = "9";
+  o.nodes = {n};
+  o.taint_avoided_nodes = taint;
+  return o;
+}
+
+TEST(BadNodes, ANodeIsTaintedForEveryPodOnlyWhenAskedOnlyForItsOwnFaultAndOnlyOnce) {
   TrainingJob job = testing::example_job();
   job.status.phase = JobPhase::kRunning;
   auto pods = running_except(1);
-  pods.push_back(failed(1, "n1", 137, "OOMKilled", "a"));
-  Observed o = observed(pods, 1);
-  o.nodes_watched = true;
-  NodeFacts n1;
-  n1.name = "n1";
-  n1.resource_version = "9";
-  o.nodes = {n1};
+  pods.push_back(failed(1, "n1", std::nullopt, "NodeShutdown", "a"));  // the node shut down under it
   // Not asked: the job avoids n1, nobody else is told.
-  Plan p = decide(job, o, kNow);
+  Plan p = decide(job, with_node(pods, "n1", false), kNow);
   EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n1"}));
   EXPECT_FALSE(testing::writes_any(p, Write::Verb::kMergePatch, "Node"));
-  // Asked: one merge patch of n1's taints, on the version they were read from.
-  o.taint_avoided_nodes = true;
+  // Asked: one merge patch of n1's taints, on the version they were read from, valued with the second it is added.
+  Observed o = with_node(pods, "n1", true);
   p = decide(job, o, kNow);
   const auto taints = testing::writes(p, Write::Verb::kMergePatch, "Node");
   ASSERT_EQ(taints.size(), 1u);
   EXPECT_EQ(taints[0].path, "/api/v1/nodes/n1");
   EXPECT_EQ(taints[0].precondition, "9");
-  EXPECT_EQ(taints[0].body, json::parse(R"({"spec": {"taints": [{"key": "kubedist.io/avoided", "value": "",
+  EXPECT_EQ(taints[0].body, json::parse(R"({"spec": {"taints": [{"key": "kubedist.io/avoided", "value": "1800000000",
                                                                    "effect": "NoSchedule"}]}})"));
+  ASSERT_EQ(events_with(p, "NodeAvoided"), 1);
   for (const auto& e : p.events) {
     if (e.reason == "NodeAvoided") {
-      EXPECT_NE(e.message.find("tainted kubedist.io/avoided:NoSchedule"), std::string::npos);
+      EXPECT_NE(e.message.find("; tainted kubedist.io/avoided:NoSchedule for every new pod"), std::string::npos);
     }
   }
   // Already tainted (by another job, or an earlier pass that stopped before its status write): not again.
@@ -197,6 +208,116 @@ TEST(BadNodes, ANodeIsTaintedForEveryPodOnlyWhenAskedAndOnlyOnce) {
   // A node the cache does not hold (deleted): nothing to taint.
   o.nodes.clear();
   EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kMergePatch, "Node"));
+}
+
+TEST(BadNodes, OneJobsSignalsHangsOomKillsAndEvictionsAvoidTheNodeForItButNeverTaintIt) {
+  // The case of the issue: sys.exit(-1) is 255, the program's choice, and counts against no node at all.
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(1);
+  pods.push_back(failed(1, "n1", 255, "Error", "a"));
+  Plan p = decide(job, with_node(pods, "n1", true), kNow);
+  EXPECT_TRUE(p.status.node_failures.empty());
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kMergePatch, "Node"));
+  // A signal (SIGBUS) and an eviction avoid the node for this job only, and the Event says why it is not tainted.
+  for (const auto& [code, reason] : std::vector<std::pair<std::optional<int>, std::string>>{
+           {135, "Error"}, {std::nullopt, "Evicted"}}) {
+    pods = running_except(1);
+    pods.push_back(failed(1, "n1", code, reason, "b"));
+    p = decide(job, with_node(pods, "n1", true), kNow);
+    EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n1"})) << reason;
+    EXPECT_FALSE(testing::writes_any(p, Write::Verb::kMergePatch, "Node")) << reason;
+    for (const auto& e : p.events) {
+      if (e.reason == "NodeAvoided") {
+        EXPECT_NE(e.message.find("; not tainted for other jobs: what one job's pods saw is no proof against the node"),
+                  std::string::npos)
+            << e.message;
+      }
+    }
+  }
+  // The node, avoided for a signal, is then lost under the job (NotReady past the grace): tainted now, with an
+  // Event NodeTainted rather than a second NodeAvoided.
+  job.status.node_failures = {{"n1", 1}};
+  job.status.avoided_nodes = {"n1"};
+  Observed o = with_node({on(0, "Running", "n1"), on(1, "Running", "n2"), on(2, "Running", "n2"),
+                          on(3, "Running", "n2")},
+                         "n1", true);
+  o.node_lost_grace_s = 60;
+  o.nodes[0].ready = false;
+  o.nodes[0].not_ready_since = format_rfc3339(kNow - 120);
+  NodeFacts n2;
+  n2.name = "n2";
+  o.nodes.push_back(n2);
+  p = decide(job, o, kNow);
+  EXPECT_EQ(p.status.node_failures.at("n1"), 2);
+  EXPECT_EQ(testing::writes(p, Write::Verb::kMergePatch, "Node").size(), 1u);
+  EXPECT_EQ(events_with(p, "NodeAvoided"), 0);
+  ASSERT_EQ(events_with(p, "NodeTainted"), 1);
+  for (const auto& e : p.events) {
+    if (e.reason == "NodeTainted") {
+      EXPECT_EQ(e.message, "node n1, avoided by this job, failed itself: pod resnet-node-0 was lost: node n1 has been "
+                           "NotReady for 120s; tainted kubedist.io/avoided:NoSchedule for every new pod");
+    }
+  }
+}
+
+TEST(BadNodes, NoNodeIsTaintedWhileMaxTaintedNodesCarryTheTaint) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(1);
+  pods.push_back(failed(1, "n1", std::nullopt, "NodeShutdown", "a"));
+  Observed o = with_node(pods, "n1", true);
+  o.max_tainted_nodes = 2;
+  for (const char* other : {"t1", "t2"}) {
+    NodeFacts t;
+    t.name = other;
+    t.avoided_taint = true;
+    o.nodes.push_back(t);
+  }
+  Plan p = decide(job, o, kNow);
+  EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n1"}));  // the job avoids it all the same
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kMergePatch, "Node"));
+  for (const auto& e : p.events) {
+    if (e.reason == "NodeAvoided") {
+      EXPECT_NE(e.message.find("; not tainted: 2 nodes carry kubedist.io/avoided already (--max-tainted-nodes)"),
+                std::string::npos)
+          << e.message;
+    }
+  }
+  o.max_tainted_nodes = 3;
+  EXPECT_EQ(testing::writes(decide(job, o, kNow), Write::Verb::kMergePatch, "Node").size(), 1u);
+}
+
+TEST(BadNodes, ATaintComesOffAfterItsTtlAndOnlyTheOperatorsTaint) {
+  auto node = [](const std::string& name, const json& taints) {
+    NodeFacts n;
+    n.name = name;
+    n.resource_version = "7";
+    n.taints = taints;
+    for (const auto& t : taints) n.avoided_taint = n.avoided_taint || t["key"] == "kubedist.io/avoided";
+    return n;
+  };
+  const json own = {{"key", "gpu"}, {"value", "a100"}, {"effect", "NoSchedule"}};
+  auto avoided = [](const std::string& value) {
+    return json({{"key", "kubedist.io/avoided"}, {"value", value}, {"effect", "NoSchedule"}});
+  };
+  const std::vector<NodeFacts> nodes = {
+      node("old", json::array({own, avoided(std::to_string(kNow - 3600))})),
+      node("new", json::array({avoided(std::to_string(kNow - 3599))})),
+      node("untimed", json::array({avoided("")})),
+      node("garbled", json::array({avoided("12x")})),
+      node("others", json::array({own})),
+  };
+  const auto writes = expired_avoided_taints(nodes, kNow, 3600);
+  ASSERT_EQ(writes.size(), 3u);
+  EXPECT_EQ(writes[0].name, "old");
+  EXPECT_EQ(writes[0].path, "/api/v1/nodes/old");
+  EXPECT_EQ(writes[0].precondition, "7");
+  EXPECT_EQ(writes[0].body, json({{"spec", {{"taints", json::array({own})}}}}));  // its own taint kept
+  EXPECT_EQ(writes[1].name, "untimed");  // an earlier operator's: no time, expired
+  EXPECT_EQ(writes[1].body, json::parse(R"({"spec": {"taints": []}})"));
+  EXPECT_EQ(writes[2].name, "garbled");
+  EXPECT_TRUE(expired_avoided_taints(nodes, kNow - 1, 3600).size() == 2u);  // "old" not yet, a second earlier
 }
 
 TEST(BadNodes, TheStatusKeepsTheCountsAndTheAvoidedNodesAcrossAWriteAndARead) {

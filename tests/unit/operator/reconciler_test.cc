@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/utf8.h"
+#include "trainingjob/act/avoided_taints.h"
 #include "fake_api.h"
 #include "rendezvous/rdzv_auth.h"
 #include "test_jobs.h"
@@ -451,7 +452,7 @@ struct TaintingReconciler {
     t.api.put(kNode, node);
     nodes.set("gpu-7", parse_node_facts(node));
   }
-  // Runs the job, then node 0's trainer dies of SIGKILL on gpu-7; returns the pass's result.
+  // Runs the job, then node 0's pod is ended by gpu-7's shutdown (the node's own fault); returns the pass's result.
   ReconcileResult fail_on_the_node() {
     reconciler->reconcile(kKey);
     t.sync();
@@ -462,7 +463,8 @@ struct TaintingReconciler {
     t.api.clear_calls();
     PodFacts failed = t.cached_pod("resnet-node-0");
     failed.phase = "Failed";
-    failed.exit_code = 137;
+    failed.exit_code = std::nullopt;
+    failed.failure_reason = "NodeShutdown";
     failed.node_name = "gpu-7";
     t.pods.set("team-a/resnet-node-0", failed);
     return reconciler->reconcile(kKey);
@@ -479,9 +481,13 @@ TEST_F(ReconcilerTest, AnAvoidedNodeIsTaintedOnTheVersionItsTaintsWereReadFromBe
   const auto patches = api.calls("patch", TaintingReconciler::kNode);
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(patches[0].body["metadata"]["resourceVersion"], "5");
-  EXPECT_EQ(api.object(TaintingReconciler::kNode)->at("spec")["taints"], json::parse(R"([
-    {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
-    {"key": "kubedist.io/avoided", "value": "", "effect": "NoSchedule"}])"));
+  const json taints = api.object(TaintingReconciler::kNode)->at("spec")["taints"];
+  ASSERT_EQ(taints.size(), 2u);
+  EXPECT_EQ(taints[0], json::parse(R"({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})"));
+  EXPECT_EQ(taints[1]["key"], "kubedist.io/avoided");
+  EXPECT_EQ(taints[1]["effect"], "NoSchedule");
+  const UnixSeconds added = std::stoll(taints[1]["value"].get<std::string>());  // the second it was added
+  EXPECT_LE(std::abs(added - now_unix()), 5);
   const auto calls = api.calls();
   const auto node_at = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.path == TaintingReconciler::kNode; });
   const auto status_at = std::find_if(calls.begin(), calls.end(), [](const auto& c) { return c.path == kJobPath + "/status"; });
@@ -506,6 +512,34 @@ TEST_F(ReconcilerTest, ATaintWriteOnAChangedNodeStopsThePassBeforeTheStatusSoThe
   EXPECT_EQ(r.after, milliseconds(1000));
   EXPECT_TRUE(api.calls("patch", kJobPath + "/status").empty());
   EXPECT_TRUE(api.calls("delete", kPods).empty());  // the failed pod stays until its count is written
+}
+
+TEST_F(ReconcilerTest, TheOperatorTakesItsTaintOffANodeAfterTheTtlOnTheVersionItRead) {
+  FakeCache<NodeFacts> nodes;
+  const auto put = [&](const std::string& name, const std::string& rv, UnixSeconds added) {
+    const json node = {{"metadata", {{"name", name}, {"resourceVersion", rv}}},
+                       {"spec", {{"taints", json::array({{{"key", "gpu"}, {"value", "a100"}, {"effect", "NoSchedule"}},
+                                                         {{"key", "kubedist.io/avoided"},
+                                                          {"value", std::to_string(added)},
+                                                          {"effect", "NoSchedule"}}})}}}};
+    api.put("/api/v1/nodes/" + name, node);
+    nodes.set(name, parse_node_facts(node));
+  };
+  constexpr UnixSeconds kThen = 1'800'000'000;
+  put("old", "3", kThen - 600);
+  put("recent", "4", kThen - 60);
+  AvoidedTaintExpiry expiry(api, nodes, 600);
+  EXPECT_EQ(expiry.expire_once(kThen), 1);
+  const auto patches = api.calls("patch", "/api/v1/nodes/old");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].body["metadata"]["resourceVersion"], "3");
+  EXPECT_EQ(api.object("/api/v1/nodes/old")->at("spec")["taints"],
+            json::parse(R"([{"key": "gpu", "value": "a100", "effect": "NoSchedule"}])"));
+  EXPECT_TRUE(api.calls("patch", "/api/v1/nodes/recent").empty());
+  // A node changed since the cache read it (409) is left for the next look; nothing else is touched.
+  api.answer("patch", "/api/v1/nodes/recent", 409, "Conflict");
+  EXPECT_EQ(expiry.expire_once(kThen + 540), 0);
+  EXPECT_EQ(api.calls("patch", "/api/v1/nodes/recent").size(), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "trainingjob/act/launcher_poller.h"
 
 #include <future>
+#include <mutex>
 #include <set>
 
 #include "common/log.h"
@@ -47,33 +48,16 @@ std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std:
 }
 
 LauncherPoller::LauncherPoller(std::chrono::milliseconds interval, Targets targets, OnChange on_change)
-    : interval_(interval), targets_(std::move(targets)), on_change_(std::move(on_change)) {}
+    : interval_(interval),
+      targets_(std::move(targets)),
+      on_change_(std::move(on_change)),
+      ticker_("launcher_poller", interval, [this] { poll_once(); }) {}
 
 void LauncherPoller::start() {
-  if (interval_.count() <= 0) return;  // disabled
-  thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stopping_) {
-      lock.unlock();
-      try {
-        poll_once();
-      } catch (const std::exception& e) {  // no thread to spare (std::async), no memory: try again next time
-        log_error("launcher_poller", std::string("poll failed: ") + e.what());
-      }
-      lock.lock();
-      wake_.wait_for(lock, interval_, [this] { return stopping_.load(); });
-    }
-  });
+  if (interval_.count() > 0) ticker_.start();  // else disabled
 }
 
-void LauncherPoller::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void LauncherPoller::stop() { ticker_.stop(); }
 
 void LauncherPoller::poll_once() {
   const auto timeout = std::min(interval_ > std::chrono::milliseconds(0) ? interval_ : std::chrono::milliseconds(1000),
@@ -92,7 +76,7 @@ void LauncherPoller::poll_once() {
           std::async(std::launch::async, query_launcher, targets[j].ip, targets[j].port, timeout, targets[j].secret));
     }
     for (auto& f : pending) answers.push_back(f.get());
-    if (stopping_) return;  // shutting down: the rest of the pass would only delay it by its timeouts
+    if (ticker_.stopping()) return;  // shutting down: the rest of the pass would only delay it by its timeouts
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     const LauncherTarget& t = targets[i];

@@ -10,18 +10,16 @@
 // (see plan.h).
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/result.h"
+#include "common/ticker.h"
 #include "contract/status_line.h"
 #include "trainingjob/api/types.h"
 
@@ -63,11 +61,9 @@ class LauncherPoller {
   const std::chrono::milliseconds interval_;
   const Targets targets_;
   const OnChange on_change_;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::atomic<bool> stopping_{false};
+  mutable std::mutex mu_;  // latest_
   std::map<std::string, LauncherReport> latest_;
-  std::thread thread_;
+  Ticker ticker_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace kubedist::trainingjob

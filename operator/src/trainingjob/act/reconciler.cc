@@ -191,6 +191,7 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
   o.node_lost_grace_s = extras_.node_lost_grace_s;
   o.avoid_node_after_failures = extras_.avoid_node_after_failures;
   o.taint_avoided_nodes = extras_.taint_avoided_nodes;
+  o.max_tainted_nodes = extras_.max_tainted_nodes;
   return o;
 }
 

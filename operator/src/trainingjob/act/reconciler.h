@@ -53,6 +53,7 @@ struct ReconcilerExtras {
   int64_t node_lost_grace_s = 60;
   int avoid_node_after_failures = 2;  // see Observed::avoid_node_after_failures; 0: never
   bool taint_avoided_nodes = false;   // see Observed::taint_avoided_nodes
+  int max_tainted_nodes = 3;          // see Observed::max_tainted_nodes
   std::chrono::milliseconds progress_write_interval{30000};  // see ProgressWrites; 0: no bound
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "common/log.h"
 #include "controller/manager.h"
@@ -15,6 +16,7 @@
 #include "rendezvous/rdzv_auth.h"
 #include "trainingjob/act/integrations.h"
 #include "trainingjob/act/job_metrics.h"
+#include "trainingjob/act/avoided_taints.h"
 #include "trainingjob/act/launcher_poller.h"
 #include "trainingjob/act/pod_decoder.h"
 #include "trainingjob/act/reconciler.h"
@@ -174,6 +176,7 @@ ReconcilerExtras reconciler_extras(const OperatorOptions& options, const Watched
   extras.node_lost_grace_s = options.node_lost_grace_s;
   extras.avoid_node_after_failures = options.avoid_node_after_failures;
   extras.taint_avoided_nodes = options.taint_avoided_nodes;
+  extras.max_tainted_nodes = options.max_tainted_nodes;
   extras.progress_write_interval = std::chrono::milliseconds(options.progress_write_interval_ms);
   return extras;
 }
@@ -208,6 +211,11 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
       std::chrono::milliseconds(options.launcher_poll_interval_ms),
       [&] { return launcher_targets(caches, rendezvous_keys); }, [&](const std::string& key) { mgr.queue().wake(key); });
   mgr.add({[&] { poller.start(); }, [&] { poller.stop(); }});
+  std::optional<AvoidedTaintExpiry> taint_expiry;
+  if (options.taint_avoided_nodes && caches.nodes != nullptr) {
+    taint_expiry.emplace(api, *caches.nodes, options.avoided_taint_ttl_s);
+    mgr.add({[&] { taint_expiry->start(); }, [&] { taint_expiry->stop(); }});
+  }
   mgr.serve_metrics([&] {
     metrics.workqueue_depth(mgr.queue().depth());
     return metrics.render();

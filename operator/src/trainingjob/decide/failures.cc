@@ -128,7 +128,9 @@ FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFact
     if (again) continue;
     s.emit("Warning", "PodFailed", v.restart_message);
     // A refusal is the pod's own spec meeting the node's (its affinity, its requests): nothing the node did.
-    if (!refused && failure_is_the_nodes(*pod)) note_node_failure(s, pod->node_name, describe_failure(*pod));
+    if (!refused && failure_is_the_nodes(*pod)) {
+      note_node_failure(s, pod->node_name, describe_failure(*pod), NodeEvidence::kJobsOwn);
+    }
   }
   return v;
 }

@@ -41,7 +41,7 @@ void note_hang(DecideState& s, const LauncherReport& report, int delta) {
   f.message = cut_utf8(text, kMaxTerminationMessage);
   s.plan.status.last_failure = f;
   // The first rank named is the one the others wait for: its node is the suspect.
-  note_node_failure(s, f.node, "a hang, " + f.message.substr(0, f.message.find(';')));
+  note_node_failure(s, f.node, "a hang, " + f.message.substr(0, f.message.find(';')), NodeEvidence::kJobsOwn);
 }
 
 // The node ranks whose loss node 0's launcher just reported that the operator has not counted itself: up to n of

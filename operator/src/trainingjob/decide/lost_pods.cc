@@ -78,8 +78,12 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
     if (pod.phase == "Succeeded" || (pod.phase == "Failed" && !failure_is_node_loss(pod))) continue;
     const NodeLoss loss = node_lost(s, pod);
     std::string why = loss.why;
+    // The node's own state (NotReady, deleted, out of service) or its shutdown implicates it; an eviction may be
+    // the pod's own doing (its ephemeral storage over its limit).
+    NodeEvidence evidence = NodeEvidence::kNodesOwn;
     if (why.empty() && pod.phase == "Failed" && failure_is_node_loss(pod)) {
       why = "its node ended it (reason " + pod.failure_reason + ")";
+      if (pod.failure_reason == "Evicted") evidence = NodeEvidence::kJobsOwn;
     }
     if (why.empty()) continue;
     lost_uids.insert(pod.uid);
@@ -98,7 +102,7 @@ std::set<std::string> decide_lost_pods(DecideState& s, int target) {
            "pod " + pod.name + " was lost: " + why +
                (loss.lost() && !loss.force ? "; recreating it once its node confirms the deletion or is confirmed gone"
                                            : "; recreating it"));
-    note_node_failure(s, pod.node_name, "pod " + pod.name + " was lost: " + why);
+    note_node_failure(s, pod.node_name, "pod " + pod.name + " was lost: " + why, evidence);
   }
   return lost_uids;
 }

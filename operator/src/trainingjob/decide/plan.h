@@ -85,7 +85,10 @@ struct Observed {
   // A node where this many of a job's pods failed for reasons not the training code's is avoided by the job's new
   // pods (decide/bad_nodes.h); 0: never.
   int avoid_node_after_failures = 2;
-  bool taint_avoided_nodes = false;  // an avoided node is also tainted kAvoidedTaint:NoSchedule for every pod
+  // An avoided node is also tainted kAvoidedTaint:NoSchedule for every pod, when the node itself failed there (lost
+  // with its node: decide/bad_nodes.h), while fewer than max_tainted_nodes carry the taint.
+  bool taint_avoided_nodes = false;
+  int max_tainted_nodes = 3;
 };
 
 struct Plan {
