@@ -29,6 +29,12 @@ inline std::string mac_input(std::string_view dir, std::string_view challenge, s
 // operator derives the same to sign its STATUS requests. A new job of an old name has a new uid, so a new secret.
 inline std::string job_secret_input(std::string_view job_uid) { return "kubedist-rdzv-job-1 " + std::string(job_uid); }
 
+// The bytes a rendezvous secret may have, the namespace's and a job's: the launcher refuses any other (its init
+// container deriving from the namespace's, its rendezvous signing with the job's), and the operator neither keeps
+// nor derives from a namespace key outside them (it holds the namespace's new pods with a condition instead).
+inline constexpr size_t kMinSecretBytes = 16;
+inline constexpr size_t kMaxSecretBytes = 4096;
+
 inline bool is_lower_hex(std::string_view s) {
   return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }

@@ -13,8 +13,8 @@
 namespace kubedist::launcher {
 namespace {
 
-constexpr size_t kMinSecret = 16;
-constexpr size_t kMaxSecret = 4096;
+constexpr size_t kMinSecret = contract::kMinSecretBytes;
+constexpr size_t kMaxSecret = contract::kMaxSecretBytes;
 
 // Compares without stopping at the first difference, so timing tells nothing about how much of a MAC was right.
 bool same(std::string_view a, std::string_view b) {

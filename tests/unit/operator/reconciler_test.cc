@@ -372,6 +372,44 @@ TEST_F(ReconcilerTest, ANewNamespaceKeyIsInTheKeyringBeforeTheNamespaceSecretOrA
   EXPECT_TRUE(keyring_as_served(api)["data"].contains("team-a." + rendezvous::rdzv_key_fingerprint(key)));
 }
 
+TEST_F(ReconcilerTest, ANamespaceKeyOutsideItsBoundsIsNeitherKeptNorDerivedFromAndHoldsTheJobsPods) {
+  api.put(kKeyring, {{"metadata", {{"name", "kd-keyring"}}}});
+  SigningReconciler op(*this, true);
+  // A tenant's 600 KB key (and, below, one of 15 bytes and one that is not base64).
+  op.secrets.set("team-a/kubedist-rendezvous", SecretFacts{"team-a", "kubedist-rendezvous", "", "",
+                                                           kubedist::testing::base64(std::string(600 * 1024, 'k'))});
+  EXPECT_NE(op.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
+  EXPECT_TRUE(api.calls("create", kPods).empty());
+  EXPECT_TRUE(api.calls("patch", kKeyring).empty());  // not kept: no memory, no room in the keyring
+  EXPECT_TRUE(op.keys.all("team-a").empty());
+  const auto status = api.calls("patch", kJobPath + "/status");
+  ASSERT_EQ(status.size(), 1u);
+  bool held = false;
+  for (const auto& c : status[0].body["status"]["conditions"]) {
+    if (c["type"] != "PodsRefused") continue;
+    held = c["status"] == "True" && c["reason"] == "RendezvousKeyInvalid";
+    EXPECT_EQ(c["message"], "new pods held: Secret kubedist-rendezvous in namespace team-a holds a key of 614400 bytes: "
+                            "replace it with one of 16 to 4096 bytes, or delete it and the operator makes one");
+  }
+  EXPECT_TRUE(held) << status[0].body.dump();
+  EXPECT_TRUE(has(event_reasons(), "RendezvousKeyInvalid"));
+  EXPECT_EQ(namespace_key_refusal("team-a", true, std::string(15, 'k')),
+            "Secret kubedist-rendezvous in namespace team-a holds a key of 15 bytes: replace it with one of 16 to 4096 "
+            "bytes, or delete it and the operator makes one");
+  EXPECT_EQ(namespace_key_refusal("team-a", false, ""),
+            "Secret kubedist-rendezvous in namespace team-a holds data.secret that is not base64: replace it with one "
+            "of 16 to 4096 bytes, or delete it and the operator makes one");
+  EXPECT_EQ(namespace_key_refusal("team-a", true, std::string(16, 'k')), "");
+  EXPECT_EQ(namespace_key_refusal("team-a", true, std::string(4096, 'k')), "");
+  // Replaced with a good key: the pods are created, deriving from it.
+  op.secrets.set("team-a/kubedist-rendezvous", SecretFacts{"team-a", "kubedist-rendezvous", "", "",
+                                                           kubedist::testing::base64("a-good-key-of-the-tenant")});
+  sync();
+  EXPECT_NE(op.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
+  EXPECT_EQ(api.calls("create", kPods).size(), 4u);
+  EXPECT_EQ(op.keys.all("team-a").size(), 1u);
+}
+
 TEST_F(ReconcilerTest, AnOperatorStartedAfterTheKeyWasReplacedGivesTheRunningJobItsOldSecretFromTheKeyring) {
   api.put(kKeyring, {{"metadata", {{"name", "kd-keyring"}}}});
   std::string key1, uid;
@@ -390,7 +428,7 @@ TEST_F(ReconcilerTest, AnOperatorStartedAfterTheKeyWasReplacedGivesTheRunningJob
   api.clear_calls();
   SigningReconciler second(*this, true);
   second.secrets.set("team-a/kubedist-rendezvous",
-                     SecretFacts{"team-a", "kubedist-rendezvous", "", "", kubedist::testing::base64("a-replaced-key")});
+                     SecretFacts{"team-a", "kubedist-rendezvous", "", "", kubedist::testing::base64("a-replaced-key-of-a-tenant")});
   EXPECT_NE(second.reconciler->reconcile(kKey).kind, ReconcileResult::Kind::kError);
   const auto creates = api.calls("create", kSecrets);
   ASSERT_EQ(creates.size(), 1u);
@@ -400,7 +438,7 @@ TEST_F(ReconcilerTest, AnOperatorStartedAfterTheKeyWasReplacedGivesTheRunningJob
   // The replaced key is in the keyring too, beside the old one.
   api.put(kKeyring, keyring_as_served(api));
   EXPECT_EQ(api.object(kKeyring)->at("data").size(), 1u);  // this pass's patches only: the new key
-  EXPECT_TRUE(api.object(kKeyring)->at("data").contains("team-a." + rendezvous::rdzv_key_fingerprint("a-replaced-key")));
+  EXPECT_TRUE(api.object(kKeyring)->at("data").contains("team-a." + rendezvous::rdzv_key_fingerprint("a-replaced-key-of-a-tenant")));
 }
 
 TEST_F(ReconcilerTest, TheNamespaceSecretIsCreatedBeforeAnyPodThatDerivesFromIt) {

@@ -7,6 +7,7 @@
 #include "test_plans.h"
 #include "trainingjob/act/rendezvous_keys.h"
 #include "trainingjob/decide/plan.h"
+#include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -220,6 +221,45 @@ TEST(RendezvousSecret, NodeZerosKeyDecidesWhenRunningPodsDisagree) {
   EXPECT_EQ(secret_write(p)->body["stringData"]["secret"], "job secret from the old key");
 }
 
+TEST(RendezvousSecret, ARefusedNamespaceKeyHoldsNewPodsOnceSaidButNotAJobOnItsOwnSecret) {
+  TrainingJob job = testing::example_job();
+  Observed o;
+  o.pod_options.rdzv_secret = true;
+  o.namespace_key_refused = "Secret kubedist-rendezvous in namespace team-a holds a key of 3 bytes: replace it";
+  Plan p = decide(job, o, kNow);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_FALSE(testing::writes_any(p, Write::Verb::kCreate, "Pod"));
+  int said = 0;
+  for (const auto& e : p.events) said += e.reason == kRendezvousKeyInvalid ? 1 : 0;
+  EXPECT_EQ(said, 1);
+  const Condition* held = nullptr;
+  for (const auto& c : p.status.conditions) {
+    if (c.type == ConditionType::kPodsRefused) held = &c;
+  }
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->status, "True");
+  EXPECT_EQ(held->reason, kRendezvousKeyInvalid);
+  // Said once: the next pass holds them without a second Event.
+  job.status = p.status;
+  p = decide(job, o, kNow + 10);
+  EXPECT_TRUE(p.create_ranks.empty());
+  for (const auto& e : p.events) EXPECT_NE(e.reason, kRendezvousKeyInvalid);
+  // Once the key is taken, the pods are created and the condition says so.
+  o.namespace_key_refused.clear();
+  p = decide(job, o, kNow + 20);
+  EXPECT_EQ(p.create_ranks.size(), 4u);
+  for (const auto& c : p.status.conditions) {
+    if (c.type == ConditionType::kPodsRefused) {
+      EXPECT_EQ(c.status, "False");
+    }
+  }
+  // A job on its own J-rdzv (an earlier operator's) derives nothing from the namespace key: not held.
+  TrainingJob own = testing::example_job();
+  own.status.rendezvous_secret = rdzv_secret_name(own.name);
+  o.namespace_key_refused = "refused";
+  EXPECT_EQ(decide(own, o, kNow).create_ranks.size(), 4u);
+}
+
 TEST(RendezvousKeys, KeepsEveryKeySeenPerNamespaceAndCreatesOneKeyPerNamespace) {
   RendezvousKeys keys;
   const std::string fp = keys.seen("a", "key one");
@@ -245,6 +285,19 @@ TEST(RendezvousKeys, KeepsEveryKeySeenPerNamespaceAndCreatesOneKeyPerNamespace) 
   EXPECT_EQ(keys.all("c").size(), RendezvousKeys::kKeptPerNamespace);
   EXPECT_EQ(keys.find("c", rendezvous::rdzv_key_fingerprint("key 19")), "key 19");
   EXPECT_EQ(keys.find("c", rendezvous::rdzv_key_fingerprint("key 0")), std::nullopt);
+}
+
+TEST(RendezvousKeys, ANamespaceOfLargeKeysKeepsNoMoreBytesThanItsShare) {
+  RendezvousKeys keys;
+  for (int i = 0; i < 6; ++i) keys.seen("big", std::string(4096, static_cast<char>('a' + i)));
+  const auto all = keys.all("big");
+  EXPECT_EQ(all.size(), RendezvousKeys::kKeptBytesPerNamespace / 4096);  // 4, the newest
+  EXPECT_EQ(keys.find("big", rendezvous::rdzv_key_fingerprint(std::string(4096, 'f'))), std::string(4096, 'f'));
+  EXPECT_EQ(keys.find("big", rendezvous::rdzv_key_fingerprint(std::string(4096, 'b'))), std::nullopt);
+  // Another namespace's keys are untouched by it.
+  keys.seen("small", "the key of a small namespace");
+  EXPECT_EQ(keys.all("small").size(), 1u);
+  EXPECT_EQ(keys.all("big").size(), 4u);
 }
 
 TEST(RendezvousKeys, FingerprintsTellKeysApartAndAreNotAJobSecret) {

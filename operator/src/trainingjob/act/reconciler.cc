@@ -1,6 +1,7 @@
 #include "trainingjob/act/reconciler.h"
 
 #include "common/log.h"
+#include "contract/signed_line.h"
 #include "rendezvous/rdzv_auth.h"
 #include "kube/config.h"
 #include "trainingjob/api/json_fields.h"
@@ -132,6 +133,17 @@ void Reconciler::observe_refusals(const TrainingJob& job, Observed& o) {
   }
 }
 
+std::string namespace_key_refusal(const std::string& ns, bool decoded, const std::string& key) {
+  const std::string what = std::string("Secret ") + kNamespaceRdzvSecret + " in namespace " + ns;
+  const std::string fix = ": replace it with one of " + std::to_string(contract::kMinSecretBytes) + " to " +
+                          std::to_string(contract::kMaxSecretBytes) + " bytes, or delete it and the operator makes one";
+  if (!decoded) return what + " holds data.secret that is not base64" + fix;
+  if (key.size() < contract::kMinSecretBytes || key.size() > contract::kMaxSecretBytes) {
+    return what + " holds a key of " + std::to_string(key.size()) + " bytes" + fix;
+  }
+  return "";
+}
+
 Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observed& o) {
   if (extras_.namespace_secrets == nullptr) return {};
   const auto secret = extras_.namespace_secrets->get(job.ns + "/" + kNamespaceRdzvSecret);
@@ -153,7 +165,8 @@ Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observe
   // deleted or replaced later, also by an operator started after that.
   bool ok = false;
   const std::string key = secret ? kube::base64_decode(secret->secret_b64, &ok) : std::string();
-  if (ok && !key.empty()) {
+  if (secret) o.namespace_key_refused = namespace_key_refusal(job.ns, ok, key);
+  if (secret && o.namespace_key_refused.empty()) {
     o.namespace_key = keys->seen(job.ns, key);
   } else if (!secret) {
     auto made = keys->to_create(job.ns);

@@ -13,7 +13,12 @@ void RendezvousKeys::remember(std::vector<Kept>& kept, const std::string& finger
     kept.erase(it);  // seen again: newest
   }
   kept.push_back({fingerprint, key});
-  if (kept.size() > kKeptPerNamespace) kept.erase(kept.begin());
+  size_t bytes = 0;
+  for (const auto& k : kept) bytes += k.key.size();
+  while (kept.size() > 1 && (kept.size() > kKeptPerNamespace || bytes > kKeptBytesPerNamespace)) {
+    bytes -= kept.front().key.size();
+    kept.erase(kept.begin());
+  }
 }
 
 std::string RendezvousKeys::seen(const std::string& ns, const std::string& key) {

@@ -16,6 +16,10 @@ class RendezvousKeys {
  public:
   // The keys kept per namespace, newest last: one a deletion or replacement, so a few cover any job still running.
   static constexpr size_t kKeptPerNamespace = 8;
+  // And at most this many bytes of keys per namespace (the newest always kept), so that no namespace, whatever keys
+  // it is given (up to contract::kMaxSecretBytes each), takes more of the operator's memory or of the keyring
+  // Secret (1 MiB for every namespace, keys in hex) than 8 keys of the operator's own making would.
+  static constexpr size_t kKeptBytesPerNamespace = 16 * 1024;
 
   // Remembers key as a key of namespace ns; returns its fingerprint (rendezvous::rdzv_key_fingerprint).
   std::string seen(const std::string& ns, const std::string& key);

@@ -151,7 +151,8 @@ std::vector<LauncherTarget> launcher_targets(const Watched& c, const RendezvousK
         t->secret = rendezvous::derive_job_secret(*kept, job->uid);
       } else if (auto ns_secret = c.namespace_secrets->get(job->ns + "/" + kNamespaceRdzvSecret)) {
         const std::string namespace_key = kube::base64_decode(ns_secret->secret_b64, &ok);
-        if (ok && !namespace_key.empty()) t->secret = rendezvous::derive_job_secret(namespace_key, job->uid);
+        ok = ok && namespace_key_refusal(job->ns, ok, namespace_key).empty();
+        if (ok) t->secret = rendezvous::derive_job_secret(namespace_key, job->uid);
       }
       if (!ok || t->secret.empty()) continue;
     }

@@ -40,6 +40,8 @@ inline constexpr const char* kNamespaceRdzvLabel = "kubedist.io/rendezvous-secre
 // its own (decide/rendezvous.h).
 inline constexpr const char* kRdzvKeyAnnotation = "kubedist.io/rendezvous-key";
 inline constexpr const char* kRendezvousSecretChanged = "RendezvousSecretChanged";  // the Event's reason
+// The Event's and the condition PodsRefused's reason when the namespace key is refused (decide/rendezvous.h).
+inline constexpr const char* kRendezvousKeyInvalid = "RendezvousKeyInvalid";
 // What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
 inline constexpr size_t kMaxTerminationMessage = 1024;
 

@@ -64,6 +64,9 @@ struct Observed {
   std::string namespace_key;
   // Without the Secret: the key the operator creates it with (the pods rendered now derive from it).
   std::string new_namespace_key;
+  // Why the Secret's key is refused (not base64, or outside contract::kMinSecretBytes..kMaxSecretBytes): new pods,
+  // which would derive from it, are held (condition PodsRefused, reason RendezvousKeyInvalid); empty when it is not.
+  std::string namespace_key_refused;
   // Fingerprint -> this job's secret derived from that key, for each key of the namespace the operator has seen
   // (the current one and those it held before a deletion or replacement).
   std::map<std::string, std::string> job_secrets;

@@ -4,6 +4,7 @@
 
 #include "common/backoff.h"
 #include "trainingjob/render/render.h"
+#include "trainingjob/decide/rendezvous.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -89,6 +90,10 @@ void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::s
     }
     s.plan.create_ranks.push_back(rank);
     created.push_back(pod_name(job.name, rank));
+  }
+  if (!created.empty() && hold_for_refused_key(s)) {
+    s.plan.create_ranks.clear();  // nothing claimed: no Created condition, no Created Event
+    return;
   }
   if (s.obs.pod_refused && !created.empty()) {
     // Nothing is claimed until the server takes the pods: no Created condition, no Created Event.

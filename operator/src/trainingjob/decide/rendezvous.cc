@@ -1,5 +1,6 @@
 #include "trainingjob/decide/rendezvous.h"
 
+#include "trainingjob/decide/status.h"
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
@@ -19,12 +20,11 @@ void decide_rendezvous_secret(DecideState& s) {
   // A job an earlier operator gave a Secret of its own keeps it while a pod of it runs: its launchers sign with it.
   // (The operator reads no Secret but the namespace's, so whether J-rdzv exists is told by the pods that mount it,
   // or by the status where the operator moved the job to one.)
-  bool own_secret = st.rendezvous_secret == own;
+  bool own_secret = on_own_rdzv_secret(s);
   // The running pod of lowest rank (node 0 when it runs) whose init container derived its secret from a namespace
   // key: the key new pods must derive the same secret from. Pending pods have not derived theirs yet.
   const PodFacts* running = nullptr;
   for (const auto& pod : s.live) {
-    own_secret = own_secret || pod.job_rdzv_secret;
     if (!pod.rdzv_secret || pod.job_rdzv_secret || pod.rdzv_key.empty() || pod.phase != "Running") continue;
     if (running == nullptr || pod.rank < running->rank) running = &pod;
   }
@@ -70,6 +70,31 @@ void keep_job_rdzv_secret(DecideState& s) {
   // The operator may not read J-rdzv, so it cannot tell whether someone deleted it: it is created again before the
   // pods that mount it, and an AlreadyExists is the usual answer.
   write_job_rdzv_secret(s, kept->second);
+}
+
+bool on_own_rdzv_secret(const DecideState& s) {
+  if (s.plan.status.rendezvous_secret == rdzv_secret_name(s.job.name)) return true;
+  for (const auto& pod : s.live) {
+    if (pod.job_rdzv_secret) return true;
+  }
+  return false;
+}
+
+bool hold_for_refused_key(DecideState& s) {
+  Status& st = s.plan.status;
+  const Condition* before = find_condition(st, ConditionType::kPodsRefused);
+  const bool held_before = before != nullptr && before->status == "True" && before->reason == kRendezvousKeyInvalid;
+  if (s.obs.namespace_key_refused.empty() || on_own_rdzv_secret(s)) {
+    if (held_before) {
+      set_condition(st, ConditionType::kPodsRefused, false, "RendezvousKeyValid", "the namespace key is taken", s.now);
+    }
+    return false;
+  }
+  const std::string message = "new pods held: " + s.obs.namespace_key_refused;
+  if (!held_before) s.emit("Warning", kRendezvousKeyInvalid, message);
+  set_condition(st, ConditionType::kPodsRefused, true, kRendezvousKeyInvalid, message, s.now);
+  s.plan.creates_held = true;
+  return true;
 }
 
 }  // namespace kubedist::trainingjob

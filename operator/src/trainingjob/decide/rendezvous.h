@@ -19,4 +19,13 @@ void decide_rendezvous_secret(DecideState& s);
 // that they do not wait for a Secret that is gone. Nothing for a J-rdzv whose key the operator does not know.
 void keep_job_rdzv_secret(DecideState& s);
 
+// Whether the job's pods mount J-rdzv, its own Secret, rather than deriving from the namespace key: the status
+// names J-rdzv, or a live pod mounts it.
+bool on_own_rdzv_secret(const DecideState& s);
+
+// A namespace key the operator refuses (obs.namespace_key_refused) holds the job's new pods that would derive from
+// it: true with the condition PodsRefused (reason RendezvousKeyInvalid) and a Warning Event of the same reason when
+// it is new; the Secret's change requeues the job. False otherwise, clearing that condition once the key is taken.
+bool hold_for_refused_key(DecideState& s);
+
 }  // namespace kubedist::trainingjob

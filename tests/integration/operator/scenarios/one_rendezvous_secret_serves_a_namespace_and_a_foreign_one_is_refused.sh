@@ -3,7 +3,9 @@
 # container), a job whose running pods an earlier operator gave a Secret of its own keeps that one, a key deleted or
 # replaced while jobs run is said on each of them and kept for them (their new pods derive the same secret as their
 # running ones), also when it changed while no operator ran (the keys are kept in a keyring Secret), and a Secret
-# of the same name that is not the operator's stops new pods with an Event saying so.
+# of the same name that is not the operator's stops new pods with an Event saying so. A key outside 16 to 4096 bytes
+# (600 KB here) is neither kept nor derived from: new pods are held with condition PodsRefused and an Event naming the
+# namespace, until the key is replaced with a good one.
 # usage: one_rendezvous_secret_serves_a_namespace_and_a_foreign_one_is_refused.sh OPERATOR_BINARY   (KUBECONFIG, KUBEDIST_SOURCE_DIR set, as ctest does)
 set -euo pipefail
 OPERATOR=$1
@@ -129,7 +131,7 @@ key2=$(ns_key)
 [ "$(key_of d-node-0)" = "$(fingerprint "$key2")" ] || fail "d-node-0 records $(key_of d-node-0)"
 jd=$(jp tj/d '{.metadata.uid}')
 [ "$(jp pod/d-node-0 '{.spec.initContainers[0].command[6]}')" = "$jd" ] || fail "d's init container derives for another uid"
-kubectl -n "$NS" patch secret kubedist-rendezvous --type=merge -p '{"stringData": {"secret": "a-replaced-key"}}' >/dev/null
+kubectl -n "$NS" patch secret kubedist-rendezvous --type=merge -p '{"stringData": {"secret": "a-replaced-key-of-a-tenant"}}' >/dev/null
 eventually 30 "RendezvousSecretChanged on d" has_event d RendezvousSecretChanged
 msg=$(events_of d)
 grep -q "^Warning Secret kubedist-rendezvous in namespace $NS was replaced while the job ran" <<<"$msg" || fail "event: $msg"
@@ -139,17 +141,17 @@ kubectl -n "$NS" delete pod d-node-0 --wait=false >/dev/null
 eventually 60 "d-node-0 recreated" recreated d-node-0 "$before"
 [ "$(old_mount d-node-0)" = "d-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "d's recreated pod: $(old_mount d-node-0)"
 [ "$(events_of a | wc -l)" = 1 ] || fail "a was told again: $(events_of a)"
-[ "$(ns_key)" = a-replaced-key ] || fail "the operator changed the replaced key"
+[ "$(ns_key)" = a-replaced-key-of-a-tenant ] || fail "the operator changed the replaced key"
 pass "the namespace key replaced while d runs: d says so, d-rdzv holds the secret d's node 0 derived from the key before, d's recreated pod mounts it; a, already on its own Secret, is not told again"
 
 # The key replaced while no operator runs: the operator started after it reads the keys the earlier one kept in the
 # keyring, so the running job still gets the secret its pods derived, as when the operator saw the change.
 job_yaml e 1 | kubectl -n "$NS" apply -f - >/dev/null
 eventually 30 "e's pod" all_running e 1
-[ "$(key_of e-node-0)" = "$(fingerprint a-replaced-key)" ] || fail "e-node-0 records $(key_of e-node-0)"
+[ "$(key_of e-node-0)" = "$(fingerprint a-replaced-key-of-a-tenant)" ] || fail "e-node-0 records $(key_of e-node-0)"
 je=$(jp tj/e '{.metadata.uid}')
 keyring_entries() { kubectl -n "$NS" get secret kd-keyring -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}'; }
-for key in "$key1" "$key2" a-replaced-key; do
+for key in "$key1" "$key2" a-replaced-key-of-a-tenant; do
   grep -q "$NS.$(fingerprint "$key") " <<<"$(keyring_entries)" || fail "the keyring lacks a key the operator saw: $(keyring_entries)"
 done
 stop_operator
@@ -158,7 +160,7 @@ start_operator --keyring-secret "$NS/kd-keyring"
 eventually 30 "RendezvousSecretChanged on e" has_event e RendezvousSecretChanged
 msg=$(events_of e)
 grep -q "which the operator kept for the job in Secret e-rdzv" <<<"$msg" || fail "event: $msg"
-[ "$(secret_of e-rdzv)" = "$(derived a-replaced-key "$je")" ] || fail "e-rdzv does not hold the secret e's node 0 derived"
+[ "$(secret_of e-rdzv)" = "$(derived a-replaced-key-of-a-tenant "$je")" ] || fail "e-rdzv does not hold the secret e's node 0 derived"
 [ "$(jp tj/e '{.status.rendezvousKeyLost}')" = "" ] || fail "e's status says its key was lost"
 pass "the namespace key replaced while no operator ran: the next one read the old key from its keyring Secret ($(keyring_entries | wc -w) entries), said so on e and gave e-rdzv the secret e's node 0 derived: $msg"
 
@@ -177,3 +179,27 @@ kubectl -n "$NS" delete secret kubedist-rendezvous >/dev/null
 eventually 90 "c's pod once the foreign Secret is gone" pods_are c 1
 [ "$(ns_secrets)" = 1 ] || fail "no namespace Secret after the foreign one went"
 pass "with the foreign Secret gone, the operator makes its own and c gets its pod"
+
+# The operator's Secret given a key of 600 KB: kept nowhere (not in the keyring), derived from by no pod; a new job
+# is held with condition PodsRefused (reason RendezvousKeyInvalid) and an Event naming the namespace, and gets its pod
+# once the key is replaced with a good one.
+huge=$(mktemp)
+/usr/bin/python3 -c 'import json; print(json.dumps({"stringData": {"secret": "k" * 600 * 1024}}))' >"$huge"
+kubectl -n "$NS" patch secret kubedist-rendezvous --type=merge --patch-file "$huge" >/dev/null
+rm -f "$huge"
+entries_before=$(keyring_entries | wc -w)
+job_yaml f 1 | kubectl -n "$NS" apply -f - >/dev/null
+held() { [ "$(jp tj/f '{.status.conditions[?(@.type=="PodsRefused")].reason}')" = RendezvousKeyInvalid ]; }
+eventually 30 "f held with PodsRefused RendezvousKeyInvalid" held
+eventually 10 "RendezvousKeyInvalid event" has_event f RendezvousKeyInvalid
+msg=$(kubectl -n "$NS" get events --field-selector involvedObject.name=f,reason=RendezvousKeyInvalid -o jsonpath='{.items[0].message}')
+[ "$msg" = "new pods held: Secret kubedist-rendezvous in namespace $NS holds a key of 614400 bytes: replace it with one of 16 to 4096 bytes, or delete it and the operator makes one" ] ||
+  fail "event message: $msg"
+[ "$(pod_count f)" = 0 ] || fail "f got a pod deriving from a key of 600 KB"
+[ "$(keyring_entries | wc -w)" = "$entries_before" ] || fail "the 600 KB key went into the keyring: $(keyring_entries | wc -w) entries"
+pass "a namespace key of 600 KB: f holds its pods (PodsRefused RendezvousKeyInvalid), the keyring is untouched: $msg"
+kubectl -n "$NS" patch secret kubedist-rendezvous --type=merge -p '{"stringData": {"secret": "a-good-key-after-the-huge-one"}}' >/dev/null
+eventually 30 "f's pod once the key is good" pods_are f 1
+[ "$(jp tj/f '{.status.conditions[?(@.type=="PodsRefused")].status}')" = False ] || fail "f's PodsRefused: $(jp tj/f '{.status.conditions}')"
+[ "$(key_of f-node-0)" = "$(fingerprint a-good-key-after-the-huge-one)" ] || fail "f-node-0 records $(key_of f-node-0)"
+pass "the key replaced with a good one: f gets its pod, deriving from it, and PodsRefused turns False"
