@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "process/descendants.h"
 #include "progress/python_helper.h"
 #include "progress/stacks.h"
 #include "workers/failure_summary.h"
@@ -59,7 +60,10 @@ Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world
       terminal_(terminal),
       trace_(std::move(trace)),
       logs_(loop),
-      channel_(loop, [this](int lr, std::string_view data, size_t size) { on_report(lr, data, size); }) {
+      channel_(
+          loop, [this](int lr, std::string_view data, size_t size) { on_report(lr, data, size); },
+          [this](int lr, pid_t sender) { return report_from_worker(lr, sender); },
+          [this](int lr, pid_t sender) { on_foreign_report(lr, sender); }) {
   if (auto opened = channel_.open(local_world_size_); !opened) {
     say("warning: workers cannot report progress: " + opened.error());
     return;
@@ -131,6 +135,7 @@ void Agent::on_round(const Assignment& a) {
     if (const std::string file = filtered_file(config_, stream, attempt_dir); !file.empty()) truncate_file(file);
   local_.start_round(ranks);
   metrics_.rank_step_seconds.clear();
+  senders_.clear();  // new workers, new pids
   group_ = std::make_unique<WorkerGroup>(
       loop_, logs_,
       WorkerGroup::Events{[this](const WorkerExit& e) { on_worker_failure(e); },
@@ -173,6 +178,25 @@ void Agent::on_report(int local_rank, std::string_view datagram, size_t size) {
     forward_timer_ = 0;
     forward_progress();
   });
+}
+
+bool Agent::report_from_worker(int local_rank, pid_t sender) {
+  const pid_t worker = group_ ? group_->pid_of(local_rank) : 0;
+  if (worker <= 0 || sender <= 0) return false;
+  if (sender == worker) return true;
+  if (auto known = senders_.find(sender); known != senders_.end()) return known->second;
+  if (senders_.size() >= 4096) senders_.clear();  // bounded: a sender is walked again at worst
+  return senders_[sender] = descends_from(sender, worker, proc_parent);
+}
+
+void Agent::on_foreign_report(int local_rank, pid_t sender) {
+  ++metrics_.progress_reports_foreign_total;
+  if (foreign_said_) return;
+  foreign_said_ = true;
+  say("warning: ignoring progress reports to local rank " + std::to_string(local_rank) + "'s socket from " +
+      (sender > 0 ? "pid " + std::to_string(sender) : std::string("a process of another PID namespace")) +
+      ", which is not that rank's worker or a process it started (another container of the pod, or a hostNetwork "
+      "process of the node, can reach the socket); counted in kubedist_launcher_progress_reports_foreign_total");
 }
 
 void Agent::forward_progress() {

@@ -56,6 +56,10 @@ class Agent {
   void on_dump(int round);
   void poll_stacks();
   void on_hang(const std::string& message);
+  // Whether a progress report to local_rank's socket was sent by its worker or a process below it (pid as this PID
+  // namespace sees it; 0: none); remembered per sender for the round's workers.
+  bool report_from_worker(int local_rank, pid_t sender);
+  void on_foreign_report(int local_rank, pid_t sender);
 
   EventLoop& loop_;
   LaunchConfig config_;
@@ -79,6 +83,8 @@ class Agent {
   std::optional<int> exit_code_;
 
   ProgressChannel channel_;
+  std::map<pid_t, bool> senders_;  // report_from_worker's verdicts for the current workers
+  bool foreign_said_ = false;      // on_foreign_report warns once
   LocalProgress local_;
   std::string python_dir_;               // where the helper is (PYTHONPATH's last entry); "" if nowhere
   std::vector<std::string> stack_files_;  // this round's, by local rank ("" if none)

@@ -31,6 +31,9 @@ std::string render_metrics(const LauncherMetrics& m) {
   metric(out, "kubedist_launcher_progress_reports_malformed_total", "counter",
          "Progress reports ignored because they were malformed or too long.",
          std::to_string(m.progress_reports_malformed_total));
+  metric(out, "kubedist_launcher_progress_reports_foreign_total", "counter",
+         "Progress reports ignored because their sender was not the rank's worker or a process it started.",
+         std::to_string(m.progress_reports_foreign_total));
   const std::string rank_step = "kubedist_rank_step_seconds";
   out += "# HELP " + rank_step + " Seconds per training step of each rank on this node, as it reports.\n# TYPE " +
          rank_step + " gauge\n";

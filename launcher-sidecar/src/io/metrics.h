@@ -16,6 +16,7 @@ struct LauncherMetrics {
   std::map<int, double> rank_step_seconds;   // by global rank: this node's workers' time per step (progress)
   std::uint64_t progress_reports_dropped_total = 0;    // beyond a worker's rate limit
   std::uint64_t progress_reports_malformed_total = 0;  // not a report (progress/worker_report.h)
+  std::uint64_t progress_reports_foreign_total = 0;    // sent by a process that is not the rank's worker
 };
 
 std::string render_metrics(const LauncherMetrics& m);

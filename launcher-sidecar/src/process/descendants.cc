@@ -88,6 +88,23 @@ std::optional<std::vector<ProcEntry>> read_subtree_table(pid_t root) {
 
 }  // namespace
 
+std::optional<pid_t> proc_parent(pid_t pid) {
+  ProcEntry entry;
+  if (!parse_stat(read_file_prefix("/proc/" + std::to_string(pid) + "/stat", 1024), entry)) return std::nullopt;
+  return entry.ppid;
+}
+
+bool descends_from(pid_t pid, pid_t ancestor, const std::function<std::optional<pid_t>(pid_t)>& parent_of) {
+  if (ancestor <= 1) return false;
+  for (int step = 0; step < 64 && pid > 1; ++step) {
+    if (pid == ancestor) return true;
+    const auto parent = parent_of(pid);
+    if (!parent) return false;
+    pid = *parent;
+  }
+  return false;
+}
+
 std::vector<pid_t> children_listed(const std::string& children_file) { return parse_children(children_file); }
 
 std::set<pid_t> live_descendants(pid_t root, const std::vector<ProcEntry>& table) {

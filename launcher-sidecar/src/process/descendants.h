@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +24,13 @@ std::set<pid_t> live_descendants(pid_t root, const std::vector<ProcEntry>& table
 // The pids in a /proc/PID/task/TID/children file ("12 13 "): a process's children, which the walk reads instead of
 // the whole of /proc where the kernel provides them.
 std::vector<pid_t> children_listed(const std::string& children_file);
+
+// The parent of pid as /proc/PID/stat says, nullopt when it is gone or unreadable.
+std::optional<pid_t> proc_parent(pid_t pid);
+
+// Whether pid is ancestor or one of its descendants, walking parent_of up at most 64 steps (pid 0 or 1, or an
+// unreadable parent, ends the walk: no).
+bool descends_from(pid_t pid, pid_t ancestor, const std::function<std::optional<pid_t>(pid_t)>& parent_of);
 
 // True when /proc belongs to this process's PID namespace (its PIDs are ours to signal). In a new PID namespace
 // without its own /proc mount the numbers are the outer namespace's, and signalling them would hit strangers.

@@ -28,7 +28,9 @@ Result<bool> ProgressChannel::open(int local_ranks) {
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: the abstract namespace
     const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    const int on = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0 ||
+        bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
       const int err = errno;
       close(fd);
       return make_error("progress socket @" + name + ": " + std::strerror(err));
@@ -47,10 +49,28 @@ std::string ProgressChannel::address(int local_rank) const {
 
 void ProgressChannel::drain(int local_rank) {
   char buf[kMaxReportBytes + 1];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
   // A bounded batch per wakeup: a flooding worker cannot keep the loop from everything else.
   for (int i = 0; i < 256; ++i) {
-    const ssize_t n = recv(fds_[static_cast<size_t>(local_rank)], buf, sizeof buf, MSG_TRUNC);
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fds_[static_cast<size_t>(local_rank)], &msg, MSG_TRUNC);
     if (n < 0) return;  // EAGAIN: drained (the loop calls again when more arrives)
+    pid_t sender = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS) continue;
+      ucred cred{};
+      std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+      sender = cred.pid;
+    }
+    if (sender_ok_ && !sender_ok_(local_rank, sender)) {
+      if (on_foreign_) on_foreign_(local_rank, sender);
+      continue;
+    }
     const size_t got = std::min(static_cast<size_t>(n), sizeof buf);
     on_report_(local_rank, std::string_view(buf, got), static_cast<size_t>(n));
   }

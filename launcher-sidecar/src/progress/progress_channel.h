@@ -5,6 +5,8 @@
 // holds at most the kernel's socket buffer.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -20,7 +22,17 @@ class ProgressChannel {
  public:
   // on_report(local rank, the datagram (cut to kMaxReportBytes + 1), its real size).
   using OnReport = std::function<void(int, std::string_view, size_t)>;
-  ProgressChannel(EventLoop& loop, OnReport on_report) : loop_(loop), on_report_(std::move(on_report)) {}
+  // sender_ok(local rank, the sender's pid as this PID namespace sees it; 0 when it sees none): whether a report
+  // to that rank's socket comes from that rank's worker. The abstract namespace is the network namespace's, so
+  // another container of the pod or, with hostNetwork, any process of the node can send there too; the kernel
+  // tells the sender (SO_PASSCRED). A report sender_ok refuses goes to on_foreign(local rank, pid) instead.
+  using SenderOk = std::function<bool(int, pid_t)>;
+  using OnForeign = std::function<void(int, pid_t)>;
+  ProgressChannel(EventLoop& loop, OnReport on_report, SenderOk sender_ok = nullptr, OnForeign on_foreign = nullptr)
+      : loop_(loop),
+        on_report_(std::move(on_report)),
+        sender_ok_(std::move(sender_ok)),
+        on_foreign_(std::move(on_foreign)) {}
   ~ProgressChannel();
   ProgressChannel(const ProgressChannel&) = delete;
   ProgressChannel& operator=(const ProgressChannel&) = delete;
@@ -34,6 +46,8 @@ class ProgressChannel {
   void drain(int local_rank);
   EventLoop& loop_;
   OnReport on_report_;
+  SenderOk sender_ok_;
+  OnForeign on_foreign_;
   std::vector<int> fds_;
   std::vector<std::string> names_;
 };

@@ -234,6 +234,48 @@ class Progress(LauncherTest):
             self.assertEqual(len(re.findall(r"ignoring a progress report from rank", err)), 1, err[-2000:])
         self.assertLess(peak_rss, 64 * 1024, f"the launcher grew to {peak_rss} kB")
 
+    def test_reports_from_a_process_that_is_not_the_ranks_worker_are_ignored(self):
+        # The abstract sockets are the network namespace's: this test process reaches them as another container of
+        # the pod (or a hostNetwork process of the node) would. Its forged steps must never reach the job's view.
+        launchers, port = self.job(2, 1, ["--step-sleep", "0.2"], ["--metrics-port=0", "--metrics-addr=127.0.0.1"],
+                                   steps=30)
+        forged = json.dumps({"step": 999999, "total_steps": 1000000}).encode()
+        sent, seen, counters = set(), [], {}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            while launchers[0].proc.poll() is None:
+                for name in self.progress_sockets():
+                    try:
+                        s.sendto(forged, "\0" + name)
+                        sent.add(name)
+                    except OSError:
+                        pass  # the launcher has just closed it
+                st = status(port)
+                if st:
+                    seen.append(st)
+                counters = self.counters(launchers[0]) or counters
+                time.sleep(0.1)
+        self.wait_all(launchers)
+        self.assertGreaterEqual(len(sent), 2, "no progress socket of both launchers was found")
+        steps = [int(st["step"]) for st in seen if st.get("step", "-").isdigit()]
+        self.assertTrue(steps, seen[-3:])
+        self.assertLessEqual(max(steps), 30, "a forged step reached node 0's STATUS")
+        self.assertGreater(counters.get("kubedist_launcher_progress_reports_foreign_total", 0), 0, counters)
+        for l in launchers:
+            warnings = re.findall(r"ignoring progress reports to local rank 0's socket from pid (\d+), which is not "
+                                  r"that rank's worker", l.stderr())
+            self.assertEqual(warnings, [str(os.getpid())], l.stderr()[-2000:])
+
+    @staticmethod
+    def progress_sockets():
+        """The names of the launchers' progress sockets in this network namespace's abstract namespace."""
+        names = set()
+        with open("/proc/net/unix") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 8 else ""
+                if path.startswith("@kubedist-progress-"):
+                    names.add(path[1:])
+        return names
+
     @staticmethod
     def counters(launcher):
         """The launcher's progress counters from its /metrics, {} while it does not answer."""

@@ -1,6 +1,9 @@
 #include "process/descendants.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
 
 namespace kubedist::launcher {
 namespace {
@@ -32,6 +35,27 @@ TEST(ChildrenListed, ReadsTheKernelsChildrenFile) {
   EXPECT_TRUE(children_listed("").empty());
   EXPECT_TRUE(children_listed("\n").empty());
   EXPECT_EQ(children_listed("7 x 9"), (std::vector<pid_t>{7}));  // stops at what is no pid
+}
+
+TEST(DescendsFrom, FollowsTheParentChainToTheWorkerAndNoFurther) {
+  const std::map<pid_t, pid_t> parents{{50, 40}, {40, 30}, {30, 1}, {60, 1}, {70, 71}, {71, 70}};
+  const auto parent_of = [&](pid_t pid) -> std::optional<pid_t> {
+    auto it = parents.find(pid);
+    return it == parents.end() ? std::nullopt : std::optional<pid_t>(it->second);
+  };
+  EXPECT_TRUE(descends_from(30, 30, parent_of));   // the worker itself
+  EXPECT_TRUE(descends_from(50, 30, parent_of));   // a process it started (a DataLoader worker's child)
+  EXPECT_FALSE(descends_from(60, 30, parent_of));  // another process of the pod
+  EXPECT_FALSE(descends_from(30, 50, parent_of));  // the worker's parent chain upward is not below it
+  EXPECT_FALSE(descends_from(0, 30, parent_of));   // a sender of another PID namespace
+  EXPECT_FALSE(descends_from(99, 30, parent_of));  // gone: its parent unreadable
+  EXPECT_FALSE(descends_from(70, 30, parent_of));  // a cycle of reused pids ends the walk
+  EXPECT_FALSE(descends_from(50, 1, parent_of));   // init is nobody's worker
+}
+
+TEST(DescendsFrom, ReadsThisProcesssOwnParentFromProc) {
+  EXPECT_EQ(proc_parent(getpid()), getppid());
+  EXPECT_TRUE(descends_from(getpid(), getppid(), proc_parent));
 }
 
 }  // namespace
