@@ -1,8 +1,19 @@
-// Which job the poller asks, and where; bad addresses fail before any network use.
+// Which job the poller asks, and where; bad addresses fail before any network use; one tenant's node 0s that never
+// answer cost another tenant's job no wait (real sockets on 127.0.0.1).
 #include "trainingjob/act/launcher_poller.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "contract/status_line.h"
 #include "test_jobs.h"
 
 namespace kubedist::trainingjob {
@@ -86,6 +97,116 @@ TEST(QueryLauncher, ABadAddressIsRefusedWithoutConnecting) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "rendezvous STATUS from not-an-ip:1234: not an IPv4 address and port");
   EXPECT_FALSE(query_launcher("10.0.0.1", 70000, std::chrono::milliseconds(100)).ok());
+}
+
+// A node 0 on 127.0.0.1: `answers` replies to STATUS with a round-1 line for run `run`; otherwise it accepts
+// connections and never says a word (a node 0 whose launcher is stopped). Counts the connections it accepted.
+class FakeNodeZero {
+ public:
+  FakeNodeZero(bool answers, std::string run) : answers_(answers), run_(std::move(run)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    listen(fd_, 1024);
+    socklen_t len = sizeof sa;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    port_ = ntohs(sa.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeNodeZero() {
+    stop_ = true;
+    thread_.join();
+    for (int c : held_) close(c);
+    close(fd_);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      ++accepted_;
+      if (!answers_) {
+        held_.push_back(c);  // open and silent until the end
+        continue;
+      }
+      char buf[64];
+      (void)!read(c, buf, sizeof buf);  // "STATUS\n"
+      contract::StatusReport r;
+      r.round = 1;
+      r.nodes = 2;
+      r.world_size = 2;
+      r.phase = "running";
+      r.run_id = run_;
+      const std::string line = contract::encode_status_line(r) + "\n";
+      (void)!write(c, line.data(), line.size());
+      close(c);
+    }
+  }
+  const bool answers_;
+  const std::string run_;
+  int fd_ = -1, port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+LauncherTarget target(const std::string& key, const std::string& pod = "", int port = 0) {
+  LauncherTarget t;
+  t.job_key = key;
+  t.pod_uid = pod;
+  t.ip = "127.0.0.1";
+  t.port = port;
+  return t;
+}
+
+TEST(FairPollOrder, TakesOneJobOfEachNamespaceInTurnAndRotatesTheNamespaces) {
+  std::vector<LauncherTarget> targets;
+  for (const char* key : {"noisy/a", "noisy/b", "noisy/c", "quiet/q", "other/o"}) targets.push_back(target(key));
+  EXPECT_EQ(fair_poll_order(targets, 0), (std::vector<size_t>{0, 4, 3, 1, 2}));  // noisy, other, quiet, noisy...
+  EXPECT_EQ(fair_poll_order(targets, 1), (std::vector<size_t>{4, 3, 0, 1, 2}));
+  EXPECT_TRUE(fair_poll_order({}, 3).empty());
+}
+
+TEST(LauncherPoller, NodeZerosThatNeverAnswerCostAnotherTenantsJobNoWaitAndAreAskedLessOften) {
+  FakeNodeZero silent(false, ""), quiet(true, "q");
+  std::vector<LauncherTarget> targets;
+  for (int i = 0; i < 200; ++i) {
+    targets.push_back(target("noisy/j" + std::to_string(i), "pod-" + std::to_string(i), silent.port()));
+  }
+  targets.push_back(target("quiet/q", "pod-q", quiet.port()));
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> changes;
+  LauncherPoller poller(std::chrono::milliseconds(1000), [&] { return targets; }, [&](const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    changes.emplace_back(key, std::chrono::steady_clock::now());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  poller.poll_once();
+  const auto pass = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].first, "quiet/q");
+  // Answered before any silent node 0's deadline (1 s) came: neither its namespace's place nor a batch held it.
+  EXPECT_LT(changes[0].second - start, std::chrono::milliseconds(1000));
+  EXPECT_EQ(poller.latest("quiet/q")->round, 1);
+  // All 200 asked, 16 at a time, each on its own 1 s: 13 rounds of deadlines, no more.
+  EXPECT_EQ(silent.accepted(), 200);
+  EXPECT_LT(pass, std::chrono::seconds(14 + 5));
+  // Backing off: the next pass asks the quiet job, and of the silent ones only job 7, whose node 0 is a new pod.
+  // The others are asked again in 2 passes, then 4, 8... (at most every 32).
+  targets[7].pod_uid = "pod-7-new";
+  const auto again = std::chrono::steady_clock::now();
+  poller.poll_once();
+  EXPECT_LT(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(1000 + 1500));
+  EXPECT_EQ(silent.accepted(), 201);
+  EXPECT_EQ(quiet.accepted(), 2);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "trainingjob/act/launcher_poller.h"
 
-#include <future>
+#include <algorithm>
+#include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/log.h"
 #include "common/utf8.h"
@@ -59,53 +62,98 @@ void LauncherPoller::start() {
 
 void LauncherPoller::stop() { ticker_.stop(); }
 
+std::vector<size_t> fair_poll_order(const std::vector<LauncherTarget>& targets, size_t rotation) {
+  std::map<std::string, std::vector<size_t>> by_ns;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    by_ns[targets[i].job_key.substr(0, targets[i].job_key.find('/'))].push_back(i);
+  }
+  std::vector<const std::vector<size_t>*> queues;
+  for (const auto& [ns, q] : by_ns) queues.push_back(&q);
+  if (!queues.empty()) std::rotate(queues.begin(), queues.begin() + rotation % queues.size(), queues.end());
+  std::vector<size_t> order;
+  order.reserve(targets.size());
+  for (size_t round = 0; order.size() < targets.size(); ++round) {
+    for (const auto* q : queues) {
+      if (round < q->size()) order.push_back((*q)[round]);
+    }
+  }
+  return order;
+}
+
 void LauncherPoller::poll_once() {
   const auto timeout = std::min(interval_ > std::chrono::milliseconds(0) ? interval_ : std::chrono::milliseconds(1000),
                                 std::chrono::milliseconds(2000));
-  std::set<std::string> seen;
   const std::vector<LauncherTarget> targets = targets_();
-  // A few at a time: a node 0 whose address no longer answers costs the timeout, not the whole pass.
-  constexpr size_t kParallel = 16;
-  std::vector<std::future<Result<LauncherReport>>> pending;
-  std::vector<Result<LauncherReport>> answers;
-  answers.reserve(targets.size());
-  for (size_t i = 0; i < targets.size(); i += kParallel) {
-    pending.clear();
-    for (size_t j = i; j < std::min(targets.size(), i + kParallel); ++j) {
-      pending.push_back(
-          std::async(std::launch::async, query_launcher, targets[j].ip, targets[j].port, timeout, targets[j].secret));
+  std::set<std::string> seen;
+  std::vector<size_t> due, failing;  // in fair order, without those backing off; those that answered last first
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t pass = passes_++;
+    for (size_t i : fair_poll_order(targets, pass)) {
+      const LauncherTarget& t = targets[i];
+      seen.insert(t.job_key);
+      auto h = health_.find(t.job_key);
+      if (h != health_.end() && h->second.pod_uid != t.pod_uid) {
+        health_.erase(h);  // a new node 0: asked at once
+        h = health_.end();
+      }
+      if (h == health_.end()) {
+        due.push_back(i);
+      } else if (pass >= h->second.next_pass) {
+        failing.push_back(i);
+      }
     }
-    for (auto& f : pending) answers.push_back(f.get());
-    if (ticker_.stopping()) return;  // shutting down: the rest of the pass would only delay it by its timeouts
+    due.insert(due.end(), failing.begin(), failing.end());
+    for (auto it = latest_.begin(); it != latest_.end();) it = seen.count(it->first) ? std::next(it) : latest_.erase(it);
+    for (auto it = health_.begin(); it != health_.end();) it = seen.count(it->first) ? std::next(it) : health_.erase(it);
   }
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const LauncherTarget& t = targets[i];
-    seen.insert(t.job_key);
-    auto& report = answers[i];
-    if (!report) {
-      // Node 0 may be starting or re-forming; the last report stays until it answers again.
-      log_debug("launcher_poller", t.job_key + ": " + report.error().message);
-      continue;
+  // kParallel queries in flight, each on its own deadline; each answer is taken as it comes, so a node 0 that does
+  // not answer costs its own timeout and a slot, never another job's wait.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < due.size() && !ticker_.stopping(); k = next++) {
+      const LauncherTarget& t = targets[due[k]];
+      take(t, query_launcher(t.ip, t.port, timeout, t.secret));
     }
-    // The address may since belong to another job's node 0 (same port): a report of another run is not this job's.
-    if (const std::string name = t.job_key.substr(t.job_key.find('/') + 1); !report->run_id.empty() && report->run_id != name) {
-      log_debug("launcher_poller", t.job_key + ": " + t.ip + " answers for run " + report->run_id + "; ignored");
-      continue;
-    }
-    report->pod_uid = t.pod_uid;
-    bool changed = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto& slot = latest_[t.job_key];
-      LauncherReport same_time = *report;
-      same_time.polled_at = slot.polled_at;  // a report is news for what it says, not for when it was asked
-      changed = !(slot == same_time);
-      slot = *report;
-    }
-    if (changed && on_change_) on_change_(t.job_key);
+  };
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < std::min(kParallel, due.size()); ++w) workers.emplace_back(work);
+  for (auto& w : workers) w.join();
+}
+
+void LauncherPoller::take(const LauncherTarget& t, Result<LauncherReport> report) {
+  if (!report) {
+    // Node 0 may be starting or re-forming; the last report stays until it answers again. One that keeps failing is
+    // asked less often, and after those that answer: after n failures in a row, once in 2^n passes (at most
+    // kMaxSkippedPasses).
+    std::lock_guard<std::mutex> lock(mu_);
+    Health& h = health_[t.job_key];
+    h.pod_uid = t.pod_uid;
+    h.failures = std::min(h.failures + 1, 30);
+    h.next_pass = passes_ - 1 + std::min<size_t>(size_t{1} << h.failures, kMaxSkippedPasses);
+    log_debug("launcher_poller", t.job_key + ": " + report.error().message);
+    return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = latest_.begin(); it != latest_.end();) it = seen.count(it->first) ? std::next(it) : latest_.erase(it);
+  // The address may since belong to another job's node 0 (same port): a report of another run is not this job's.
+  if (const std::string name = t.job_key.substr(t.job_key.find('/') + 1); !report->run_id.empty() && report->run_id != name) {
+    log_debug("launcher_poller", t.job_key + ": " + t.ip + " answers for run " + report->run_id + "; ignored");
+    return;
+  }
+  report->pod_uid = t.pod_uid;
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.erase(t.job_key);
+    auto& slot = latest_[t.job_key];
+    LauncherReport same_time = *report;
+    same_time.polled_at = slot.polled_at;  // a report is news for what it says, not for when it was asked
+    changed = !(slot == same_time);
+    slot = *report;
+  }
+  if (changed && on_change_) {
+    std::lock_guard<std::mutex> lock(notify_mu_);
+    on_change_(t.job_key);
+  }
 }
 
 std::optional<LauncherReport> LauncherPoller::latest(const std::string& job_key) const {

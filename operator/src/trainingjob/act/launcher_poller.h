@@ -46,6 +46,10 @@ Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chro
 // The rendezvous endpoint of a job, if it has one now: node 0 running with an IP and more than one node allowed.
 std::optional<LauncherTarget> launcher_target(const TrainingJob& job, const std::vector<PodFacts>& pods);
 
+// The order one pass asks targets in: one job of each namespace in turn (the namespaces rotated by `rotation`, a
+// pass counter), so that no namespace's many jobs go before another's few.
+std::vector<size_t> fair_poll_order(const std::vector<LauncherTarget>& targets, size_t rotation);
+
 class LauncherPoller {
  public:
   using Targets = std::function<std::vector<LauncherTarget>()>;
@@ -54,15 +58,32 @@ class LauncherPoller {
   ~LauncherPoller() { stop(); }
   void start();
   void stop();
-  void poll_once();  // one pass over every target (the thread's body; tests call it directly)
+  // One pass over every target not backing off (the thread's body; tests call it directly): at most kParallel
+  // queries at a time, each on its own deadline, each answer taken as it comes, namespaces in fair order, the
+  // targets that failed last after the others.
+  void poll_once();
+  static constexpr size_t kParallel = 16;
+  static constexpr size_t kMaxSkippedPasses = 32;  // 5 min at the default 10 s
   std::optional<LauncherReport> latest(const std::string& job_key) const;
 
  private:
   const std::chrono::milliseconds interval_;
   const Targets targets_;
   const OnChange on_change_;
-  mutable std::mutex mu_;  // latest_
+  // A target whose queries fail: how many in a row, and the pass to ask it again in (its pod: a new node 0 is
+  // asked at once).
+  struct Health {
+    std::string pod_uid;
+    int failures = 0;
+    size_t next_pass = 0;
+  };
+  void take(const LauncherTarget& t, Result<LauncherReport> report);
+
+  mutable std::mutex mu_;  // latest_, health_, passes_
   std::map<std::string, LauncherReport> latest_;
+  std::map<std::string, Health> health_;
+  size_t passes_ = 0;
+  std::mutex notify_mu_;  // on_change_ is called from one query thread at a time
   Ticker ticker_;  // last: its thread stops before the rest goes
 };
 
