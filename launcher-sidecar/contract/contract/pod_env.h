@@ -24,6 +24,9 @@ inline constexpr const char* kRdzvSecretFile = "KUBEDIST_RDZV_SECRET_FILE"; // -
 // --stop-timeout: the SIGTERM-to-SIGKILL grace the launcher gives its workers, which the operator derives from the
 // pod's terminationGracePeriodSeconds, so that a checkpoint written on SIGTERM is not cut short.
 inline constexpr const char* kStopTimeout = "KUBEDIST_STOP_TIMEOUT";
+// The longest duration the launcher takes, in seconds (about 3 years), KUBEDIST_STOP_TIMEOUT included: longer ones
+// would overflow its clock arithmetic. The operator gives no pod a longer stop timeout than this.
+inline constexpr long kMaxDurationSeconds = 100000000;
 // The legacy torch.distributed.launch form, asked for through the pod's env (the operator passes a template's env
 // on; `kubectl kubedist run -- python -m torch.distributed.launch ...` sets them) rather than a CRD field.
 inline constexpr const char* kLegacyLaunch = "KUBEDIST_LEGACY_LAUNCH";        // --legacy-launch (1/true)

@@ -111,10 +111,16 @@ Setter integer(int LaunchConfig::*field, long lo, long hi, std::string expected,
   };
 }
 
+// Every duration the launcher takes, at most this many seconds: a grace or timeout beyond it would overflow the
+// clock arithmetic it feeds (milliseconds in a long, nanoseconds since boot in an int64).
+constexpr double kMaxSeconds = static_cast<double>(contract::kMaxDurationSeconds);
+constexpr const char* kTooManySeconds = "at most 100000000 seconds (about 3 years)";
+
 Setter seconds(double LaunchConfig::*field) {
   return [field](LaunchConfig& c, const RawValue& r) -> std::optional<Error> {
     auto v = to_double(r.value);
     if (!v || *v < 0) return bad(r, "a number of seconds >= 0");
+    if (*v > kMaxSeconds) return bad(r, kTooManySeconds);
     c.*field = *v;
     return std::nullopt;
   };
@@ -205,6 +211,7 @@ Setter rdzv_conf() {
         auto v = to_double(value.value);
         if (!v || *v < 0) return bad(value, "a number of seconds >= 0");
         if (*v <= 0) return bad(value, "a number of seconds above 0");
+        if (*v > kMaxSeconds) return bad(value, kTooManySeconds);
         c.idle_timeout = *v;
       }
     }

@@ -345,6 +345,12 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--termination-log=", "t.py"}, {}, "--termination-log: expected a file path"},
       {{"--hang-timeout=-5", "t.py"}, {}, "--hang-timeout: expected a number of seconds >= 0"},
       {{"t.py"}, {{"PET_HANG_TIMEOUT", "10m"}}, "PET_HANG_TIMEOUT: expected a number of seconds >= 0"},
+      // Huge graces would overflow the clock arithmetic they feed.
+      {{"--shutdown-timeout=1e300", "t.py"}, {}, "--shutdown-timeout: expected at most 100000000 seconds (about 3 years)"},
+      {{"t.py"}, {{"KUBEDIST_STOP_TIMEOUT", "9223372036854775807"}}, "KUBEDIST_STOP_TIMEOUT: expected at most 100000000"},
+      {{"--hang-timeout=100000001", "t.py"}, {}, "--hang-timeout: expected at most 100000000 seconds"},
+      {{"--rdzv-conf=join_timeout=1e18", "t.py"}, {}, "join_timeout: expected at most 100000000 seconds"},
+      {{"--rdzv-conf=idle_timeout=1e10", "t.py"}, {}, "idle_timeout: expected at most 100000000 seconds"},
       {{"--straggler-factor=1", "t.py"}, {}, "--straggler-factor: expected a number above 1"},
       {{"--straggler-factor=x", "t.py"}, {}, "--straggler-factor: expected a number above 1"},
       {{"--straggler-steps=0", "t.py"}, {}, "--straggler-steps: expected a positive integer"},

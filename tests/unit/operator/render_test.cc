@@ -359,7 +359,9 @@ TEST(RenderPod, TheLaunchersStopTimeoutFollowsThePodsGracePeriod) {
             "28")
       << "Kubernetes' default 30 s, less 2 s for the launcher's own exit";
   const std::vector<std::pair<json, std::string>> cases = {
-      {120, "118"}, {4, "2"}, {3, "1.5"}, {1, "0.5"}, {0, "0"}, {"60", "28"}, {-5, "28"}, {2.5, "28"}};
+      {120, "118"}, {4, "2"}, {3, "1.5"}, {1, "0.5"}, {0, "0"}, {"60", "28"}, {-5, "28"}, {2.5, "28"},
+      // A grace beyond the launcher's longest duration (it would refuse to start) is cut to it.
+      {100000002, "100000000"}, {json(9223372036854775807LL), "100000000"}};
   for (const auto& [grace, want] : cases) {
     json j = testing::example_job_json();
     j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = grace;

@@ -1,5 +1,7 @@
 #include "trainingjob/render/env.h"
 
+#include <algorithm>
+
 #include "contract/pod_env.h"
 
 namespace kubedist::trainingjob {
@@ -45,6 +47,7 @@ std::string launcher_stop_timeout(const json& pod_spec) {
   const auto it = pod_spec.find("terminationGracePeriodSeconds");
   // Anything but a non-negative integer is the API server's to refuse when the pod is created.
   if (it != pod_spec.end() && it->is_number_integer() && it->get<long>() >= 0) grace = it->get<long>();
+  grace = std::min(grace, contract::kMaxDurationSeconds + 2);  // the launcher takes no longer stop timeout
   if (grace >= 4) return std::to_string(grace - 2);
   return grace % 2 == 0 ? std::to_string(grace / 2) : std::to_string(grace / 2) + ".5";
 }
