@@ -171,6 +171,10 @@ std::vector<Flag> flag_table(kubedist::trainingjob::OperatorOptions* o) {
        "                           that no job's new pods land there until --avoided-taint-ttl passes; only for\n"
        "                           the node's own faults (lost with it: NotReady, deleted, out of service), never\n"
        "                           for a job's signals or hangs (needs --watch-nodes and patch on nodes) (default false)\n"},
+      {{"--node-loss-limit"}, false, integer(&o->node_loss_limit, 0, 1000000, "an integer from 0 (no bound) to 1000000"),
+       "  --node-loss-limit N      a job whose pods were lost with their nodes more than N times fails\n"
+       "                           (NodeLossLimitExceeded) instead of recreating them for ever; 0: no bound\n"
+       "                           (default 100)\n"},
       {{"--max-tainted-nodes"}, false, integer(&o->max_tainted_nodes, 1, 1000, "an integer from 1 to 1000"),
        "  --max-tainted-nodes N    --taint-avoided-nodes taints no node while N nodes carry the taint (default 3)\n"},
       {{"--avoided-taint-ttl"}, false,

@@ -153,6 +153,44 @@ TEST(BadNodes, APodLostWithItsNodeCountsAgainstTheNodeOnce) {
   EXPECT_EQ(events_with(p, "NodeAvoided"), 0);
 }
 
+TEST(NodeLossLimit, AJobWhosePodsKeepBeingLostStopsAfterTheLimitInsteadOfRecreatingThemForEver) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  auto pods = running_except(3);
+  pods.push_back(failed(3, "n3", std::nullopt, "NodeShutdown", "lost"));
+  Observed o = observed(pods, 0);
+  o.node_loss_limit = 5;
+  // The 5th loss: still within the limit, recreated.
+  job.status.restarts_by_reason[kRestartNodeLost] = 4;
+  Plan p = decide(job, o, kNow);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartNodeLost), 5);
+  EXPECT_NE(p.status.phase, JobPhase::kFailed);
+  // The 6th: the job fails, saying why, and recreates nothing.
+  job.status.restarts_by_reason[kRestartNodeLost] = 5;
+  p = decide(job, o, kNow);
+  EXPECT_EQ(p.status.phase, JobPhase::kFailed);
+  EXPECT_EQ(p.status.restarts_by_reason.at(kRestartNodeLost), 6);
+  EXPECT_TRUE(p.create_ranks.empty());
+  bool said = false;
+  for (const auto& c : p.status.conditions) {
+    if (c.type == ConditionType::kFailed && c.reason == "NodeLossLimitExceeded") {
+      said = true;
+      EXPECT_EQ(c.message, "pod resnet-node-3 was lost with its node, the job's loss 6 of --node-loss-limit 5: the job "
+                           "stops instead of recreating its pods for ever; find why its nodes keep going (the PodLost "
+                           "Events name them)");
+    }
+  }
+  EXPECT_TRUE(said);
+  // 0: no bound.
+  o.node_loss_limit = 0;
+  job.status.restarts_by_reason[kRestartNodeLost] = 100000;
+  EXPECT_NE(decide(job, o, kNow).status.phase, JobPhase::kFailed);
+  // A job past the limit whose pods are not being lost now runs on (the bound is checked at a loss).
+  o.node_loss_limit = 5;
+  job.status.restarts_by_reason[kRestartNodeLost] = 50;
+  EXPECT_NE(decide(job, observed(running_except(-1), 0), kNow).status.phase, JobPhase::kFailed);
+}
+
 TEST(BadNodes, ALimitOfZeroCountsNothingAndAJobTracksAtMost64Nodes) {
   TrainingJob job = testing::example_job();
   job.status.phase = JobPhase::kRunning;

@@ -205,6 +205,7 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
   o.avoid_node_after_failures = extras_.avoid_node_after_failures;
   o.taint_avoided_nodes = extras_.taint_avoided_nodes;
   o.max_tainted_nodes = extras_.max_tainted_nodes;
+  o.node_loss_limit = extras_.node_loss_limit;
   return o;
 }
 

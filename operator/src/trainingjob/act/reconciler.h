@@ -54,6 +54,7 @@ struct ReconcilerExtras {
   int avoid_node_after_failures = 2;  // see Observed::avoid_node_after_failures; 0: never
   bool taint_avoided_nodes = false;   // see Observed::taint_avoided_nodes
   int max_tainted_nodes = 3;          // see Observed::max_tainted_nodes
+  int node_loss_limit = 100;          // see Observed::node_loss_limit
   std::chrono::milliseconds progress_write_interval{30000};  // see ProgressWrites; 0: no bound
 };
 

@@ -178,6 +178,7 @@ ReconcilerExtras reconciler_extras(const OperatorOptions& options, const Watched
   extras.avoid_node_after_failures = options.avoid_node_after_failures;
   extras.taint_avoided_nodes = options.taint_avoided_nodes;
   extras.max_tainted_nodes = options.max_tainted_nodes;
+  extras.node_loss_limit = options.node_loss_limit;
   extras.progress_write_interval = std::chrono::milliseconds(options.progress_write_interval_ms);
   return extras;
 }

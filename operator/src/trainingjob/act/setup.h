@@ -42,6 +42,7 @@ struct OperatorOptions {
   int avoid_node_after_failures = 2;     // a job's new pods avoid a node where this many failed (not its code's)
   bool taint_avoided_nodes = false;      // and the node is tainted for every pod (needs the node watch)
   int max_tainted_nodes = 3;             // while fewer nodes carry the taint
+  int node_loss_limit = 100;             // a job stops after this many pods lost with their nodes; 0: never
   int64_t avoided_taint_ttl_s = 3600;    // the taint is taken off after this long
   int64_t launcher_poll_interval_ms = 10000;  // STATUS of each running job's node 0; 0 disables
   int64_t progress_write_interval_ms = 30000;  // a job's status writes for progress alone, at most this often

@@ -105,6 +105,7 @@ Plan active(DecideState& s) {
   }
 
   const std::set<std::string> lost_uids = decide_lost_pods(s, target);
+  if (const auto ending = node_loss_limit_reached(s)) return finish(s, *ending);
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
   const auto node0 = ranks.by_rank.find(0);
   decide_progress(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);

@@ -52,6 +52,20 @@ NodeLoss node_lost(DecideState& s, const PodFacts& pod) {
   return {};
 }
 
+std::optional<Ending> node_loss_limit_reached(const DecideState& s) {
+  const int limit = s.obs.node_loss_limit;
+  if (limit <= 0 || s.lost.empty()) return std::nullopt;
+  const auto& by_reason = s.plan.status.restarts_by_reason;
+  const auto it = by_reason.find(kRestartNodeLost);
+  const int losses = it == by_reason.end() ? 0 : it->second;
+  if (losses <= limit) return std::nullopt;
+  return Ending{false, "NodeLossLimitExceeded",
+                "pod " + s.lost.back() + " was lost with its node, the job's loss " + std::to_string(losses) +
+                    " of --node-loss-limit " + std::to_string(limit) +
+                    ": the job stops instead of recreating its pods for ever; find why its nodes keep going (the "
+                    "PodLost Events name them)"};
+}
+
 std::set<std::string> decide_lost_pods(DecideState& s, int target) {
   Status& st = s.plan.status;
   // Pods someone else is deleting (kubectl delete, an eviction) while the job runs: their node is lost to the job.

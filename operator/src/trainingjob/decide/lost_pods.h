@@ -1,6 +1,7 @@
 // Which of a job's pods are lost to it (node gone or NotReady past the grace, evicted, deleted by someone else).
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -31,5 +32,9 @@ NodeLoss node_lost(DecideState& s, const PodFacts& pod);
 // are gone (a pod on a NotReady node stays Terminating until its node answers again or is confirmed gone).
 // target: the number of nodes the job aims at now.
 std::set<std::string> decide_lost_pods(DecideState& s, int target);
+
+// After decide_lost_pods: an Ending when a pod was lost this pass and the job's node losses
+// (status.restartsByReason.node_lost) passed Observed::node_loss_limit.
+std::optional<Ending> node_loss_limit_reached(const DecideState& s);
 
 }  // namespace kubedist::trainingjob

@@ -92,6 +92,9 @@ struct Observed {
   // with its node: decide/bad_nodes.h), while fewer than max_tainted_nodes carry the taint.
   bool taint_avoided_nodes = false;
   int max_tainted_nodes = 3;
+  // A job whose pods were lost with their nodes more than this many times stops, Failed with reason
+  // NodeLossLimitExceeded, instead of recreating them for ever (decide/lost_pods.h); 0: no bound.
+  int node_loss_limit = 100;
 };
 
 struct Plan {
