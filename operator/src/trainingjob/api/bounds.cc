@@ -2,8 +2,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace kubedist::trainingjob {
+
+size_t json_bytes_up_to(const nlohmann::json& v, size_t limit) {
+  size_t total = 0;
+  std::vector<const nlohmann::json*> todo{&v};
+  while (!todo.empty() && total <= limit) {
+    const nlohmann::json* j = todo.back();
+    todo.pop_back();
+    if (j->is_object()) {
+      total += 2;
+      for (auto it = j->begin(); it != j->end() && total <= limit; ++it) {
+        total += it.key().size() + 4;  // "key":,
+        todo.push_back(&it.value());
+      }
+    } else if (j->is_array()) {
+      total += 2;
+      for (const auto& e : *j) {
+        total += 1;
+        todo.push_back(&e);
+      }
+    } else if (j->is_string()) {
+      total += j->get_ref<const std::string&>().size() + 2;
+    } else {
+      total += 1;
+    }
+  }
+  return std::min(total, limit + 1);
+}
 
 int64_t bounded(int64_t v, int64_t lo, int64_t hi) { return std::clamp(v, lo, hi); }
 

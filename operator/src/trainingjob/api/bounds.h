@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "contract/status_line.h"
 
 namespace kubedist::trainingjob {
@@ -17,6 +19,15 @@ inline constexpr int64_t kMaxCount = 1'000'000'000'000'000;  // steps, totals, e
 inline constexpr int64_t kMaxDurationMs = 100LL * 366 * 24 * 3600 * 1000;  // ages and busy times: 100 years
 inline constexpr double kMaxRate = 1e9;  // steps a second, step seconds, ratios
 inline constexpr int64_t kMaxRestarts = 1'000'000'000;  // restart counts: a launcher's delta added still fits an int
+
+// The most a job's spec.template may hold, in bytes of its JSON (the API server takes 1.5 MB objects): the operator
+// keeps one parsed copy per job and renders every pod from it, so a bigger one is refused (InvalidSpec) before it is
+// kept. A legitimate pod template is a few KB; large data belongs in a ConfigMap or a volume.
+inline constexpr size_t kMaxTemplateBytes = 256 * 1024;
+
+// About how many bytes v takes as JSON (strings and keys at their length, every other value at least 1), counting
+// no further than `limit` + 1: enough to tell whether it is over `limit` without writing it out.
+size_t json_bytes_up_to(const nlohmann::json& v, size_t limit);
 
 // v clamped to [lo, hi].
 int64_t bounded(int64_t v, int64_t lo, int64_t hi);

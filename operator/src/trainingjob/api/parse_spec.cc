@@ -3,6 +3,7 @@
 #include <regex>
 #include <string>
 
+#include "trainingjob/api/bounds.h"
 #include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/names.h"
 #include "trainingjob/api/status_json.h"
@@ -221,6 +222,11 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
 
   auto tmpl = spec.find("template");
   if (tmpl == spec.end() || tmpl->is_null()) return Error::invalid("spec.template: required");
+  if (json_bytes_up_to(*tmpl, kMaxTemplateBytes) > kMaxTemplateBytes) {
+    return Error::invalid("spec.template: over " + std::to_string(kMaxTemplateBytes) +
+                          " bytes; the operator keeps it for every pod it makes: keep large data (environment values, "
+                          "files) in a ConfigMap or a volume");
+  }
   auto trainer = find_trainer(*tmpl);
   if (!trainer) return trainer.error();
   s.trainer_index = *trainer;
