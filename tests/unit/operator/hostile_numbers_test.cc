@@ -52,12 +52,18 @@ TEST(TemplateBytes, ATemplateOverTheBoundIsASpecErrorAndIsNotKept) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->spec_error, "spec.template: over 262144 bytes; the operator keeps it for every pod it makes: keep large "
                              "data (environment values, files) in a ConfigMap or a volume");
-  EXPECT_TRUE(job->spec.template_.is_null() || job->spec.template_.empty());
-  // Just under the bound: taken.
+  EXPECT_TRUE(job->spec.template_->is_null() || job->spec.template_->empty());
+  // Just under the bound: taken, and held once: every copy of the job (the informer's, a reconcile's, the poller's)
+  // shares the one parsed tree.
   big["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = std::string(200 * 1024, 'x');
   job = parse_training_job(big, {});
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->spec_error, "");
+  const TrainingJob copy = *job;
+  EXPECT_TRUE(copy.spec.template_.same(job->spec.template_));
+  EXPECT_EQ((*copy.spec.template_)["spec"]["containers"][0]["env"][0]["value"].get_ref<const std::string&>().size(),
+            200u * 1024);
+  EXPECT_FALSE(parse_training_job(big, {})->spec.template_.same(job->spec.template_));  // a parse is a new tree
 }
 
 TEST(Bounded, HoldsEachProgressFieldToItsRangeAndKeepsNotReported) {

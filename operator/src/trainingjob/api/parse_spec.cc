@@ -230,7 +230,7 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   auto trainer = find_trainer(*tmpl);
   if (!trainer) return trainer.error();
   s.trainer_index = *trainer;
-  s.template_ = *tmpl;
+  s.template_ = SharedJson(*tmpl);
 
   // Pod J-node-i must be a valid hostname and the Service J a DNS-1035 label.
   const std::string longest = pod_name(job_name, s.max_replicas - 1);

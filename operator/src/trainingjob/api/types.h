@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,25 @@ struct NprocPerNode {
   std::string str() const { return count > 0 ? std::to_string(count) : mode; }
 };
 
+// A job's pod template, parsed once and shared by every copy of the job (the informer's, each reconcile's, the
+// poller's): immutable, so a copy costs a reference count instead of a deep copy of the tree.
+class SharedJson {
+ public:
+  SharedJson() : v_(null()) {}
+  explicit SharedJson(nlohmann::json v) : v_(std::make_shared<const nlohmann::json>(std::move(v))) {}
+  const nlohmann::json& operator*() const { return *v_; }
+  const nlohmann::json* operator->() const { return v_.get(); }
+  // Whether two copies share one tree (a copy of the job, not a parse of the same text).
+  bool same(const SharedJson& o) const { return v_ == o.v_; }
+
+ private:
+  static const std::shared_ptr<const nlohmann::json>& null() {
+    static const auto kNull = std::make_shared<const nlohmann::json>();
+    return kNull;
+  }
+  std::shared_ptr<const nlohmann::json> v_;
+};
+
 struct Spec {
   int replicas = 1;
   int min_replicas = 1;
@@ -80,7 +100,7 @@ struct Spec {
   // spec.scheduling: how the pods are placed, as switches of the integrations that place them (gang: true asks for
   // gang scheduling, gang/); a switch the job leaves unset is absent (the integration's default).
   std::map<std::string, bool> scheduling;
-  nlohmann::json template_;  // core/v1 PodTemplateSpec, validated to have containers with a command
+  SharedJson template_;      // core/v1 PodTemplateSpec, validated to have containers with a command
   int trainer_index = 0;     // index of the container that runs under the launcher
 };
 

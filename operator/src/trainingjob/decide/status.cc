@@ -6,8 +6,9 @@ namespace kubedist::trainingjob {
 
 int procs_per_node(const Spec& spec) {
   if (spec.nproc_per_node.count > 0) return spec.nproc_per_node.count;
-  if (!spec.template_.is_object() || !spec.template_.contains("spec")) return 1;
-  const auto& containers = spec.template_["spec"]["containers"];
+  const nlohmann::json& tmpl = *spec.template_;
+  if (!tmpl.is_object() || !tmpl.contains("spec") || !tmpl["spec"].contains("containers")) return 1;
+  const auto& containers = tmpl["spec"]["containers"];
   const auto& trainer = containers[spec.trainer_index];
   auto limit = [&](const char* name) -> int {
     for (const char* section : {"limits", "requests"}) {

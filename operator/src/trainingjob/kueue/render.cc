@@ -63,7 +63,7 @@ void apply_placement(json& pod, const Placement& placement) {
 }
 
 json render_kueue_workload(const TrainingJob& job, std::optional<PriorityClassFacts> priority) {
-  json tmpl = job.spec.template_;
+  json tmpl = *job.spec.template_;
   json& pod_spec = tmpl["spec"];
   limits_as_requests(pod_spec["containers"]);
   if (pod_spec.contains("initContainers")) limits_as_requests(pod_spec["initContainers"]);

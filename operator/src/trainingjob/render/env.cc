@@ -56,7 +56,7 @@ std::string launcher_stop_timeout(const json& pod_spec) {
 json trainer_env(const json& trainer, const TrainingJob& job, int rank, const PodOptions& options) {
   json ours = json::array();
   for (const auto& [k, v] : node_env(job, rank)) ours.push_back({{"name", k}, {"value", v}});
-  const json& tmpl = job.spec.template_;
+  const json& tmpl = *job.spec.template_;
   const json no_spec = json::object();
   const json& pod_spec = tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : no_spec;
   ours.push_back({{"name", contract::kStopTimeout}, {"value", launcher_stop_timeout(pod_spec)}});

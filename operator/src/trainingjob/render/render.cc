@@ -123,8 +123,8 @@ json render_service(const TrainingJob& job) {
 
 json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   const std::string name = pod_name(job.name, rank);
-  json tmpl_md = job.spec.template_.value("metadata", json::object());
-  json spec = job.spec.template_.value("spec", json::object());
+  json tmpl_md = job.spec.template_->value("metadata", json::object());
+  json spec = job.spec.template_->value("spec", json::object());
 
   json md = json::object();
   md["name"] = name;
