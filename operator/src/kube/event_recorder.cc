@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "common/log.h"
 #include "common/time.h"
@@ -13,18 +14,24 @@ namespace kubedist::kube {
 
 std::string event_message(const std::string& message) { return cut_utf8(message, kMaxEventMessage, "..."); }
 
+namespace {
+constexpr const char* kCombinedPrefix = "(combined from similar events): ";  // client-go's words
+}  // namespace
+
 void EventRecorder::record(const ObjectRef& object, const std::string& type, const std::string& reason,
                            const std::string& raw_message) {
   // Messages quote what workers wrote (termination messages, hang stacks): made valid and cut at a character
   // boundary, or the Event could not be sent at all.
-  const std::string message = event_message(raw_message);
+  const std::string raw = event_message(raw_message);
   log(type == "Warning" ? LogLevel::kWarn : LogLevel::kInfo, "event",
-      object.kind + " " + object.ns + "/" + object.name + " " + reason + ": " + message);
-  const std::string key = object.ns + '\n' + object.name + '\n' + object.uid + '\n' + object.kind + '\n' + type +
-                          '\n' + reason + '\n' + message;
+      object.kind + " " + object.ns + "/" + object.name + " " + reason + ": " + raw);
+  const std::string similar_key =
+      object.ns + '\n' + object.name + '\n' + object.uid + '\n' + object.kind + '\n' + type + '\n' + reason;
   std::optional<Recorded> seen;
+  std::string key, message;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    std::tie(message, key) = aggregate(similar_key, raw);
     if (auto it = recorded_.find(key); it != recorded_.end()) {
       ++it->second.count;
       by_use_.erase(it->second.used);
@@ -38,13 +45,25 @@ void EventRecorder::record(const ObjectRef& object, const std::string& type, con
     return;
   }
   const std::string path = "/api/v1/namespaces/" + object.ns + "/events/" + seen->name;
-  auto r = client_.merge_patch(path, {{"count", seen->count}, {"lastTimestamp", format_rfc3339(now_unix())}});
+  auto r = client_.merge_patch(
+      path, {{"count", seen->count}, {"lastTimestamp", format_rfc3339(now_unix())}, {"message", message}});
   if (r) return;
   if (r.error().kind == Error::Kind::kNotFound) {  // expired (the API server keeps Events an hour) or deleted
     create(object, type, reason, message, key);
     return;
   }
   log_warn("event", "could not count event " + reason + " on " + object.name + " again: " + r.error().message);
+}
+
+std::pair<std::string, std::string> EventRecorder::aggregate(const std::string& similar_key,
+                                                             const std::string& message) {
+  const int64_t now = now_unix();
+  Similar& similar = similar_[similar_key];
+  if (now - similar.last > kSimilarWindowS) similar.messages.clear();
+  similar.last = now;
+  if (similar.messages.size() < kSimilarEvents) similar.messages.insert(message);
+  if (similar.messages.size() < kSimilarEvents) return {message, similar_key + '\n' + message};
+  return {event_message(kCombinedPrefix + message), similar_key + "\n(combined)"};
 }
 
 void EventRecorder::create(const ObjectRef& object, const std::string& type, const std::string& reason,
@@ -102,6 +121,7 @@ void EventRecorder::remember_locked(const std::string& key, Recorded recorded) {
     recorded_.erase(by_use_.begin()->second);
     by_use_.erase(by_use_.begin());
   }
+  if (similar_.size() > max_remembered_) similar_.clear();  // bounded: the windows start again
 }
 
 }  // namespace kubedist::kube

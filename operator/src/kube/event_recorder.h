@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "kube/api.h"
 
@@ -34,7 +36,12 @@ class EventRecorder {
   // Best effort: a failure to record is logged, never fatal. Every event is also logged. An Event like one recorded
   // before (the same object, type, reason and message) is counted on that one (count, lastTimestamp), as client-go's
   // recorder does: a decision repeated on every pass (a retried write, each poll) is one Event, not one per pass.
+  // And as client-go's aggregator does, once kSimilarEvents different messages of one object, type and reason came
+  // with less than kSimilarWindowS between them, every further one is counted on one Event of that object, type and
+  // reason whose message is "(combined from similar events): " and the latest message.
   void record(const ObjectRef& object, const std::string& type, const std::string& reason, const std::string& message);
+  static constexpr size_t kSimilarEvents = 10;
+  static constexpr int64_t kSimilarWindowS = 600;
 
  private:
   struct Recorded {
@@ -42,6 +49,13 @@ class EventRecorder {
     int count = 1;
     uint64_t used = 0;  // when it was last recorded, in records: the least recently used is forgotten first
   };
+  // The different messages of one object, type and reason lately, up to kSimilarEvents.
+  struct Similar {
+    std::set<std::string> messages;
+    int64_t last = 0;  // when the latest came (unix seconds)
+  };
+  // The message to record and the key it is counted under: the message's own, or the combined one's.
+  std::pair<std::string, std::string> aggregate(const std::string& similar_key, const std::string& message);
   // Creates a new Event; remembers it under key when that worked.
   void create(const ObjectRef& object, const std::string& type, const std::string& reason, const std::string& message,
               const std::string& key);
@@ -53,6 +67,7 @@ class EventRecorder {
   std::mutex mu_;
   std::map<std::string, Recorded> recorded_;  // by object, type, reason and message
   std::map<uint64_t, std::string> by_use_;    // recorded_'s keys by their last use
+  std::map<std::string, Similar> similar_;    // by object, type and reason (forgotten with recorded_'s bound)
   uint64_t uses_ = 0;
 };
 

@@ -45,6 +45,35 @@ TEST(EventRecorder, AnEventThatDiffersInObjectTypeReasonOrMessageIsANewOne) {
   for (const auto& e : events) EXPECT_EQ(e.value("count", 0), 1);
 }
 
+TEST(EventRecorder, TenDifferentMessagesOfOneReasonAreCombinedIntoOneEventAsClientGoDoes) {
+  FakeApi api;
+  EventRecorder recorder(api, "kubedist-operator");
+  // Three jobs' worth of honest, different failures of one job: the first 9 are Events of their own...
+  for (int i = 0; i < 12; ++i) {
+    recorder.record(kJob, "Warning", "PodFailed", "pod resnet-node-" + std::to_string(i) + " failed (exit code 1)");
+  }
+  recorder.record(kJob, "Normal", "Created", "creating pods");  // another reason: its own Event, as always
+  const auto events = api.list(kEvents);
+  ASSERT_EQ(events.size(), 9u + 1u + 1u);
+  int combined = 0;
+  for (const auto& e : events) {
+    const std::string message = e.value("message", "");
+    if (message.rfind("(combined from similar events): ", 0) != 0) {
+      EXPECT_EQ(e.value("count", 0), 1) << message;
+      continue;
+    }
+    ++combined;
+    // ...and the 10th, 11th and 12th are one, counted, saying the latest.
+    EXPECT_EQ(message, "(combined from similar events): pod resnet-node-11 failed (exit code 1)");
+    EXPECT_EQ(e.value("count", 0), 3);
+    EXPECT_EQ(e.value("reason", ""), "PodFailed");
+  }
+  EXPECT_EQ(combined, 1);
+  // A repeat of an early message now counts on the combined one too.
+  recorder.record(kJob, "Warning", "PodFailed", "pod resnet-node-0 failed (exit code 1)");
+  EXPECT_EQ(api.list(kEvents).size(), 11u);
+}
+
 TEST(EventRecorder, AnEventGoneFromTheApiServerIsMadeAgain) {
   FakeApi api;
   EventRecorder recorder(api, "kubedist-operator");
