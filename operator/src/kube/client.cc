@@ -394,14 +394,21 @@ struct Client::Impl {
   // idle one turns out closed by the server (then before any answer came, so the server never saw the request);
   // the whole answer read within timeout.
   beast::error_code exchange(bhttp::request<bhttp::string_body>& req, std::chrono::seconds timeout, Answer& out) {
+    // One deadline for the whole exchange, a new connection's connect and handshake included: a write is never sent
+    // later than `timeout` after it was asked for (a leader's lease allows for that much: controller/lease_fence.h),
+    // where the connect used to take a full timeout and the request then a second one.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    using Duration = std::chrono::steady_clock::duration;
+    const auto left = [&] { return std::max(deadline - std::chrono::steady_clock::now(), Duration(0)); };
     std::unique_ptr<Connection> conn = take_idle();
     for (;;) {
       const bool reused = conn != nullptr;
       if (!reused) {
         conn = std::make_unique<Connection>();
-        if (auto ec = open(*conn, timeout)) return ec;
+        if (auto ec = open(*conn, left())) return ec;
       }
-      conn->expires_after(timeout);
+      if (left() == Duration(0)) return beast::error::timeout;
+      conn->expires_after(left());
       bhttp::response_parser<bhttp::string_body> parser;
       parser.body_limit(kMaxBody);
       beast::error_code ec = conn->write(req);

@@ -1,8 +1,13 @@
 // How the API client waits before trying again (Retry-After, backoff, jitter) and what it takes for a CA bundle.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <set>
+#include <thread>
 
 #include "kube/client.h"
 #include "kube/trusted_ca.h"
@@ -67,6 +72,45 @@ TEST(ClientCreate, RefusesAnApiServerAddressWithoutAHostOrWithABadPort) {
     auto client = Client::create(config);
     EXPECT_TRUE(client.ok()) << good << ": " << client.error().message;
   }
+}
+
+TEST(ClientDeadline, ANewConnectionsConnectCountsAgainstTheSameDeadlineAsItsRequest) {
+  // A listener whose accept queue (backlog 0) holds one connection already: the client's SYN is dropped and sent
+  // again by the kernel 1 s later, when the queue has room (the filler accepted at 0.3 s), so its connect takes
+  // about 1 s; then the request gets no answer. With a 2 s deadline the call must end at 2 s, not 1 + 2.
+  const int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  ASSERT_EQ(bind(server, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(server, 0), 0);
+  socklen_t len = sizeof sa;
+  getsockname(server, reinterpret_cast<sockaddr*>(&sa), &len);
+  const int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(filler, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  int accepted = -1;
+  std::thread room([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    accepted = accept(server, nullptr, nullptr);
+  });
+  Config config;
+  config.server = "http://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  RetryPolicy retry;
+  retry.attempts = 1;
+  retry.timeout = seconds(2);
+  retry.write_timeout = seconds(2);
+  auto client = Client::create(config, retry);
+  ASSERT_TRUE(client) << client.error().message;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = (*client)->merge_patch("/api/v1/namespaces/a/events/e", {{"count", 2}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  room.join();
+  EXPECT_FALSE(r.ok());
+  EXPECT_GE(took, milliseconds(1900));
+  EXPECT_LT(took, milliseconds(2700)) << "the connect's second came on top of the request's deadline";
+  close(accepted);
+  close(filler);
+  close(server);
 }
 
 TEST(IsCaBundle, RefusesWhatHoldsNoCertificate) {
