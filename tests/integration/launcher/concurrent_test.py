@@ -3,13 +3,15 @@ import unittest
 
 from harness import LauncherTest, free_port, wait_until
 
-# Local rank 0 binds the store port as torch's TCPStore would: a second job on the same port fails to start.
+# Local rank 0 binds the store port as torch's TCPStore does (SO_REUSEADDR, which the launcher's hold on the port
+# until then expects): a second job on the same port fails to start.
 WORKER = """
 import os, socket, sys, time
 log, go = sys.argv[1], sys.argv[2]
 port = int(os.environ["MASTER_PORT"])
 if os.environ["LOCAL_RANK"] == "0":
     store = socket.socket()
+    store.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     store.bind(("127.0.0.1", port))
     store.listen()
 with open(log, "a") as f:

@@ -271,7 +271,10 @@ Result<TrainingJob> parse_training_job(const json& obj, const std::vector<Condit
       job.spec_error = spec.error().message;
     }
   } catch (const std::exception& e) {
-    job.spec = Spec{};
+    // A copy of defaults made once, not Spec{}: GCC 12's Release build warns falsely (-Wmaybe-uninitialized) of the
+    // temporary's strings here.
+    static const Spec kDefaults;
+    job.spec = kDefaults;
     job.spec_error = std::string("spec: cannot be read: ") + e.what();
   }
   return job;

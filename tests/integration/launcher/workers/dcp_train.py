@@ -4,6 +4,7 @@ writes what it loaded. Each rank writes OUT_DIR/<phase>-rank<N>.json with the we
 
 usage: dcp_train.py save|load CHECKPOINT_DIR OUT_DIR
 """
+import gc
 import json
 import os
 import sys
@@ -58,7 +59,9 @@ else:
     record = {"initial": initial, "weights": weights(), "step": int(step)}
 with open(os.path.join(out_dir, f"{phase}-rank{rank}.json"), "w") as f:
     json.dump(record, f)
-# DDP holds the process group: released first, so that destroy_process_group joins gloo's threads before the
-# interpreter finalizes (torch 2.15 on Python 3.11 aborts a worker whose gloo thread frees a tensor after that).
+# DDP holds the process group (and so does the last loss's graph, through DDP's autograd hooks): released first,
+# so that destroy_process_group joins gloo's threads before the interpreter finalizes (torch 2.15 on Python 3.11
+# aborts a worker whose gloo thread frees a tensor after that).
 del ddp, optimizer
+gc.collect()
 dist.destroy_process_group()

@@ -7,6 +7,7 @@ usage: ddp_train.py OUT_DIR STEPS [--crash-rank R] [--step-sleep S] [--grow-to W
 Rank 0 writes OUT_DIR/progress (world size, restart count, step) as it goes; every rank writes OUT_DIR/rank<N>.json.
 """
 import argparse
+import gc
 import json
 import os
 import time
@@ -71,7 +72,9 @@ with open(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), "w") as f:
     json.dump(result, f)
 os.rename(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), os.path.join(args.out_dir, f"rank{rank}.json"))
 dist.barrier()
-# DDP holds the process group: released first, so that destroy_process_group joins gloo's threads before the
-# interpreter finalizes (torch 2.15 on Python 3.11 aborts a worker whose gloo thread frees a tensor after that).
-del ddp
+# DDP holds the process group (and so does the last loss's graph, through DDP's autograd hooks): released first,
+# so that destroy_process_group joins gloo's threads before the interpreter finalizes (torch 2.15 on Python 3.11
+# aborts a worker whose gloo thread frees a tensor after that).
+ddp = loss = None  # (loss: unset when no step was left to run)
+gc.collect()
 dist.destroy_process_group()

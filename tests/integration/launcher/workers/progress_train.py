@@ -14,6 +14,7 @@ Every rank appends "attempt step time" lines to OUT_DIR/steps<RANK> as each step
 OUT_DIR/rank<N>.json at the end.
 """
 import argparse
+import gc
 import json
 import os
 import socket
@@ -97,7 +98,9 @@ with open(os.path.join(args.out_dir, f"rank{rank}.json"), "w") as f:
     json.dump({"rank": rank, "world": world, "restart": restart,
                "weights": [p.detach().flatten().tolist() for p in model.parameters()]}, f)
 dist.barrier()
-# DDP holds the process group: released first, so that destroy_process_group joins gloo's threads before the
-# interpreter finalizes (torch 2.15 on Python 3.11 aborts a worker whose gloo thread frees a tensor after that).
-del ddp
+# DDP holds the process group (and so does the last loss's graph, through DDP's autograd hooks): released first,
+# so that destroy_process_group joins gloo's threads before the interpreter finalizes (torch 2.15 on Python 3.11
+# aborts a worker whose gloo thread frees a tensor after that).
+ddp = loss = None  # (loss: unset when no step was left to run)
+gc.collect()
 dist.destroy_process_group()
