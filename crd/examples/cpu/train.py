@@ -96,9 +96,12 @@ def main():
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
-    print(f"start: RANK={rank} LOCAL_RANK={os.environ.get('LOCAL_RANK')} WORLD_SIZE={world} "
-          f"GROUP_RANK={os.environ.get('GROUP_RANK')} hostname={socket.gethostname()} "
-          f"MASTER_ADDR={os.environ.get('MASTER_ADDR')} restart={restart}", flush=True)
+    # One write, newline included: the workers run unbuffered (python -u, as torchrun starts them), where print()
+    # writes its text and its newline apart, so that two ranks printing at once could run their lines together.
+    sys.stdout.write(f"start: RANK={rank} LOCAL_RANK={os.environ.get('LOCAL_RANK')} WORLD_SIZE={world} "
+                     f"GROUP_RANK={os.environ.get('GROUP_RANK')} hostname={socket.gethostname()} "
+                     f"MASTER_ADDR={os.environ.get('MASTER_ADDR')} restart={restart}\n")
+    sys.stdout.flush()
 
     torch.manual_seed(0)  # the same initial weights everywhere (DDP broadcasts rank 0's anyway)
     model = DistributedDataParallel(torch.nn.Sequential(

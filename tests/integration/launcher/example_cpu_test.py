@@ -34,8 +34,11 @@ class CpuExample(LauncherTest):
     def test_two_nodes_of_two_workers_train_and_show_their_ranks(self):
         node0, node1, codes = self.run_job(["--max-restarts=3"])
         self.assertEqual(codes, [0, 0], node0.stderr() + node1.stderr())
-        self.assertEqual(self.starts(node0), [(0, 0, 4, 0, 0), (1, 1, 4, 0, 0)])
-        self.assertEqual(self.starts(node1), [(2, 0, 4, 1, 0), (3, 1, 4, 1, 0)])
+        # The nodes' whole output on failure: node 1's start lines were missing in 1 run of about 10 (both torches),
+        # not explained yet.
+        self.assertEqual(self.starts(node0), [(0, 0, 4, 0, 0), (1, 1, 4, 0, 0)], node0.stdout()[-3000:])
+        self.assertEqual(self.starts(node1), [(2, 0, 4, 1, 0), (3, 1, 4, 1, 0)],
+                         node1.stdout()[-3000:] + node1.stderr()[-2000:])
         losses = [float(x) for x in re.findall(r"^epoch \d/5: loss (\S+)$", node0.stdout(), re.M)]
         self.assertEqual(len(losses), 5, node0.stdout())
         self.assertLess(losses[-1], losses[0] / 2, "the loss did not fall")
