@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "trainingjob/act/reconciler.h"
 #include "trainingjob/decide/bad_nodes.h"
 
 namespace kubedist::trainingjob {
@@ -22,9 +23,8 @@ int AvoidedTaintExpiry::expire_once(UnixSeconds now) {
   if (!nodes_.synced()) return 0;
   int removed = 0;
   for (const Write& w : expired_avoided_taints(nodes_.by_index(""), now, ttl_s_)) {
-    nlohmann::json body = w.body;
-    body["metadata"]["resourceVersion"] = w.precondition;  // on the taints it read: a newer list is looked at next time
-    auto r = api_.merge_patch(w.path, body);
+    // On the taints it read (the precondition): a node changed since is looked at again next time.
+    auto r = api_.merge_patch(w.path, request_body(w));
     if (r) {
       ++removed;
       log_info("avoided_taints", "node " + w.name + ": taint " + kAvoidedTaint + " taken off after --avoided-taint-ttl " +

@@ -15,7 +15,14 @@ using nlohmann::json;
 
 constexpr auto kExpectationTimeout = std::chrono::seconds(30);
 
-// The request a write makes: its body with the precondition in place.
+// The writes a pass makes before its commit point: every create and the integrations' writes; after it come the
+// job's own writes (its status, its deletion) and the pod deletions.
+bool before_status(const Write& w) {
+  return w.kind != kKind && !(w.kind == "Pod" && w.verb == Write::Verb::kDelete);
+}
+
+}  // namespace
+
 json request_body(const Write& w) {
   if (w.precondition.empty()) return w.body;
   json body = w.body.is_object() ? w.body : json::object();
@@ -25,14 +32,6 @@ json request_body(const Write& w) {
   }
   return body;
 }
-
-// The writes a pass makes before its commit point: every create and the integrations' writes; after it come the
-// job's own writes (its status, its deletion) and the pod deletions.
-bool before_status(const Write& w) {
-  return w.kind != kKind && !(w.kind == "Pod" && w.verb == Write::Verb::kDelete);
-}
-
-}  // namespace
 
 // What one pass has carried out so far.
 struct Reconciler::Pass {

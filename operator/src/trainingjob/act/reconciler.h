@@ -61,6 +61,9 @@ struct ReconcilerExtras {
 // Index value of pods and services: the owning job's "namespace/name".
 std::string job_key_of(const PodFacts& pod);
 
+// The request a write makes: its body with the precondition in place (a delete's uid, a patch's resourceVersion).
+nlohmann::json request_body(const Write& w);
+
 // Why the key of a namespace's Secret kubedist-rendezvous is refused (data.secret not base64, or a key outside
 // contract::kMinSecretBytes..kMaxSecretBytes), naming the namespace and the fix; "" when it is taken.
 std::string namespace_key_refusal(const std::string& ns, bool decoded, const std::string& key);
