@@ -38,6 +38,11 @@ expect 2 "--avoid-node-after-failures must be an integer from 0 (never) to 1000,
 expect 2 "--avoid-node-after-failures must be an integer from 0 (never) to 1000, got \"twice\"" --avoid-node-after-failures twice
 expect 2 "--avoid-node-after-failures needs a value" --avoid-node-after-failures
 expect 2 "--taint-avoided-nodes must be true or false, got \"yes\"" --taint-avoided-nodes=yes
+expect 2 "--avoided-taint-ttl must be a whole number of seconds from 1s to 10080m (e.g. 60m), got \"0s\"" --avoided-taint-ttl=0s
+expect 2 "--avoided-taint-ttl must be a whole number of seconds from 1s to 10080m (e.g. 60m), got \"1h\"" --avoided-taint-ttl=1h
+expect 2 "--max-tainted-nodes must be an integer from 1 to 1000, got \"0\"" --max-tainted-nodes=0
+expect 2 "--node-loss-limit must be an integer from 0 (no bound) to 1000000, got \"-1\"" --node-loss-limit=-1
+expect 2 "--node-loss-limit needs a value" --node-loss-limit
 expect 2 "--keyring-secret must be a Secret's NAMESPACE/NAME: \"kd-keyring\" has no '/'" --keyring-secret kd-keyring
 expect 2 "--keyring-secret must be a Secret's NAMESPACE/NAME: \"Kube_System\" is no namespace name (a DNS label)" --keyring-secret=Kube_System/kd-keyring
 expect 2 "--keyring-secret must be a Secret's NAMESPACE/NAME: \"a/b\" is no Secret name (a DNS subdomain)" --keyring-secret=ns/a/b
