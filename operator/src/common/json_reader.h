@@ -17,6 +17,7 @@ class Cursor {
   explicit Cursor(std::string_view text);
 
   bool at_end() const { return p_ == end_; }
+  const char* position() const { return p_; }
   char peek() const { return p_ != end_ ? *p_ : '\0'; }
   void advance() { ++p_; }
   void skip_whitespace();

@@ -429,10 +429,11 @@ struct Client::Impl {
     }
   }
 
-  // parse_success: whether a 2xx answer's body is parsed and returned (else null is).
+  // parse_success: whether a 2xx answer's body is parsed and returned (else null is). raw: where a 2xx answer's body
+  // goes as text instead (null is returned).
   Result<json> send_once(bhttp::verb method, const std::string& path, const json* body,
                          const std::string& content_type, bool parse_success,
-                         std::optional<std::chrono::milliseconds>* retry_after) {
+                         std::optional<std::chrono::milliseconds>* retry_after, std::string* raw) {
     std::string payload;
     if (body != nullptr) {
       // Not a transport error: the same body fails the same way on every try, so it is never sent nor retried, and
@@ -458,6 +459,10 @@ struct Client::Impl {
       }
       const int code = answer.code;
       observe(method, path, code);
+      if (code >= 200 && code < 300 && raw != nullptr) {
+        *raw = std::move(answer.body);
+        return json(nullptr);
+      }
       if (code >= 200 && code < 300 && !parse_success) return json(nullptr);
       json parsed = answer.body.empty() ? json(nullptr) : json::parse(answer.body, nullptr, false);
       if (code >= 200 && code < 300) {
@@ -473,7 +478,8 @@ struct Client::Impl {
   }
 
   Result<json> send(bhttp::verb method, const std::string& path, const json* body = nullptr,
-                    const std::string& content_type = "application/json", bool parse_success = true) {
+                    const std::string& content_type = "application/json", bool parse_success = true,
+                    std::string* raw = nullptr) {
     const bool write = method != bhttp::verb::get;
     (write ? counts.writes : counts.reads)++;
     for (int attempt = 1;; ++attempt) {
@@ -481,7 +487,7 @@ struct Client::Impl {
         if (auto why = write_gate(path)) return Error{Error::Kind::kOther, "not sent: " + *why, 0};
       }
       std::optional<std::chrono::milliseconds> retry_after;
-      auto r = send_once(method, path, body, content_type, parse_success, &retry_after);
+      auto r = send_once(method, path, body, content_type, parse_success, &retry_after, raw);
       if (r.ok() || r.error().kind != Error::Kind::kRetryable || attempt >= retry.attempts) return r;
       std::this_thread::sleep_for(retry_delay(attempt, retry_after, retry, jitter()));
     }
@@ -521,6 +527,13 @@ Result<std::unique_ptr<Client>> Client::create(const Config& config, RetryPolicy
 }
 
 Result<json> Client::get(const std::string& path) { return impl_->send(bhttp::verb::get, path); }
+
+Result<std::string> Client::get_text(const std::string& path) {
+  std::string text;
+  auto r = impl_->send(bhttp::verb::get, path, nullptr, "application/json", true, &text);
+  if (!r) return r.error();
+  return text;
+}
 
 Result<json> Client::create(const std::string& path, const json& body) {
   return impl_->send(bhttp::verb::post, path, &body);

@@ -71,6 +71,8 @@ class Client final : public Api {
 
   // path: an API path with query, e.g. "/api/v1/namespaces/ns/pods?labelSelector=a".
   Result<nlohmann::json> get(const std::string& path) override;
+  // The same, the answer's body as text (for a reader of its own: kube/list_page.h); errors as get's.
+  Result<std::string> get_text(const std::string& path);
   Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body) override;
   // The server's copy of the object is not parsed (only a refusal's Status is).
   Result<void> create_unparsed(const std::string& path, const nlohmann::json& body) override;

@@ -69,8 +69,12 @@ class Informer : public InformerBase, public Lister<T> {
   std::optional<std::chrono::milliseconds> overdue(Clock::TimePoint now) const override { return stream_.overdue(now); }
   const std::string& path() const override { return stream_.path(); }
   uint64_t relists() const { return relists_; }
-  // Watch events are read by decode instead of being parsed and projected (lists still are). Call before start().
-  void set_decoder(Decode decode) { decode_ = std::move(decode); }
+  // Watch events are read by decode, and the objects of a list by decode_item (the text of one object, decoded as an
+  // ADDED event's), instead of being parsed and projected. Call before start().
+  void set_decoder(Decode decode, Decode decode_item) {
+    decode_ = std::move(decode);
+    decode_item_ = std::move(decode_item);
+  }
   // Call before start().
   void set_on_deleted(OnDeleted on_deleted) { on_deleted_ = std::move(on_deleted); }
 
@@ -104,7 +108,14 @@ class Informer : public InformerBase, public Lister<T> {
           return applied.next;
         },
         {},
+        {},
     };
+    if (decode_item_) {
+      sink.listed_text = [this](std::string_view item) {
+        std::optional<DecodedEvent<T>> decoded = decode_item_(item);
+        if (decoded && decoded->projected) fresh_.emplace(std::move(decoded->key), std::move(*decoded->projected));
+      };
+    }
     if (decode_) {
       sink.line = [this](const std::string& line) -> std::optional<std::pair<WatchEvent, AfterEvent>> {
         std::optional<DecodedEvent<T>> decoded = decode_(line);
@@ -125,6 +136,7 @@ class Informer : public InformerBase, public Lister<T> {
   const OnChange on_change_;
   std::function<void()> on_synced_;
   Decode decode_;
+  Decode decode_item_;
   OnDeleted on_deleted_;
   std::map<std::string, T> fresh_;  // the relist in progress (the stream's thread only)
   std::atomic<bool> synced_{false};

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "kube/client.h"
+#include "kube/list_page.h"
 
 namespace kubedist::kube {
 std::string WatchStream::with_query(bool watch) const {
@@ -20,22 +21,35 @@ std::string WatchStream::with_query(bool watch) const {
 bool WatchStream::relist(std::stop_token stop, const Sink& sink) {
   std::string cont;
   std::string rv;
+  // Each item of a page, as text: read by the sink's own reader, else parsed alone (one item's tree at a time).
+  const auto item = [&](std::string_view text) {
+    if (sink.listed_text) {
+      sink.listed_text(text);
+      return;
+    }
+    const nlohmann::json object = nlohmann::json::parse(text, nullptr, false);
+    if (!object.is_discarded()) sink.listed(object);
+  };
   do {
     watchdog_.expect_within(kListPageBound, clock_.now());
     std::string path = with_query(false);
     if (!cont.empty()) path += "&continue=" + query_escape(cont);
-    auto r = client_.get(path);
+    auto r = client_.get_text(path);
     if (!r) {
       log_warn("informer", "list " + options_.list_path + " failed: " + r.error().message);
       sink.list_ended(false);
       return false;
     }
-    const nlohmann::json md = r->value("metadata", nlohmann::json::object());
-    cont = md.value("continue", "");
-    rv = md.value("resourceVersion", "");
-    if (r->contains("items") && (*r)["items"].is_array()) {
-      for (const auto& item : (*r)["items"]) sink.listed(item);
+    ListPage page;
+    const bool read = read_list_page(*r, page, item);
+    r = std::string();  // the page's text is let go before the next one comes
+    if (!read) {
+      log_warn("informer", "list " + options_.list_path + ": the API server's answer is not a list");
+      sink.list_ended(false);
+      return false;
     }
+    cont = std::move(page.continue_token);
+    rv = std::move(page.resource_version);
   } while (!cont.empty() && !stop.stop_requested());
   if (!cont.empty()) {  // stopped between pages
     sink.list_ended(false);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -19,12 +20,16 @@
 
 namespace kubedist::kube {
 
+inline constexpr int kListPageSize = 20;
+
 struct WatchOptions {
   std::string list_path;        // e.g. /api/v1/pods or /apis/kubedist.io/v1alpha1/namespaces/ns/trainingjobs
   std::string label_selector;   // "" = all
   std::string field_selector = "";  // "" = all; "metadata.name=N" lets RBAC grant list/watch of that name only
   int watch_timeout_s = 300;    // the server closes each watch after this; we resume from the last version
-  int page_size = 500;
+  // Objects a list page asks for: small, so that a page of tenants' large objects (a pod may hold megabytes of
+  // environment) stays small in the operator's memory; each page is read item by item (kube/list_page.h).
+  int page_size = kListPageSize;
 };
 
 class WatchStream {
@@ -38,6 +43,8 @@ class WatchStream {
     // When set, instead of `event`: reads one watch line itself, without the JSON tree, and applies it; returns the
     // event without its object and what to do next, nullopt when the line is not JSON (the watch is reopened).
     LineHandler line;
+    // When set, instead of `listed`: reads each object of a relist from its text itself, without the JSON tree.
+    std::function<void(std::string_view item)> listed_text;
   };
 
   // Reconnect delays: 200 ms doubling to 5 s, reset by a stream that brought events.

@@ -78,6 +78,32 @@ TEST(ReadPodEvent, ReadsWhatTheDomPathReadsFromPodsOfEveryShape) {
   }
 }
 
+// A pod of a list page (kube/list_page.h) is read as an ADDED event's object: the same facts, key and version.
+TEST(ReadPodObject, ReadsAListsPodAsTheEventsObject) {
+  for (const char* pod : kPods) {
+    PodEvent as_event, as_object;
+    ASSERT_TRUE(read_pod_event(event_of(pod, "ADDED").dump(), as_event));
+    ASSERT_TRUE(read_pod_object(json::parse(pod).dump(), as_object)) << pod;
+    EXPECT_EQ(as_object.type, "ADDED");
+    EXPECT_TRUE(as_object.has_object);
+    EXPECT_EQ(as_object.malformed, as_event.malformed);
+    EXPECT_EQ(as_object.key, as_event.key) << pod;
+    EXPECT_EQ(as_object.resource_version, as_event.resource_version) << pod;
+    EXPECT_EQ(as_object.facts, as_event.facts) << pod;
+  }
+  PodEvent read;
+  EXPECT_FALSE(read_pod_object(R"({"metadata": {"name": "x"})", read));  // not JSON
+  ASSERT_TRUE(read_pod_object(R"({"spec": {}})", read));             // no metadata: nothing to apply
+  EXPECT_FALSE(read.has_object);
+  ASSERT_TRUE(read_pod_object("[1]", read));
+  EXPECT_FALSE(read.has_object);
+  const auto decoded = decode_pod_object(json::parse(kPods[1]).dump());
+  ASSERT_TRUE(decoded && decoded->projected);
+  EXPECT_EQ(decoded->event.type, kube::WatchEvent::Type::kAdded);
+  EXPECT_EQ(decoded->key, "n/j-node-0");
+  EXPECT_EQ(decoded->projected->exit_code, 3);
+}
+
 // Mutations of those pods' events (a byte deleted, replaced or inserted): the reading, which skips what it does not
 // read, refuses exactly the texts json::parse refuses, and where both take one, reads what the DOM path reads.
 TEST(ReadPodEvent, AgreesWithTheDomPathOnMutatedEvents) {

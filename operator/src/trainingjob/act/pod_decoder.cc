@@ -5,10 +5,10 @@
 
 namespace kubedist::trainingjob {
 
-std::optional<kube::DecodedEvent<PodFacts>> decode_pod_event(std::string_view line) {
+namespace {
+
+kube::DecodedEvent<PodFacts> decoded(PodEvent& read) {
   using Type = kube::WatchEvent::Type;
-  PodEvent read;
-  if (!read_pod_event(line, read)) return std::nullopt;
   kube::DecodedEvent<PodFacts> out;
   // As WatchEvent::parse: an ERROR carries a Status; any other event needs an object with metadata.
   const Type type = kube::WatchEvent::type_of(read.type);
@@ -25,6 +25,20 @@ std::optional<kube::DecodedEvent<PodFacts>> decode_pod_event(std::string_view li
     out.projected = std::move(read.facts);
   }
   return out;
+}
+
+}  // namespace
+
+std::optional<kube::DecodedEvent<PodFacts>> decode_pod_event(std::string_view line) {
+  PodEvent read;
+  if (!read_pod_event(line, read)) return std::nullopt;
+  return decoded(read);
+}
+
+std::optional<kube::DecodedEvent<PodFacts>> decode_pod_object(std::string_view pod) {
+  PodEvent read;
+  if (!read_pod_object(pod, read)) return std::nullopt;
+  return decoded(read);
 }
 
 }  // namespace kubedist::trainingjob

@@ -107,7 +107,8 @@ Watched watch(controller::Manager& mgr, const OperatorOptions& options, std::vec
         return job ? *job : TrainingJob{};
       });
   c.pods = &mgr.owns<PodFacts>({scoped("/api/v1", options.ns, "pods"), kJobNameLabel}, parse_pod_facts, job_key_of);
-  c.pods->set_decoder(decode_pod_event);  // the most frequent events: read without the JSON tree (pod_decoder.h)
+  // The most frequent events, and the largest lists: read without the JSON tree (pod_decoder.h).
+  c.pods->set_decoder(decode_pod_event, decode_pod_object);
   c.services = &mgr.owns<ServiceFacts>({scoped("/api/v1", options.ns, "services"), kJobNameLabel},
                                        parse_service_facts, [](const ServiceFacts& s) { return s.ns + "/" + s.name; });
   // Each namespace's rendezvous Secret: the reconciler creates it, the poller derives each job's secret from it. A

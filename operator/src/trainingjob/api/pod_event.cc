@@ -16,7 +16,11 @@ namespace {
 // controller owner) are settled in finish(), since the API server may send status before spec.
 class PodEventReader {
  public:
-  explicit PodEventReader(PodEvent& out) : out_(out) { frames_.reserve(16); }
+  // bare: the text is the object itself, as an ADDED event's (a list's item), not an event around it.
+  PodEventReader(PodEvent& out, bool bare) : out_(out), bare_(bare) {
+    frames_.reserve(16);
+    if (bare_) type_ = "ADDED";
+  }
 
   // Every call below is for a value at a place wants() said yes to.
   bool wants() const { return here() != F::kOther; }
@@ -79,7 +83,7 @@ class PodEventReader {
 
   // After a successful parse: the event, with parse_pod_facts' rules for what depends on several fields.
   void finish() {
-    if (!root_object_) return;
+    if (!root_object_ && !(bare_ && object_object_)) return;
     out_.type = type_;
     if (type_ == "ERROR" || !object_object_ || !metadata_object_) return;
     out_.has_object = true;
@@ -216,7 +220,7 @@ class PodEventReader {
     }
   }
   F here() const {
-    if (frames_.empty()) return F::kRoot;
+    if (frames_.empty()) return bare_ ? F::kObject : F::kRoot;
     const Frame& f = frames_.back();
     return f.array ? element(f.id) : f.key;
   }
@@ -299,6 +303,7 @@ class PodEventReader {
   }
 
   PodEvent& out_;
+  const bool bare_;
   std::vector<Frame> frames_;
   bool malformed_ = false;
   bool root_object_ = false, object_object_ = false, metadata_object_ = false;
@@ -319,8 +324,16 @@ class PodEventReader {
 
 bool read_pod_event(std::string_view line, PodEvent& out) {
   out = PodEvent{};
-  PodEventReader reader(out);
+  PodEventReader reader(out, false);
   if (!json_reader::read(line, reader)) return false;
+  reader.finish();
+  return true;
+}
+
+bool read_pod_object(std::string_view pod, PodEvent& out) {
+  out = PodEvent{};
+  PodEventReader reader(out, true);
+  if (!json_reader::read(pod, reader)) return false;
   reader.finish();
   return true;
 }

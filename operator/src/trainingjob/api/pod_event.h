@@ -25,5 +25,7 @@ struct PodEvent {
 
 // Reads one pod watch event line (a JSON object, as the API server sends it); false when it is not JSON.
 bool read_pod_event(std::string_view line, PodEvent& out);
+// Reads one pod (an item of a list page: kube/list_page.h) as read_pod_event reads an ADDED event's object.
+bool read_pod_object(std::string_view pod, PodEvent& out);
 
 }  // namespace kubedist::trainingjob

@@ -12,36 +12,9 @@ OPERATOR=$1
 begin_scenario secrets
 
 count=500
-# Secrets whose data is just under Kubernetes' 1 MiB limit for a Secret, POSTed over one kept-alive connection with the
-# kubeconfig's credentials (kubectl would parse a 700 MB list first).
-/usr/bin/python3 - "$count" "$NS" <<'PY' || fail "could not create the Secrets"
-import base64, http.client, json, os, ssl, sys, tempfile
-import yaml
-n, ns = int(sys.argv[1]), sys.argv[2]
-cfg = yaml.safe_load(open(os.environ["KUBECONFIG"]))
-cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
-with tempfile.TemporaryDirectory() as tmp:
-    files = {}
-    for key in ("certificate-authority-data", "client-certificate-data", "client-key-data"):
-        files[key] = os.path.join(tmp, key)
-        with open(files[key], "wb") as f:
-            f.write(base64.b64decode(cluster.get(key) or user[key]))
-    ctx = ssl.create_default_context(cafile=files["certificate-authority-data"])
-    ctx.load_cert_chain(files["client-certificate-data"], files["client-key-data"])
-    host = cluster["server"].removeprefix("https://")
-    conn = http.client.HTTPSConnection(host, context=ctx)
-    blob = base64.b64encode(os.urandom(1024 * 1024 - 4096)).decode()
-    for i in range(n):
-        body = json.dumps({"apiVersion": "v1", "kind": "Secret",
-                           "metadata": {"name": f"tenant-{i}", "labels": {"kubedist.io/job-name": f"j{i}",
-                                                                          "kubedist.io/rendezvous-secret": "namespace"}},
-                           "data": {"secret": blob}})
-        conn.request("POST", f"/api/v1/namespaces/{ns}/secrets", body, {"Content-Type": "application/json"})
-        r = conn.getresponse()
-        r.read()
-        if r.status != 201:
-            sys.exit(f"Secret tenant-{i}: HTTP {r.status}")
-PY
+# Secrets whose data is just under Kubernetes' 1 MiB limit for a Secret.
+/usr/bin/python3 "$KUBEDIST_SOURCE_DIR/tests/lib/post_objects.py" "$NS" secret "$count" $((1024 * 1024 - 4096)) ||
+  fail "could not create the Secrets"
 pass "$count Secrets of 1 MiB labelled kubedist.io/job-name and kubedist.io/rendezvous-secret=namespace"
 
 start_operator
