@@ -278,15 +278,20 @@ void Agent::on_worker_failure(const WorkerExit& e) {
     return shutdown(e.signal);
   }
   say("worker failed: " + describe_exit(e));
-  failure_line_ = failure_summary(e, host_name(), read_file_prefix(e.error_file, 1 << 20));
-  std::string error = read_file_prefix(e.error_file, 4096);
+  const std::string error_file = read_file_prefix(e.error_file, 1 << 20);
+  failure_line_ = failure_summary(e, host_name(), error_file);
+  std::string error = error_file.substr(0, 4096);
   if (!error.empty()) {
     while (!error.empty() && error.back() == '\n') error.pop_back();
     say("rank " + std::to_string(e.rank) + " error file " + e.error_file + ": " + error);
   }
   failure_seen_at_ = std::chrono::steady_clock::now();
   stop_workers(SIGTERM);
-  member_->failed(assignment_.round, e.exit_code, describe_exit(e));
+  // The other nodes say why the group stopped, and so does whichever pod the operator reads first: the root cause
+  // (the first line of the exception @record wrote) travels with the failure.
+  const std::string message = error_file_message(error_file);
+  member_->failed(assignment_.round, e.exit_code,
+                  one_line(message.empty() ? describe_exit(e) : describe_exit(e) + ": " + message, kRelayedFailureMax));
 }
 
 void Agent::on_stop() {

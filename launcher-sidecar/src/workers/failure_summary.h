@@ -12,6 +12,9 @@ namespace kubedist::launcher {
 
 // Kubernetes keeps at most 4096 bytes of a container's termination message.
 constexpr std::size_t kTerminationMessageMax = 4096;
+// What a node tells the rendezvous of its failed worker (the exit and the error's first line): at most this many
+// bytes, so that the reason every node gives, with what the coordinator adds, fits one termination message.
+constexpr std::size_t kRelayedFailureMax = 2048;
 
 // The first line of the exception message in a torchelastic error file (TORCHELASTIC_ERROR_FILE, as written by
 // torch's @record: {"message": {"message": "ValueError: boom", "extraInfo": {...}}}, or {"message": "text"}),

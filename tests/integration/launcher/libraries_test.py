@@ -100,6 +100,11 @@ class Libraries(LauncherTest):
         with open(self.path("termination-log-1")) as f:
             self.assertEqual(f.read(), f"rank 3 (local rank 1) on {socket.gethostname()} exited with code 1: "
                                        "ValueError: batch 7 of rank 3 has a NaN loss")
+        # Node 0 says why node 1 stopped the group, the exception included: whichever pod the operator reads first,
+        # status.lastFailure has the root cause.
+        with open(self.path("termination-log-0")) as f:
+            self.assertRegex(f.read(), r"node 1: rank 3 \(local rank 1, pid \d+\) exited with code 1 at \S+: "
+                                       r"ValueError: batch 7 of rank 3 has a NaN loss")
 
 
 if __name__ == "__main__":
