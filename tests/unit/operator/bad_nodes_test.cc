@@ -493,8 +493,8 @@ TEST(BadNodesRender, TheExclusionJoinsEveryRequiredTermOfTheTemplateAndKeepsTheR
   EXPECT_EQ(pod["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].size(), 1u);
   EXPECT_TRUE(pod["spec"]["affinity"].contains("podAntiAffinity"));
 
-  // No avoided node: the template's affinity (here none) as it was.
-  EXPECT_FALSE(render_pod(testing::example_job(), 2, PodOptions{})["spec"].contains("affinity"));
+  // No avoided node: the template's node affinity (here none) as it was.
+  EXPECT_FALSE(render_pod(testing::example_job(), 2, PodOptions{})["spec"]["affinity"].contains("nodeAffinity"));
   // Only a preferred affinity: a required term of its own is added beside it.
   json preferred = testing::example_job_json();
   preferred["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =

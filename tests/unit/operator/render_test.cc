@@ -391,6 +391,34 @@ TEST(RenderPod, WrapsOnlyTheTrainerContainer) {
   EXPECT_EQ(pod["spec"]["containers"][1]["command"][0], kLauncherPath);
 }
 
+// spec.placement.onePodPerNode: the job's pods keep off each other's nodes, as a preference by default, beside the
+// template's own anti-affinity terms.
+TEST(RenderPod, SpreadsTheJobsPodsOverNodesAsThePlacementSays) {
+  const json term = {{"labelSelector", {{"matchLabels", {{"kubedist.io/job-name", "resnet"}}}}},
+                     {"topologyKey", "kubernetes.io/hostname"}};
+  json tmpl = testing::example_job_json();
+  const json own = {{"weight", 5}, {"podAffinityTerm", {{"topologyKey", "zone"}}}};
+  tmpl["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({own});
+  const json by_default = render_pod(testing::job_from(tmpl), 1, PodOptions{})["spec"]["affinity"]["podAntiAffinity"];
+  EXPECT_EQ(by_default["preferredDuringSchedulingIgnoredDuringExecution"],
+            json::array({own, {{"weight", 100}, {"podAffinityTerm", term}}}));
+  EXPECT_FALSE(by_default.contains("requiredDuringSchedulingIgnoredDuringExecution"));
+
+  json required = testing::example_job_json();
+  required["spec"]["placement"]["onePodPerNode"] = "Required";
+  const json anti = render_pod(testing::job_from(required), 0, PodOptions{})["spec"]["affinity"]["podAntiAffinity"];
+  EXPECT_EQ(anti, json({{"requiredDuringSchedulingIgnoredDuringExecution", json::array({term})}}));
+
+  json off = testing::example_job_json();
+  off["spec"]["placement"]["onePodPerNode"] = "None";
+  EXPECT_FALSE(render_pod(testing::job_from(off), 0, PodOptions{})["spec"].contains("affinity"));
+  // A template's affinity of another shape is left for the API server to refuse.
+  json odd = testing::example_job_json();
+  odd["spec"]["template"]["spec"]["affinity"] = "anywhere";
+  EXPECT_EQ(render_pod(testing::job_from(odd), 0, PodOptions{})["spec"]["affinity"], "anywhere");
+}
+
 TEST(NodeEnv, ElasticJobsGetMinMaxNnodes) {
   json j = testing::example_job_json();
   j["spec"]["minReplicas"] = 2;

@@ -153,6 +153,15 @@ const char* to_string(CleanPodPolicy p) {
   return "?";
 }
 
+const char* to_string(OnePodPerNode p) {
+  switch (p) {
+    case OnePodPerNode::kPreferred: return "Preferred";
+    case OnePodPerNode::kRequired: return "Required";
+    case OnePodPerNode::kNone: return "None";
+  }
+  return "?";
+}
+
 Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   if (!spec.is_object()) return Error::invalid("spec: required, must be an object");
   Spec s;
@@ -204,6 +213,15 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
         return Error::invalid("spec.scheduling." + name + ": must be true or false, got " + show(value));
       }
       s.scheduling[name] = value.get<bool>();
+    }
+  }
+  if (auto it = spec.find("placement"); it != spec.end() && !it->is_null()) {
+    if (!it->is_object()) return Error::invalid("spec.placement: must be an object, got " + show(*it));
+    if (auto one = it->find("onePodPerNode"); one != it->end() && !one->is_null()) {
+      if (*one == "Preferred") s.one_pod_per_node = OnePodPerNode::kPreferred;
+      else if (*one == "Required") s.one_pod_per_node = OnePodPerNode::kRequired;
+      else if (*one == "None") s.one_pod_per_node = OnePodPerNode::kNone;
+      else return Error::invalid("spec.placement.onePodPerNode: must be Preferred, Required or None, got " + show(*one));
     }
   }
   if (auto it = spec.find("suspend"); it != spec.end() && !it->is_null()) {

@@ -56,6 +56,9 @@ inline constexpr const char* kRestartHang = contract::kCauseHang;  // the launch
 
 enum class RestartPolicy { kOnFailure, kNever, kExitCode };
 enum class CleanPodPolicy { kRunning, kAll, kNone };
+// spec.placement.onePodPerNode: whether the job's pods go to distinct nodes (kubernetes.io/hostname), as a
+// preference of the scheduler's (the default), a requirement, or not at all.
+enum class OnePodPerNode { kPreferred, kRequired, kNone };
 
 // nprocPerNode: a positive count, or one of the launcher's modes "auto", "gpu", "cpu".
 struct NprocPerNode {
@@ -100,6 +103,7 @@ struct Spec {
   // spec.scheduling: how the pods are placed, as switches of the integrations that place them (gang: true asks for
   // gang scheduling, gang/); a switch the job leaves unset is absent (the integration's default).
   std::map<std::string, bool> scheduling;
+  OnePodPerNode one_pod_per_node = OnePodPerNode::kPreferred;
   SharedJson template_;      // core/v1 PodTemplateSpec, validated to have containers with a command
   int trainer_index = 0;     // index of the container that runs under the launcher
 };
@@ -317,5 +321,6 @@ struct LauncherReport {
 
 const char* to_string(RestartPolicy p);
 const char* to_string(CleanPodPolicy p);
+const char* to_string(OnePodPerNode p);
 
 }  // namespace kubedist::trainingjob

@@ -10,6 +10,7 @@ using nlohmann::json;
 
 constexpr const char* kBinVolume = "kubedist-bin";
 constexpr const char* kBinDir = "/kubedist/bin";
+constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 
 json labels_for(const TrainingJob& job) { return {{kJobNameLabel, job.name}}; }
 
@@ -42,6 +43,14 @@ void declare_port(json& container, const char* name, int port) {
   container["ports"].push_back({{"name", name}, {"containerPort", port}, {"protocol", "TCP"}});
 }
 
+// parent[key] as an object, made one when absent; null when it holds something else (which the API server refuses
+// with its own message).
+json* object_member(json& parent, const char* key) {
+  json& member = parent[key];
+  if (member.is_null()) member = json::object();
+  return member.is_object() ? &member : nullptr;
+}
+
 // Keeps the pod off `nodes`: the required node affinity's terms are ORed, so each gets the exclusion (a template
 // without one gets a term of its own); not a pod the template pins to a node. A template whose affinity has another shape is left as it is: the API server
 // refuses it with its own message.
@@ -50,16 +59,12 @@ void avoid_nodes(json& spec, const std::vector<std::string>& nodes) {
   // A pod pinned to a node (spec.nodeName) never avoids one: its kubelet would refuse it (NodeAffinity) each time.
   if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
   const json exclusion = {{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", nodes}};
-  json& affinity = spec["affinity"];
-  if (affinity.is_null()) affinity = json::object();
-  if (!affinity.is_object()) return;
-  json& node_affinity = affinity["nodeAffinity"];
-  if (node_affinity.is_null()) node_affinity = json::object();
-  if (!node_affinity.is_object()) return;
-  json& required = node_affinity["requiredDuringSchedulingIgnoredDuringExecution"];
-  if (required.is_null()) required = json::object();
-  if (!required.is_object()) return;
-  json& terms = required["nodeSelectorTerms"];
+  json* affinity = object_member(spec, "affinity");
+  json* node_affinity = affinity ? object_member(*affinity, "nodeAffinity") : nullptr;
+  json* required = node_affinity ? object_member(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+                                 : nullptr;
+  if (required == nullptr) return;
+  json& terms = (*required)["nodeSelectorTerms"];
   if (terms.is_null() || (terms.is_array() && terms.empty())) {
     terms = json::array({{{"matchFields", json::array({exclusion})}}});
     return;
@@ -71,6 +76,25 @@ void avoid_nodes(json& spec, const std::vector<std::string>& nodes) {
     if (fields.is_null()) fields = json::array();
     if (fields.is_array()) fields.push_back(exclusion);
   }
+}
+
+// One pod per node (spec.placement.onePodPerNode): a pod anti-affinity to the job's other pods by host name, added
+// to the template's own terms (preferred with the greatest weight, or required); not for a pod the template pins to
+// a node, which no scheduler places. A template whose affinity has another shape is left as it is: the API server
+// refuses it with its own message.
+void spread_over_nodes(json& spec, const TrainingJob& job) {
+  if (job.spec.one_pod_per_node == OnePodPerNode::kNone) return;
+  if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
+  const json term = {{"labelSelector", {{"matchLabels", labels_for(job)}}}, {"topologyKey", kHostnameLabel}};
+  json* affinity = object_member(spec, "affinity");
+  json* anti = affinity ? object_member(*affinity, "podAntiAffinity") : nullptr;
+  if (anti == nullptr) return;
+  const bool required = job.spec.one_pod_per_node == OnePodPerNode::kRequired;
+  json& terms = (*anti)[required ? "requiredDuringSchedulingIgnoredDuringExecution"
+                                 : "preferredDuringSchedulingIgnoredDuringExecution"];
+  if (terms.is_null()) terms = json::array();
+  if (!terms.is_array()) return;
+  terms.push_back(required ? term : json{{"weight", 100}, {"podAffinityTerm", term}});
 }
 
 }  // namespace
@@ -194,6 +218,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   declare_port(trainer, "rendezvous", job.spec.master_port + contract::kRendezvousPortOffset);
   if (options.launcher_metrics_port > 0) declare_port(trainer, "kd-metrics", options.launcher_metrics_port);
   avoid_nodes(spec, options.avoided_nodes);
+  spread_over_nodes(spec, job);
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
 }
