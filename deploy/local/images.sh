@@ -3,8 +3,9 @@
 # a Debian bookworm base made with debootstrap from Debian's mirror, and on it the images below.
 #
 #   images.sh build                  build what is missing; a second run with nothing changed skips everything
-#   images.sh push ADDR              push every image to the plain-http registry ADDR (host:port), as
-#                                    ADDR/<name>:<tag>; an image whose content tag ADDR already has is skipped
+#   images.sh push ADDR [VAR...]     push every image (or those images.env names by VAR) to the plain-http
+#                                    registry ADDR (host:port), as ADDR/<name>:<tag>; an image whose content tag
+#                                    ADDR already has is skipped
 #   images.sh registry-config DIR PORT [ADDR]
 #                                    write DIR/config.yml for the distribution registry (tools.sh builds
 #                                    $KUBEDIST_CACHE/tools/registry-*/registry): storage under DIR/storage, plain http on
@@ -16,18 +17,23 @@
 #   kubedist/operator:V-H      deploy/docker/Dockerfile --target operator (non-root 65532, Debian runtime libs)
 #   kubedist/launcher:V-H      deploy/docker/Dockerfile --target launcher (FROM scratch: the static launcher alone)
 #   kubedist/example-cpu:V-H   crd/examples/cpu/Dockerfile (Debian's python3-torch, pip and train.py), also :latest
+#   kubedist/example-torch2:V-H  the same Dockerfile with the torch of deploy/local/torch2-requirements.txt from
+#                              PyPI (torch 2.15 and the libraries the tests train with; about 5.5 GB, the first
+#                              build downloads it in some minutes), also :latest
 #   kubedist/pause:V-H         Kubernetes' build/pause/linux/pause.c (gcc -static -Os), FROM scratch, for the
 #                              kubelet's pod sandboxes; also tagged with pause's own version (e.g. :3.10.2)
 # V is the project version (CMakeLists.txt), H the first 12 hex digits of a sha256 over the image's inputs
 # (Dockerfile, the files it copies, build arguments, base image id; for pause its source, compiler and flags).
 # An image whose tag exists is not built again. `build` writes $KUBEDIST_CACHE/images/images.env:
 #   KUBEDIST_OPERATOR_IMAGE=kubedist/operator:0.1.0-0123456789ab
-#   KUBEDIST_LAUNCHER_IMAGE=...  KUBEDIST_EXAMPLE_CPU_IMAGE=...  KUBEDIST_PAUSE_IMAGE=...
+#   KUBEDIST_LAUNCHER_IMAGE=...  KUBEDIST_EXAMPLE_CPU_IMAGE=...  KUBEDIST_EXAMPLE_TORCH2_IMAGE=...
+#   KUBEDIST_PAUSE_IMAGE=...
 # and `push` reads it.
 #
 # The base, localhost/kubedist/debian:bookworm-H (also :bookworm), is `debootstrap --variant=minbase bookworm`,
 # kept while its inputs (suite, mirrors, debootstrap's version) stay the same: `buildah rmi` it to refresh it.
-# Environment: KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_DEBIAN_MIRROR (default
+# Environment: PIP_INDEX_URL and PIP_CERT (a CA bundle) reach the torch 2.15 build's pip as this machine's pip
+# has them; KUBEDIST_CACHE (default <repo>/.cache), KUBEDIST_DEBIAN_MIRROR (default
 # http://deb.debian.org/debian), KUBEDIST_DEBIAN_SECURITY_MIRROR (default http://deb.debian.org/debian-security),
 # KUBEDIST_BUILDAH_ISOLATION (how RUN steps run: chroot, the default, or oci).
 # Needs root, buildah and debootstrap (setup.sh installs them), and gcc for pause.
@@ -183,6 +189,18 @@ build_pause() {
   built+=("KUBEDIST_PAUSE_IMAGE=$tag")
 }
 
+# Our images that this build superseded (another content tag of the same name, of any project version): removed,
+# so that a long-lived machine keeps one of each, not one more (up to 6 GB) per change. Build caches stay.
+prune_superseded() {
+  local keep=" ${built[*]#*=} " ref
+  while read -r ref; do
+    [[ $ref =~ ^localhost/(kubedist/[a-z0-9-]+:[0-9.]+-[0-9a-f]{12})$ ]] || continue
+    [[ $keep == *" ${BASH_REMATCH[1]} "* ]] && continue
+    buildah rmi "$ref" >/dev/null 2>&1 && log "$ref: superseded (removed)"
+  done < <(buildah images --format '{{.Name}}:{{.Tag}}')
+  return 0
+}
+
 cmd_build() {
   command -v buildah >/dev/null && command -v debootstrap >/dev/null ||
     die "buildah and debootstrap are needed (deploy/local/setup.sh installs them)"
@@ -201,9 +219,23 @@ cmd_build() {
   bud_image KUBEDIST_EXAMPLE_CPU_IMAGE kubedist/example-cpu "$repo/crd/examples/cpu/Dockerfile" "$repo/crd/examples/cpu" \
     --build-arg "BASE=$base_image"
   buildah tag "localhost/${built[-1]#*=}" localhost/kubedist/example-cpu:latest
+  local pins
+  pins=$(sed -e 's/#.*//' "$here/torch2-requirements.txt" | xargs)
+  [ -n "$pins" ] || die "$here/torch2-requirements.txt pins nothing"
+  # This machine's pip settings for reaching PyPI (an index of its own, a proxy's CA bundle) go into the build.
+  local pip_args=()
+  [ -z "${PIP_INDEX_URL:-}" ] || pip_args+=(--build-arg "PIP_INDEX=$PIP_INDEX_URL")
+  if [ -n "${PIP_CERT:-}" ]; then
+    [ -f "$PIP_CERT" ] || die "PIP_CERT names no file: $PIP_CERT"
+    pip_args+=(--volume "$PIP_CERT:/run/kubedist-pip-cert.pem:ro" --build-arg PIP_CERT_FILE=/run/kubedist-pip-cert.pem)
+  fi
+  bud_image KUBEDIST_EXAMPLE_TORCH2_IMAGE kubedist/example-torch2 "$repo/crd/examples/cpu/Dockerfile" \
+    "$repo/crd/examples/cpu" --build-arg "BASE=$base_image" --build-arg "PIP_TORCH=$pins" "${pip_args[@]}"
+  buildah tag "localhost/${built[-1]#*=}" localhost/kubedist/example-torch2:latest
   build_pause
   printf '%s\n' "${built[@]}" >"$env_file.partial"
   mv "$env_file.partial" "$env_file"
+  prune_superseded
   log "images ready in $((SECONDS - start))s; $env_file:"
   cat "$env_file" >&2
 }
@@ -227,12 +259,13 @@ retag() {
 }
 
 cmd_push() {
-  local addr=${1:-}
+  local addr=${1:-} only=("${@:2}")
   [[ $addr =~ ^[A-Za-z0-9.-]+:[0-9]+$ ]] || die "push needs the registry as HOST:PORT, got '${addr}'"
   [ -f "$env_file" ] || die "no $env_file: run images.sh build first"
   curl -fs -o /dev/null "http://$addr/v2/" || die "no registry answers at http://$addr/v2/"
   local line image name tag start=$SECONDS
   while IFS= read -r line; do
+    if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" ${line%%=*} "* ]]; then continue; fi
     image=${line#*=}
     name=${image%:*}
     tag=${image##*:}
@@ -243,7 +276,7 @@ cmd_push() {
       buildah push --quiet --tls-verify=false "localhost/$image" "docker://$addr/$image" >/dev/null
     fi
     case $name in
-      kubedist/example-cpu) retag "$addr" "$name" "$tag" latest ;;
+      kubedist/example-cpu | kubedist/example-torch2) retag "$addr" "$name" "$tag" latest ;;
       kubedist/pause)
         retag "$addr" "$name" "$tag" \
           "$(buildah inspect --type image --format '{{index .OCIv1.Config.Labels "io.kubedist.pause-version"}}' "localhost/$image")"
@@ -290,7 +323,7 @@ cmd_serve_registry() {
 
 case ${1:-} in
   build) cmd_build ;;
-  push) cmd_push "${2:-}" ;;
+  push) shift; cmd_push "$@" ;;
   registry-config) shift; cmd_registry_config "$@" ;;
   serve-registry) shift; cmd_serve_registry "$@" ;;
   *) usage ;;

@@ -8,7 +8,7 @@ launcher, one launcher per node (here two on one machine):
 
 Every rank prints one start line (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK, host name, MASTER_ADDR), so that
 `kubectl logs JOB-node-0` shows which ranks run where; rank 0 prints the mean loss of each epoch and finally
-`training finished: ...`.
+`training finished: ...` (with the version of torch that trained).
 
 Progress: every rank reports each step to its launcher with kubedist's helper (`from kubedist import progress`,
 which the launcher puts on every worker's PYTHONPATH), so `kubectl get tj` shows PROGRESS and ETA, and with
@@ -150,7 +150,8 @@ def main():
 
     if rank == 0:
         print(f"training finished: {args.epochs} epochs, {step} steps per rank, world size {world}, "
-              f"final loss {epoch_loss.item():.4f}, restarts {restart}", flush=True)
+              f"final loss {epoch_loss.item():.4f}, restarts {restart}, "
+              f"torch {torch.__version__.split('+')[0]}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -17,6 +17,14 @@ scenarios:
   pip       --pip from a package index served in the cluster (a wheel built here, python -m http.server in a pod):
             the package is installed before the launcher starts and the script imports it
   detach    Ctrl-C while following detaches (exit 130, says how to reattach) and the job goes on; logs -f reattaches
+  torch2    on the torch 2.15 example image (--image, deploy/local/images.sh's kubedist/example-torch2): torchrun
+            --nnodes=2 --nproc_per_node=2 train.py trains on torch 2.15 (rank 0's last line names it), and 2.15's
+            deprecated python -m torch.distributed.launch, with a script that declares only --local-rank (as 2.x
+            scripts do), gets --local-rank=N from the launcher's --local-rank-style=auto, which read torch 2.15
+  libraries on the same image, 2 nodes x 2 processes each: PyTorch Lightning's Trainer (strategy="ddp"), Hugging
+            Face Accelerate, and a @record main whose rank 3 raises: what each library reports (world size, ranks,
+            node rank, cluster environment, a gathered tensor) is what torchrun would give, and @record's
+            exception is the root cause in status.lastFailure and in what run prints
 """
 import base64
 import contextlib
@@ -38,6 +46,7 @@ import real_test as rt  # noqa: E402
 from expect import Failure, check, eventually, log  # noqa: E402
 
 TRAIN = os.path.join(rt.SOURCE, "crd/examples/cpu/train.py")
+WORKERS = os.path.join(rt.SOURCE, "tests/integration/launcher/workers")
 
 FAIL_PY = '''import os
 import torch.distributed as dist
@@ -51,20 +60,42 @@ if rank == 1:
 dist.barrier()
 '''
 
-# A torch 1.x torch.distributed.launch script as users wrote them: argparse knows only --local_rank (a --local-rank
-# would be exit code 2), checked against LOCAL_RANK; then the CPU example trains with the remaining arguments.
-LEGACY_TRAIN_PY = '''import argparse
+def local_rank_script(flag):
+    """A torch.distributed.launch script as users wrote them: argparse knows only FLAG (--local_rank in torch 1.x
+    scripts, --local-rank in 2.x ones; the other spelling would be exit code 2), checked against LOCAL_RANK; then
+    the CPU example trains with the remaining arguments."""
+    return f'''import argparse
 import os
 import runpy
 import sys
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", type=int, required=True)
+parser.add_argument("{flag}", type=int, required=True)
 args, rest = parser.parse_known_args()
 assert args.local_rank == int(os.environ["LOCAL_RANK"]), (args.local_rank, os.environ["LOCAL_RANK"])
-print(f"--local_rank={args.local_rank} given", flush=True)
+print(f"{flag}={{args.local_rank}} given", flush=True)
 sys.argv = ["train.py"] + rest
 runpy.run_path("train.py", run_name="__main__")
+'''
+
+
+# Runs a test worker of tests/integration/launcher/workers (OUT in its arguments: a results directory in the pod),
+# then prints the result files of its own rank, one line each, so that they reach the test through the logs.
+REPORT_PY = '''import os
+import runpy
+import sys
+
+out = "/tmp/kubedist-results"
+os.makedirs(out, exist_ok=True)
+script = sys.argv[1]
+sys.argv = [script] + [out if a == "OUT" else a for a in sys.argv[2:]]
+runpy.run_path(script, run_name="__main__")
+suffix = f"rank{os.environ['RANK']}.json"
+for name in sorted(os.listdir(out)):
+    if name.endswith(suffix):
+        with open(os.path.join(out, name)) as f:
+            sys.stdout.write(f"result {name} {f.read().strip()}\\n")
+sys.stdout.flush()
 '''
 
 USEPKG_PY = '''import kdtestpkg
@@ -136,7 +167,7 @@ def scenario_legacy(plugin):
 def scenario_localrank(plugin):
     with user("plg-localrank", plugin) as (ns, project, env):
         with open(os.path.join(project, "legacy_train.py"), "w") as f:
-            f.write(LEGACY_TRAIN_PY)
+            f.write(local_rank_script("--local_rank"))
         code, out = kubedist(env, project, "kubectl kubedist run -- python -m torch.distributed.launch "
                                            "--nproc_per_node=2 legacy_train.py --epochs 2")
         check(re.search(r"kubedist-launcher: --local-rank-style=auto: torch 1\.\S+ \(\S+/torch/version\.py\): "
@@ -300,11 +331,80 @@ def scenario_detach(plugin):
         succeeded(code, out, [0, 1, 2, 3])
 
 
+def torch2_pin():
+    with open(os.path.join(rt.SOURCE, "deploy/local/torch2-requirements.txt")) as f:
+        return re.search(r"^torch==(\S+)", f.read(), re.M).group(1)
+
+
+def scenario_torch2(plugin):
+    image, version = rt.images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"], torch2_pin()
+    with user("plg-torch2", plugin) as (ns, project, env):
+        code, out = kubedist(env, project, f"kubectl kubedist run --image {image} -- torchrun --nnodes=2 "
+                                           "--nproc_per_node=2 train.py --epochs 2")
+        succeeded(code, out, [0, 1, 2, 3])
+        check(re.search(rf"^\[rank 0\]: training finished: .*world size 4, .*torch {re.escape(version)}$", out, re.M)
+              is not None, f"the job trained on torch {version}")
+        with open(os.path.join(project, "local_rank2.py"), "w") as f:
+            f.write(local_rank_script("--local-rank"))
+        code, out = kubedist(env, project, f"kubectl kubedist run --image {image} -- python -m "
+                                           "torch.distributed.launch --nproc_per_node=2 local_rank2.py --epochs 2")
+        check(re.search(rf"kubedist-launcher: --local-rank-style=auto: torch {re.escape(version)}\S* \(\S+/torch/"
+                        r"version\.py\): passing --local-rank=N", out) is not None,
+              f"the launcher chose torch 2.x's --local-rank from the image's torch {version}, and said so")
+        check(sorted(int(r) for r in re.findall(r"^\[rank (\d+)\]: --local-rank=\1 given$", out, re.M)) == [0, 1],
+              "each worker got --local-rank=N with its own LOCAL_RANK")
+        succeeded(code, out, [0, 1])
+
+
+def results(out, count):
+    found = {}
+    for rank, name, text in re.findall(r"^\[rank (\d+)\]: result (\S+) (\{.*\})$", out, re.M):
+        found[int(rank)] = json.loads(text)
+    check(sorted(found) == list(range(count)), f"a result line from each of {count} ranks ({sorted(found)})")
+    return found
+
+
+def scenario_libraries(plugin):
+    image = rt.images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"]
+    with user("plg-libraries", plugin) as (ns, project, env):
+        for script in ("lightning_train.py", "accelerate_train.py", "record_main.py"):
+            shutil.copy(os.path.join(WORKERS, script), project)
+        with open(os.path.join(project, "report.py"), "w") as f:
+            f.write(REPORT_PY)
+        run = f"kubectl kubedist run --image {image} -- torchrun --nnodes=2 --nproc_per_node=2"
+        code, out = kubedist(env, project, f"{run} report.py lightning_train.py OUT 2 2")
+        check(code == 0, f"Lightning: exit code 0 (got {code})")
+        for rank, r in results(out, 4).items():
+            check(r["world_size"] == 4 and r["global_rank"] == rank and r["node_rank"] == rank // 2
+                  and str(r["local_rank"]) == r["env"]["LOCAL_RANK"] and r["gathered"] == [0, 1, 2, 3]
+                  and r["cluster_environment"] == "TorchElasticEnvironment" and r["global_step"] == 6,
+                  f"Lightning on rank {rank}: world size 4, its global, local and node rank, TorchElasticEnvironment, "
+                  f"gathered [0, 1, 2, 3], 6 steps ({ {k: v for k, v in r.items() if k != 'weights'} })")
+        code, out = kubedist(env, project, f"{run} report.py accelerate_train.py OUT")
+        check(code == 0, f"Accelerate: exit code 0 (got {code})")
+        found = results(out, 4)
+        for rank, r in found.items():
+            check(r["num_processes"] == 4 and r["process_index"] == rank and r["is_main_process"] == (rank == 0)
+                  and str(r["local_process_index"]) == r["env"]["LOCAL_RANK"] and r["backend"] == "gloo"
+                  and r["distributed_type"] == "DistributedType.MULTI_CPU" and r["gathered"] == [0, 1, 2, 3]
+                  and r["weights"] == found[0]["weights"],
+                  f"Accelerate on rank {rank}: 4 processes, its index, MULTI_CPU over gloo, gathered [0, 1, 2, 3], "
+                  f"rank 0's weights ({ {k: v for k, v in r.items() if k != 'weights'} })")
+        code, out = kubedist(env, project, f"{run} record_main.py 3")
+        check(code != 0, f"@record: a non-zero exit code ({code})")
+        root = "ValueError: batch 7 of rank 3 has a NaN loss"
+        # Whichever pod the operator reads first: node 1's own line, or node 0's, which says why node 1 stopped.
+        check(re.search(rf"^last failure: pod \S+-node-[01] .*rank 3 .*exited with code 1.*: {root}", out, re.M)
+              is not None, "run prints the job's last failure: rank 3's exception, which @record wrote")
+        last = rt.kget("-n", ns, "tj", job_name(out))["status"].get("lastFailure", {})
+        check(root in last.get("message", ""), f"status.lastFailure carries @record's root cause ({last})")
+
+
 if __name__ == "__main__":
     plugin, scenario = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
-        sys.exit("usage: plugin_test.py PLUGIN legacy|localrank|torchrun|elastic|fail|dryrun|pip|detach")
+        sys.exit("usage: plugin_test.py PLUGIN legacy|localrank|torchrun|elastic|fail|dryrun|pip|detach|torch2|libraries")
     try:
         fn(plugin)
     except (Failure, RuntimeError, subprocess.TimeoutExpired) as e:

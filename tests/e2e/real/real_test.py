@@ -31,6 +31,11 @@ scenarios:
            the condition PodsRefused (PodSecurity), one Warning Event, no Created claim and creates retried with
            backoff, counted in the API server's audit log; a ResourceQuota of 1 pod for the 2 replicas shows
            PodsRefused (ResourceQuota) within 30 s, and once the quota allows 2 the second pod is created
+  torch2   the example's TrainingJob with the image changed to the torch 2.15 example (deploy/local/images.sh's
+           kubedist/example-torch2, the pins of deploy/local/torch2-requirements.txt) and a hang injected at step 5
+           under spec.hangTimeout: torch 2.15 workers on both nodes, their progress reported through the helper,
+           the hang caught at the reported step with rank 1's stack in status.lastFailure, restarted in place
+           once, and Succeeded
   powerloss  (faults, manual) the issue's node power loss: an elastic job (replicas 2, minReplicas 1) trains, and
            every process of the node running node 1's pod is killed at once and its link cut (cluster.sh
            node-power-loss): node 0's launchers re-form at world size 2 and train to the end, the job Succeeds
@@ -140,13 +145,15 @@ def dump(ns):
 
 
 # ---- the example job -----------------------------------------------------------------------------------------
-def apply_example(ns, *extra_args, spec=None, name=None, container_security=None):
+def apply_example(ns, *extra_args, spec=None, name=None, container_security=None, image=None):
     """crd/examples/cpu/trainingjob.yaml as it is, with extra arguments appended to the training command (and
-    spec fields replaced, the job renamed, the trainer's securityContext replaced)."""
+    spec fields replaced, the job renamed, the trainer's securityContext or image replaced)."""
     with open(EXAMPLE) as f:
         job = yaml.safe_load(f)
     container = job["spec"]["template"]["spec"]["containers"][0]
     container["command"] += list(extra_args)
+    if image:
+        container["image"] = image
     if container_security is not None:
         container["securityContext"] = container_security
     job["spec"].update(spec or {})
@@ -443,6 +450,26 @@ def scenario_progress():
         lag = rfc3339(finished.group(1)) - rfc3339(p.get("lastStepTime", "1970-01-01T00:00:00Z"))
         check(lag <= poll + 2 and not p.get("estimatedCompletionTime"),
               f"status.progress of the finished job: its last step {lag:.1f} s before rank 0 finished, no ETA ({p})")
+
+
+def scenario_torch2():
+    with open(os.path.join(SOURCE, "deploy/local/torch2-requirements.txt")) as f:
+        version = re.search(r"^torch==(\S+)", f.read(), re.M).group(1)
+    with namespace("torch2") as ns:
+        name = apply_example(ns, "--epochs", "3", "--hang-once-at-step", "5", spec={"hangTimeout": "15s"},
+                             image=images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"])
+        st = wait_phase(ns, name, "Succeeded", 900)
+        node0, node1 = logs(ns, f"{name}-node-0"), logs(ns, f"{name}-node-1")
+        check(ranks_in(node0) == [0, 1] and ranks_in(node1) == [2, 3],
+              f"ranks 0 and 1 on node 0 ({ranks_in(node0)}), 2 and 3 on node 1 ({ranks_in(node1)})")
+        check(re.search(rf"^training finished: 3 epochs, .* world size 4, .*restarts 1, torch {re.escape(version)}$",
+                        node0, re.M) is not None, f"rank 0 finished on torch {version} after one restart")
+        check(st.get("restartsByReason") == {"hang": 1}, f"one restart, for the hang ({st.get('restartsByReason')})")
+        failure = st.get("lastFailure", {})
+        check(failure.get("reason") == "Hang" and re.search(r"rank 1 on \S+ stuck \d+ s at step 5 in recv \(train\.py:",
+                                                              failure.get("message", "")) is not None,
+              f"status.lastFailure has rank 1's stack under torch {version}, stuck in recv at the step its "
+              f"progress reports named ({failure})")
 
 
 def wait_restarts(ns, name, reason, count, seconds):

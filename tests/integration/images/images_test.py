@@ -30,6 +30,10 @@ ACCEPT = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.dis
 NOBODY = "65532:65532"
 # As images.sh: crun refuses this machine's hybrid cgroup v1/v2 layout, buildah's chroot isolation needs no runtime.
 ISOLATION = os.environ.get("KUBEDIST_BUILDAH_ISOLATION", "chroot")
+# What this test pushes to its own registry: all but the torch 2.15 example (5.5 GB), which is read in buildah's
+# storage here and pushed by the real-node cluster (tests/e2e/real) to its own.
+PUSHED = ["KUBEDIST_EXAMPLE_CPU_IMAGE", "KUBEDIST_LAUNCHER_IMAGE", "KUBEDIST_OPERATOR_IMAGE", "KUBEDIST_PAUSE_IMAGE"]
+TORCH2_REQUIREMENTS = os.path.join(SOURCE, "deploy", "local", "torch2-requirements.txt")
 
 
 def free_port():
@@ -80,7 +84,7 @@ class Images(unittest.TestCase):
             if cls.registry.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"the registry did not come up on {cls.addr}: {cls.read_registry_log()}")
             time.sleep(0.05)
-        cls.first_push = images_sh("push", cls.addr, timeout=900)
+        cls.first_push = images_sh("push", cls.addr, *PUSHED, timeout=900)
 
     @classmethod
     def stop_registry(cls):
@@ -136,14 +140,15 @@ class Images(unittest.TestCase):
             return sorted(m.name.removeprefix("./") for m in tar.getmembers() if m.name not in (".", "./"))
 
     def test_images_env_names_every_image_by_a_content_tag(self):
-        self.assertEqual(sorted(self.images), ["KUBEDIST_EXAMPLE_CPU_IMAGE", "KUBEDIST_LAUNCHER_IMAGE",
-                                               "KUBEDIST_OPERATOR_IMAGE", "KUBEDIST_PAUSE_IMAGE"])
+        self.assertEqual(sorted(self.images), sorted(PUSHED + ["KUBEDIST_EXAMPLE_TORCH2_IMAGE"]))
         version = subprocess.run(["sed", "-n", r"s/^project(kubedist VERSION \([0-9.]*\).*/\1/p",
                                   os.path.join(SOURCE, "CMakeLists.txt")], capture_output=True, text=True).stdout.strip()
         for var, image in self.images.items():
             name, tag = image.rsplit(":", 1)
             self.assertRegex(tag, rf"^{version}-[0-9a-f]{{12}}$", var)
-            self.assertIn(tag, self.tags(name), f"{image} is not in the registry")
+            if var in PUSHED:
+                self.assertIn(tag, self.tags(name), f"{image} is not in the registry")
+        self.assertNotIn("example-torch2", self.first_push, "push VAR... pushed an image it was not given")
 
     def test_the_operator_image_runs_as_65532_with_the_operator_as_entrypoint(self):
         config = self.config(self.images["KUBEDIST_OPERATOR_IMAGE"])["config"]
@@ -187,13 +192,13 @@ class Images(unittest.TestCase):
     def test_a_second_build_and_push_with_nothing_changed_skip_everything(self):
         again = images_sh("build", timeout=600)
         skipped = [line for line in again.splitlines() if line.endswith("up to date (skipped)")]
-        self.assertEqual(len(skipped), 5, again)  # the Debian base and the four images
+        self.assertEqual(len(skipped), 6, again)  # the Debian base and the five images
         self.assertNotIn("building", again)
         for image in self.images.values():
             self.assertIn(f"{image}: up to date (skipped)", again)
-        pushed = images_sh("push", self.addr, timeout=300)
-        for image in self.images.values():
-            self.assertIn(f"{self.addr}/{image}: present (skipped)", pushed)
+        pushed = images_sh("push", self.addr, *PUSHED, timeout=300)
+        for var in PUSHED:
+            self.assertIn(f"{self.addr}/{self.images[var]}: present (skipped)", pushed)
 
     def test_the_operator_starts_in_its_image(self):
         ctr = self.container("KUBEDIST_OPERATOR_IMAGE")
@@ -234,7 +239,28 @@ class Images(unittest.TestCase):
                     "/kubedist/bin/kubedist-launcher", "--standalone", "--nproc-per-node=2", "--no-python", "--",
                     "python3", "/workspace/train.py", "--epochs", "2")
         self.assertEqual(sorted(re.findall(r"^start: RANK=(\d) .* WORLD_SIZE=2 ", r.stdout, re.M)), ["0", "1"], r.stdout)
-        self.assertRegex(r.stdout, r"(?m)^training finished: 2 epochs, .*world size 2")
+        self.assertRegex(r.stdout, r"(?m)^training finished: 2 epochs, .*world size 2, .*torch 1\.13\.")
+
+    def test_the_torch2_example_has_the_pinned_torch_and_libraries_first_on_path(self):
+        """kubedist/example-torch2: the same Dockerfile with PIP_TORCH, the pins of torch2-requirements.txt; its
+        python3 and torchrun are the virtual environment's, it runs as 65532, and the example trains on torch 2.15
+        under the installed launcher, whose --local-rank-style=auto reads the image's torch."""
+        with open(TORCH2_REQUIREMENTS) as f:
+            pins = dict(line.split("#")[0].strip().split("==") for line in f if line.split("#")[0].strip())
+        ctr = self.container("KUBEDIST_EXAMPLE_TORCH2_IMAGE")
+        r = buildah("run", "--isolation", ISOLATION, ctr, "--", "python3", "-c",
+                    "import importlib.metadata as m, shutil, torch.distributed as d; "
+                    f"print(*[m.version(p) for p in {sorted(pins)!r}], d.is_gloo_available(), shutil.which('torchrun'))")
+        self.assertEqual(r.stdout.split(), [pins[p] for p in sorted(pins)] + ["True", "/opt/torch/bin/torchrun"])
+        self.assertEqual(buildah("run", "--isolation", ISOLATION, ctr, "--", "id", "-u").stdout.strip(), "65532")
+        bin_dir = self.install_launcher("torch2-bin")
+        r = buildah("run", "--isolation", ISOLATION, "--volume", f"{bin_dir}:/kubedist/bin:ro",
+                    "--env", "GLOO_SOCKET_IFNAME=lo", ctr, "--",
+                    "/kubedist/bin/kubedist-launcher", "--standalone", "--nproc-per-node=2", "--",
+                    "/workspace/train.py", "--epochs", "2")
+        self.assertEqual(sorted(re.findall(r"^start: RANK=(\d) .* WORLD_SIZE=2 ", r.stdout, re.M)), ["0", "1"],
+                         r.stdout + r.stderr)
+        self.assertRegex(r.stdout, rf"(?m)^training finished: 2 epochs, .*world size 2, .*torch {pins['torch']}$")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import os
 import re
 import unittest
 
-from harness import DEADLINE, PYTHON, LauncherTest, free_port
+from harness import DEADLINE, PYTHON, LauncherTest, free_port, torch_version
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "..", "..", "..", "crd", "examples", "cpu", "train.py")
@@ -44,7 +44,7 @@ class CpuExample(LauncherTest):
         self.assertLess(losses[-1], losses[0] / 2, "the loss did not fall")
         finished = re.findall(r"^training finished: .*$", node0.stdout(), re.M)
         self.assertEqual(finished, [f"training finished: 5 epochs, 80 steps per rank, world size 4, "
-                                    f"final loss {losses[-1]:.4f}, restarts 0"])
+                                    f"final loss {losses[-1]:.4f}, restarts 0, torch {torch_version()}"])
         self.assertNotIn("training finished", node1.stdout())  # rank 0 alone reports
         self.assertNotIn("worker failed", node0.stderr() + node1.stderr())
 
@@ -58,7 +58,7 @@ class CpuExample(LauncherTest):
         # Every rank started twice, on the first attempt and on the one restart, with the same placement.
         self.assertEqual(self.starts(node0, node1),
                          sorted((r, r % 2, 4, r // 2, attempt) for r in range(4) for attempt in (0, 1)))
-        self.assertRegex(node0.stdout(), r"(?m)^training finished: 5 epochs, .*, restarts 1$")
+        self.assertRegex(node0.stdout(), r"(?m)^training finished: 5 epochs, .*, restarts 1, torch \S+$")
         self.assertTrue(os.path.exists(self.path("kubedist-example-crashed-crash")), "no marker in TMPDIR")
 
     def test_the_crash_from_the_environment_ends_a_job_without_restarts_with_its_exit_code(self):
