@@ -114,7 +114,7 @@ GOFLAGS="$GOFLAGS -tags=no_btrfs,no_devmapper,no_zfs" build containerd "$CONTAIN
   containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
   ctr=github.com/containerd/containerd/v2/cmd/ctr
 build coredns "$COREDNS_VERSION" "$here/tools/coredns" "" coredns=github.com/coredns/coredns
-# Kueue's manager: its CRDs come from the same module (deploy/local/kueue.sh).
+# Kueue's manager: its CRDs come from the same module (cluster.sh kueue-crds).
 build kueue "$KUEUE_VERSION" "$here/tools/kueue" "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
   kueue=sigs.k8s.io/kueue/cmd/kueue
 # `tools.sh bench`: also what only the benchmarks run (tests/bench/operator/bench.py --compare).

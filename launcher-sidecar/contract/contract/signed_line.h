@@ -1,4 +1,4 @@
-// The framing of the rendezvous' signed lines, which the launcher (rendezvous_auth.h, where the scheme is
+// The framing of the rendezvous' signed lines, which the launcher (rendezvous/auth.h, where the scheme is
 // explained) and the operator's STATUS client both speak: the HELLO greeting, "MAC <n> <hex> <line>" and the
 // text the HMAC-SHA256 is computed over. The HMAC itself is each side's own (the launcher links no OpenSSL).
 #pragma once

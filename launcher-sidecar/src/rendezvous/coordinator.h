@@ -1,6 +1,6 @@
 // RendezvousCoordinator: the pure state machine behind the rendezvous service that node rank 0 hosts.
 //
-// Protocol (the wire form is in rendezvous_wire.h; the same messages pass in-process for node 0's own agent):
+// Protocol (the wire form is in wire.h; the same messages pass in-process for node 0's own agent):
 //   member -> service  JOIN run_id node_rank nproc   ready for a round (first time, or after its workers stopped);
 //                      [settings]                    with the joiner's settings, for a run the host does not know
 //                      FAILED round exit_code text   a worker of this round failed on that node

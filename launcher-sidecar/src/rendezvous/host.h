@@ -26,7 +26,7 @@ namespace kubedist::launcher {
 // Who the host lets in and how much it holds for them: anyone who can reach the port must not be able to join the
 // job, stop it, or exhaust the launcher.
 struct HostGuard {
-  std::string secret;                             // "": no authentication (see rendezvous_auth.h)
+  std::string secret;                             // "": no authentication (see auth.h)
   size_t max_line = 64 * 1024;                    // a longer line closes the connection, unbuffered
   // Connections are members (sent a valid JOIN, FAILED, DONE or LEAVE) or strangers (everyone else: joiners that
   // have not spoken yet, STATUS askers, floods), each with a room of its own (io/admission.h): strangers never

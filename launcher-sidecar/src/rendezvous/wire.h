@@ -1,4 +1,4 @@
-// The rendezvous wire format: one text line per message (see rendezvous_coordinator.h for the protocol).
+// The rendezvous wire format: one text line per message (see coordinator.h for the protocol).
 #pragma once
 
 #include <string>

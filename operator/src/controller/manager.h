@@ -1,6 +1,6 @@
 // Manager: runs one controller: probes, the leader lease, informers until their caches sync, then the workers and
 // other runnables; on stop (or a lost lease) it takes them down in reverse order. What it watches and how a key is
-// reconciled come from the caller (trainingjob/manager.cc), in the shape of controller-runtime's builder.
+// reconciled come from the caller (trainingjob/act/setup.cc), in the shape of controller-runtime's builder.
 #pragma once
 
 #include <chrono>

@@ -77,7 +77,7 @@ TEST(AuthSession, SealedLinesOpenInOrderInBothDirections) {
   EXPECT_EQ(*reply, "ROUND 0 0 1 2 4 8");
 }
 
-// The operator signs its STATUS requests with OpenSSL (operator/src/trainingjob/rdzv_auth.cc); its unit test
+// The operator signs its STATUS requests with OpenSSL (operator/src/rendezvous/rdzv_auth.cc); its unit test
 // checks the same vectors (computed with Python's hmac).
 TEST(AuthSession, MatchesTheVectorsTheOperatorIsTestedWith) {
   const std::string challenge = "000102030405060708090a0b0c0d0e0f";

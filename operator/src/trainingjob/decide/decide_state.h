@@ -12,7 +12,7 @@
 
 namespace kubedist::trainingjob {
 
-// How a job ends (decide_stop.h finishes it): Succeeded when success, else Failed; reason and message go to the
+// How a job ends (stop.h finishes it): Succeeded when success, else Failed; reason and message go to the
 // condition and the Event.
 struct Ending {
   bool success = false;
@@ -48,7 +48,7 @@ class DecideState {
   void requeue(int64_t seconds);
   void count_restart(const std::string& reason, int n = 1);
   // A pod failure or loss the operator counts: the launchers on the other nodes re-form the group for it and will
-  // report that as a restart of their own, which must not count a second time (see decide_launcher.h).
+  // report that as a restart of their own, which must not count a second time (see launcher.h).
   void count_pod_restart(const std::string& reason);
   // The pod of node rank `rank` lost with its node: counted as node_lost (count_pod_restart), unless node 0's
   // launcher already reported the group re-forming for it, which was counted then: that rank in

@@ -31,7 +31,7 @@ struct PodDeletion {
   bool operator==(const PodDeletion&) const = default;
 };
 
-// The API server refused to create one of the job's pods (422 or 400: a template that passed parse.cc's checks
+// The API server refused to create one of the job's pods (422 or 400: a template that passed parse_spec.cc's checks
 // but not the server's). Only the server can judge this; the reconciler reports it, decide() fails the job for it.
 struct PodRejection {
   std::string pod;         // the pod's name
