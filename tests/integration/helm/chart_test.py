@@ -94,6 +94,14 @@ check("--leader-elect" in args and "--leader-election-namespace=kubedist-system"
 check(not any(a.startswith("--namespace=") for a in args), "default values watch all namespaces")
 check("--launcher-metrics-port=9402" in args, "the launchers serve metrics at port 9402 by default")
 check("--gang-scheduling=per-job" in args, "jobs asking for gang scheduling get it by default")
+policy, binding = find(docs, "ValidatingAdmissionPolicy"), find(docs, "ValidatingAdmissionPolicyBinding")
+check(len(policy) == 1 and len(binding) == 1 and binding[0]["spec"]["policyName"] == policy[0]["metadata"]["name"]
+      and binding[0]["spec"]["validationActions"] == ["Deny"]
+      and policy[0]["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["pods/ephemeralcontainers"],
+      "by default a ValidatingAdmissionPolicy keeps ephemeral containers off the namespace key's volume")
+off = render("protectRendezvousKey=false")
+check(not find(off, "ValidatingAdmissionPolicy") and not find(off, "ValidatingAdmissionPolicyBinding"),
+      "protectRendezvousKey=false renders no policy")
 kueue_rules = [r for r in main_roles[0]["rules"] if "kueue.x-k8s.io" in r["apiGroups"]]
 kueue_role = find(docs, "ClusterRole", main_roles[0]["metadata"]["name"] + "-kueue")
 check(sorted(r for rule in kueue_rules for r in rule["resources"]) == ["workloads", "workloads/status"]
