@@ -2,6 +2,10 @@
 // failure itself; a node reaching the limit is avoided by the job's new pods.
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "trainingjob/act/node_signals.h"
+
 #include "test_jobs.h"
 #include "test_plans.h"
 #include "trainingjob/api/status_json.h"
@@ -297,6 +301,54 @@ TEST(BadNodes, OneJobsSignalsHangsOomKillsAndEvictionsAvoidTheNodeForItButNeverT
                            "NotReady for 120s; tainted kubedist.io/avoided:NoSchedule for every new pod");
     }
   }
+}
+
+// A bus error is proof against the node when another namespace's pods met one there lately too (two authors, one
+// node: a memory or device fault), never when only this job's namespace did.
+TEST(BadNodes, ABusErrorTheNodeGaveAnotherNamespaceTooTaintsIt) {
+  TrainingJob job = testing::example_job();
+  job.status.phase = JobPhase::kRunning;
+  job.status.node_failures = {{"n1", 1}};
+  for (const auto& [namespaces, tainted] : std::vector<std::pair<std::set<std::string>, bool>>{
+           {{}, false}, {{job.ns}, false}, {{job.ns, "team-b"}, true}, {{"team-b"}, true}}) {
+    auto pods = running_except(1);
+    pods.push_back(failed(1, "n1", kBusErrorExitCode, "Error", "a"));
+    Observed o = with_node(pods, "n1", true);
+    if (!namespaces.empty()) o.bus_error_namespaces["n1"] = namespaces;
+    const Plan p = decide(job, o, kNow);
+    EXPECT_EQ(p.status.avoided_nodes, (std::vector<std::string>{"n1"}));
+    EXPECT_EQ(testing::writes_any(p, Write::Verb::kMergePatch, "Node"), tainted) << namespaces.size();
+    for (const auto& e : p.events) {
+      if (e.reason != "NodeAvoided") continue;
+      EXPECT_EQ(e.message.find("a bus error, which other namespaces' pods met there too") != std::string::npos,
+                tainted) << e.message;
+    }
+  }
+  // Another exit by a signal (SIGSEGV, 139) met by other namespaces is still the job's own to answer for.
+  auto pods = running_except(1);
+  pods.push_back(failed(1, "n1", 139, "Error", "a"));
+  Observed o = with_node(pods, "n1", true);
+  o.bus_error_namespaces["n1"] = {"team-b", "team-c"};
+  EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kMergePatch, "Node"));
+}
+
+// The operator's memory of bus errors across jobs: by node and namespace, within its window, bounded.
+TEST(NodeSignals, KeepsEachNamespacesLatestBusErrorOnANodeForAnHour) {
+  NodeSignals signals;
+  signals.record("n1", "team-a", 1000);
+  signals.record("n1", "team-b", 2000);
+  signals.record("n1", "team-a", 500);  // an older one keeps the later time
+  signals.record("", "team-c", 2000);   // no node: nothing
+  EXPECT_EQ(signals.namespaces("n1", 2000), (std::set<std::string>{"team-a", "team-b"}));
+  EXPECT_EQ(signals.namespaces("n1", 1000 + NodeSignals::kWindowS + 1), (std::set<std::string>{"team-b"}));
+  EXPECT_TRUE(signals.namespaces("n2", 2000).empty());
+  for (size_t i = 0; i < NodeSignals::kMaxNamespacesPerNode + 4; ++i) {
+    signals.record("n3", "ns-" + std::to_string(i), 3000 + static_cast<UnixSeconds>(i));
+  }
+  const auto kept = signals.namespaces("n3", 3100);
+  EXPECT_EQ(kept.size(), NodeSignals::kMaxNamespacesPerNode);
+  EXPECT_EQ(kept.count("ns-0"), 0u);  // the oldest made room
+  EXPECT_EQ(kept.count("ns-19"), 1u);
 }
 
 TEST(BadNodes, NoNodeIsTaintedWhileMaxTaintedNodesCarryTheTaint) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "trainingjob/decide/bad_nodes.h"
+
 #include "common/utf8.h"
 #include "trainingjob/act/avoided_taints.h"
 #include "fake_api.h"
@@ -482,6 +484,7 @@ struct TaintingReconciler {
     extras.nodes = &nodes;
     extras.avoid_node_after_failures = 1;
     extras.taint_avoided_nodes = true;
+    extras.node_signals = &signals;
     reconciler = std::make_unique<Reconciler>(t.api, t.jobs, t.pods, t.services, t.recorder, PodOptions{},
                                               std::move(extras));
     const json node = json::parse(R"({"metadata": {"name": "gpu-7", "resourceVersion": "5"},
@@ -490,8 +493,9 @@ struct TaintingReconciler {
     t.api.put(kNode, node);
     nodes.set("gpu-7", parse_node_facts(node));
   }
-  // Runs the job, then node 0's pod is ended by gpu-7's shutdown (the node's own fault); returns the pass's result.
-  ReconcileResult fail_on_the_node() {
+  // Runs the job, then node 0's pod is ended on gpu-7 by the node's shutdown (the node's own fault), or with
+  // exit_code; returns the pass's result.
+  ReconcileResult fail_on_the_node(std::optional<int> exit_code = std::nullopt) {
     reconciler->reconcile(kKey);
     t.sync();
     t.pods_run();
@@ -501,14 +505,15 @@ struct TaintingReconciler {
     t.api.clear_calls();
     PodFacts failed = t.cached_pod("resnet-node-0");
     failed.phase = "Failed";
-    failed.exit_code = std::nullopt;
-    failed.failure_reason = "NodeShutdown";
+    failed.exit_code = exit_code;
+    failed.failure_reason = exit_code ? "Error" : "NodeShutdown";
     failed.node_name = "gpu-7";
     t.pods.set("team-a/resnet-node-0", failed);
     return reconciler->reconcile(kKey);
   }
   static inline const std::string kNode = "/api/v1/nodes/gpu-7";
   ReconcilerTest& t;
+  NodeSignals signals;
   FakeCache<NodeFacts> nodes;
   std::unique_ptr<Reconciler> reconciler;
 };
@@ -532,6 +537,23 @@ TEST_F(ReconcilerTest, AnAvoidedNodeIsTaintedOnTheVersionItsTaintsWereReadFromBe
   ASSERT_NE(status_at, calls.end());
   EXPECT_LT(node_at, status_at);
   EXPECT_EQ(status_at->body["status"]["avoidedNodes"], json::array({"gpu-7"}));
+}
+
+// A pod ended by SIGBUS is recorded in the operator's memory of bus errors across jobs; the node is tainted when
+// another namespace's pods met one there within the hour, not for this namespace's alone.
+TEST_F(ReconcilerTest, ABusErrorAnotherNamespaceMetOnTheNodeTooTaintsIt) {
+  TaintingReconciler alone(*this);
+  EXPECT_NE(alone.fail_on_the_node(kBusErrorExitCode).kind, ReconcileResult::Kind::kError);
+  EXPECT_TRUE(api.calls("patch", TaintingReconciler::kNode).empty());
+  EXPECT_EQ(alone.signals.namespaces("gpu-7", now_unix()), (std::set<std::string>{"team-a"}));
+
+  SetUp();  // the job afresh, its status without the failure counted
+  api.clear_calls();
+  TaintingReconciler twice(*this);
+  twice.signals.record("gpu-7", "team-b", now_unix() - 600);  // another tenant's job met one there 10 minutes ago
+  EXPECT_NE(twice.fail_on_the_node(kBusErrorExitCode).kind, ReconcileResult::Kind::kError);
+  ASSERT_EQ(api.calls("patch", TaintingReconciler::kNode).size(), 1u);
+  EXPECT_EQ(api.object(TaintingReconciler::kNode)->at("spec")["taints"][1]["key"], "kubedist.io/avoided");
 }
 
 TEST_F(ReconcilerTest, ATaintTheApiServerRefusesDoesNotHoldUpTheJobAndAConflictDecidesAgain) {

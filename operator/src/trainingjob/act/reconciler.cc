@@ -6,6 +6,7 @@
 #include "kube/config.h"
 #include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/parse.h"
+#include "trainingjob/decide/bad_nodes.h"
 #include "trainingjob/render/render.h"
 
 namespace kubedist::trainingjob {
@@ -205,7 +206,27 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
   o.taint_avoided_nodes = extras_.taint_avoided_nodes;
   o.max_tainted_nodes = extras_.max_tainted_nodes;
   o.node_loss_limit = extras_.node_loss_limit;
+  observe_bus_errors(job, o);
   return o;
+}
+
+// The job's pods ended by SIGBUS are recorded (before their failure is counted and they are deleted), and every
+// namespace whose pods met one on the nodes of this job's pods is read back.
+void Reconciler::observe_bus_errors(const TrainingJob& job, Observed& o) {
+  NodeSignals* signals = extras_.node_signals;
+  if (signals == nullptr) return;
+  const UnixSeconds now = now_unix();
+  for (const auto& pod : o.pods) {
+    if (pod.node_name.empty()) continue;
+    if (pod.exit_code == kBusErrorExitCode) {
+      signals->record(pod.node_name, job.ns, parse_rfc3339(pod.finished_at).value_or(now));
+    }
+  }
+  for (const auto& pod : o.pods) {
+    if (pod.node_name.empty() || o.bus_error_namespaces.count(pod.node_name) != 0) continue;
+    auto seen = signals->namespaces(pod.node_name, now);
+    if (!seen.empty()) o.bus_error_namespaces.emplace(pod.node_name, std::move(seen));
+  }
 }
 
 void Reconciler::confirm_missing_nodes(Observed& o) {

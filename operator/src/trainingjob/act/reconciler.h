@@ -19,6 +19,7 @@
 #include "trainingjob/act/job_metrics.h"
 #include "trainingjob/act/pending_writes.h"
 #include "trainingjob/act/keyring.h"
+#include "trainingjob/act/node_signals.h"
 #include "trainingjob/act/rendezvous_keys.h"
 #include "trainingjob/decide/plan.h"
 #include "trainingjob/render/render.h"
@@ -55,6 +56,8 @@ struct ReconcilerExtras {
   bool taint_avoided_nodes = false;   // see Observed::taint_avoided_nodes
   int max_tainted_nodes = 3;          // see Observed::max_tainted_nodes
   int node_loss_limit = 100;          // see Observed::node_loss_limit
+  // Every job's bus errors by node (act/node_signals.h): see Observed::bus_error_namespaces; null: none counted.
+  NodeSignals* node_signals = nullptr;
   std::chrono::milliseconds progress_write_interval{30000};  // see ProgressWrites; 0: no bound
 };
 
@@ -109,6 +112,7 @@ class Reconciler {
   // Asks the API server about each node a pod of o is bound to that the node cache lacks: a 404 confirms it gone
   // (o.nodes_gone), an answer adds it to o.nodes, an error leaves it unknown (its pods are not judged lost).
   void confirm_missing_nodes(Observed& o);
+  void observe_bus_errors(const TrainingJob& job, Observed& o);
 
   // Carries out the plan's writes in order; what to ask of the controller then.
   ReconcileResult act(const TrainingJob& job, const Observed& observed, const Plan& plan);

@@ -164,8 +164,9 @@ std::vector<LauncherTarget> launcher_targets(const Watched& c, const RendezvousK
 
 ReconcilerExtras reconciler_extras(const OperatorOptions& options, const Watched& c, RendezvousKeys& keys,
                                    Keyring* keyring, const WatchedIntegrations& integrations,
-                                   LauncherPoller& poller) {
+                                   LauncherPoller& poller, NodeSignals& node_signals) {
   ReconcilerExtras extras;
+  extras.node_signals = &node_signals;
   extras.nodes = c.nodes;
   extras.namespace_secrets = c.namespace_secrets;
   extras.rendezvous_keys = &keys;
@@ -208,6 +209,7 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   integrations.watch(mgr, api, options.ns);
 
   RendezvousKeys rendezvous_keys;  // the namespace keys seen, for the reconciler and the poller
+  NodeSignals node_signals;        // every job's bus errors by node, for the reconciler
   std::optional<Keyring> keyring;  // and where they are kept beyond this process
   if (!options.keyring_secret.empty()) keyring.emplace(api, options.keyring_secret);
   LauncherPoller poller(
@@ -230,7 +232,7 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
   Reconciler reconciler(api, *caches.jobs, *caches.pods, *caches.services, recorder, pod_options,
                         reconciler_extras(options, caches, rendezvous_keys, keyring ? &*keyring : nullptr,
-                                          integrations, poller),
+                                          integrations, poller, node_signals),
                         &job_metrics);
   caches.pods->set_on_deleted([&reconciler](const PodFacts& pod) { reconciler.pod_deleted(pod); });
   return mgr.run(stop, [&reconciler](const std::string& key) { return reconciler.reconcile(key); });

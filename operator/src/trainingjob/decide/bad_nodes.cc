@@ -72,6 +72,16 @@ bool failure_is_the_nodes(const PodFacts& pod) {
   return *pod.exit_code >= kFirstSignalCode && *pod.exit_code <= kLastSignalCode;
 }
 
+NodeEvidence failure_evidence(const DecideState& s, const PodFacts& pod) {
+  if (pod.exit_code != kBusErrorExitCode) return NodeEvidence::kJobsOwn;
+  auto seen = s.obs.bus_error_namespaces.find(pod.node_name);
+  if (seen == s.obs.bus_error_namespaces.end()) return NodeEvidence::kJobsOwn;
+  for (const auto& ns : seen->second) {
+    if (ns != s.job.ns) return NodeEvidence::kNodesOwn;
+  }
+  return NodeEvidence::kJobsOwn;
+}
+
 void note_node_failure(DecideState& s, const std::string& node, const std::string& what, NodeEvidence evidence) {
   const int limit = s.obs.avoid_node_after_failures;
   if (limit <= 0 || node.empty()) return;

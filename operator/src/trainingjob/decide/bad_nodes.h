@@ -16,8 +16,17 @@ bool failure_is_the_nodes(const PodFacts& pod);
 
 // Who a failure counted against a node implicates. What a job's own pods saw there (a signal, a hang) makes that job
 // avoid the node; only what the node itself did (NotReady past the grace, deleted, out of service, a pod it ended
-// for its own shutdown) may taint it for every tenant: one job's signals are the job author's to choose.
+// for its own shutdown, a bus error other namespaces' pods met there too: failure_evidence) may taint it for every
+// tenant: one job's signals are the job author's to choose.
 enum class NodeEvidence { kJobsOwn, kNodesOwn };
+
+// The exit code of a trainer ended by SIGBUS (128 + 7): a bus error, which bad memory or a failing device raises.
+inline constexpr int kBusErrorExitCode = 135;
+
+// Who a failed pod's end implicates (a failure failure_is_the_nodes counts): its node when it was a bus error that
+// another namespace's pods met on the same node lately too (Observed::bus_error_namespaces: two authors, one node),
+// else the job alone.
+NodeEvidence failure_evidence(const DecideState& s, const PodFacts& pod);
 
 // Counts one failure on `node` in status.nodeFailures; the count reaching the operator's limit
 // (Observed::avoid_node_after_failures; 0: never) puts the node in status.avoidedNodes, with one Warning Event

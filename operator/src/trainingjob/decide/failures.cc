@@ -129,7 +129,12 @@ FailureVerdict decide_failures(DecideState& s, const std::map<int, const PodFact
     s.emit("Warning", "PodFailed", v.restart_message);
     // A refusal is the pod's own spec meeting the node's (its affinity, its requests): nothing the node did.
     if (!refused && failure_is_the_nodes(*pod)) {
-      note_node_failure(s, pod->node_name, describe_failure(*pod), NodeEvidence::kJobsOwn);
+      const NodeEvidence evidence = failure_evidence(s, *pod);
+      note_node_failure(s, pod->node_name,
+                        describe_failure(*pod) + (evidence == NodeEvidence::kNodesOwn
+                                                      ? " (a bus error, which other namespaces' pods met there too)"
+                                                      : ""),
+                        evidence);
     }
   }
   return v;

@@ -92,6 +92,9 @@ struct Observed {
   // with its node: decide/bad_nodes.h), while fewer than max_tainted_nodes carry the taint.
   bool taint_avoided_nodes = false;
   int max_tainted_nodes = 3;
+  // For each node of the job's pods: the namespaces (the job's own included) whose pods were ended there by SIGBUS
+  // lately (act/node_signals.h). A bus error that another namespace's pods met on the node too is the node's fault.
+  std::map<std::string, std::set<std::string>> bus_error_namespaces;
   // A job whose pods were lost with their nodes more than this many times stops, Failed with reason
   // NodeLossLimitExceeded, instead of recreating them for ever (decide/lost_pods.h); 0: no bound.
   int node_loss_limit = 100;
