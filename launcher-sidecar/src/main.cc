@@ -35,6 +35,7 @@
 #include "rendezvous/client.h"
 #include "rendezvous/host.h"
 #include "rendezvous/hosting.h"
+#include "workers/failure_summary.h"
 #include "io/resolver.h"
 
 extern char** environ;
@@ -372,6 +373,17 @@ std::unique_ptr<RendezvousMember> make_member(EventLoop& loop, const LaunchConfi
 }
 
 // Other jobs on this endpoint rendezvous here: serve them until they are over (or a signal ends it).
+// The job succeeded: node 0 leaves its last STATUS in the termination message, so that a job that ended before the
+// operator's poller asked (a short one) still shows its final progress (kubectl get tj, status.progress). A file that
+// cannot be written costs a warning, never the exit code.
+void write_final_status(const LaunchConfig& config, const RendezvousHost& host) {
+  if (config.termination_log.empty()) return;
+  const std::string line = final_status_line(host.status_report());
+  if (line.empty()) return;
+  auto written = write_termination_log(config.termination_log, line);
+  if (!written) write_all(2, "kubedist-launcher: warning: " + written.error() + "\n");
+}
+
 void serve_other_runs(EventLoop& loop, RendezvousHost& host, int signal_fd, Agent& agent) {
   std::string runs;
   for (const auto& id : host.other_runs_active()) runs += (runs.empty() ? "" : ", ") + id;
@@ -417,6 +429,7 @@ int supervise(Launch launch, const Env& env, const Supervision& supervision) {
   loop.run();
   if (host.value() && !signalled && !host.value()->other_runs_active().empty())
     serve_other_runs(loop, *host.value(), signal_fd, agent);
+  if (host.value() && agent.exit_code() == 0) write_final_status(config, *host.value());
   if (temporary_run_dir && !config.redirects.any() && !config.tee.any()) remove_tree(*run_dir);
   return agent.exit_code().value_or(1);
 }

@@ -404,7 +404,7 @@ const std::vector<FlagSpec>& flag_table() {
       {"metrics-addr", "A", nullptr, contract::kMetricsAddr, false, text(&C::metrics_addr), "/metrics address (default 0.0.0.0)"},
       {"termination-log", "PATH", nullptr, contract::kTerminationLog, false,
        text(&C::termination_log, "a file path (in Kubernetes, the container's terminationMessagePath)"),
-       "on failure, one line: rank, host, exit code, error (default: nowhere)"},
+       "on failure, one line: rank, host, exit code, error; on success, node 0's last STATUS (default: nowhere)"},
       {"help", nullptr, "-h", nullptr, false, boolean(&C::help), "this text"},
   };
   return table;

@@ -409,9 +409,7 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     // A reader (the operator, or a member as it connects): answer for this launcher's job.
     c.asked_status = true;
     if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
-    contract::StatusReport report = own_->coordinator.report();
-    report.progress = progress_.status(JobProgress::Clock::now());
-    send_line(fd, contract::encode_status_line(report));
+    send_line(fd, contract::encode_status_line(status_report()));
     return;
   }
   if (r.kind == MemberRequest::Kind::Carry) {
@@ -463,6 +461,12 @@ void RendezvousHost::drop(int fd) {
   run->coordinator.leave(static_cast<MemberId>(fd), RendezvousCoordinator::Clock::now());
   flush();
   if (hang_) on_stacks(static_cast<MemberId>(fd), hang_->round, {});  // no stacks will come from it
+}
+
+contract::StatusReport RendezvousHost::status_report() const {
+  contract::StatusReport report = own_->coordinator.report();
+  report.progress = progress_.status(JobProgress::Clock::now());
+  return report;
 }
 
 }  // namespace kubedist::launcher

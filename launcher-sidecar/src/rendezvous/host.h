@@ -58,6 +58,8 @@ class RendezvousHost {
   // hangs (settings.hang_timeout), after asking every node for its workers' stacks.
   void watch_progress(ProgressSettings settings);
   const JobProgress& progress() const { return progress_; }
+  // What a STATUS request would be answered now, for this launcher's own job.
+  contract::StatusReport status_report() const;
   // Runs of other jobs hosted here that are not over yet: this launcher keeps serving them after its own job.
   std::vector<std::string> other_runs_active() const;
   // Called (once) when the last active run of another job is over.

@@ -52,6 +52,20 @@ std::string failure_summary(const WorkerExit& e, const std::string& host, const 
   return one_line(line);
 }
 
+std::string final_status_line(contract::StatusReport report) {
+  if (report.progress) {
+    report.progress->hang_message.clear();
+    report.progress->hang_age_ms = 0;
+  }
+  std::string line = contract::encode_status_line(report);
+  if (line.size() > kFinalStatusMax && report.progress) {
+    report.progress->metrics.clear();
+    line = contract::encode_status_line(report);
+  }
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  return line.size() <= kFinalStatusMax ? line : "";
+}
+
 Result<bool> write_termination_log(const std::string& path, const std::string& line) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return make_error("cannot write the termination log " + path + ": " + std::strerror(errno));

@@ -16,14 +16,14 @@ START = re.compile(r"^start: RANK=(\d) LOCAL_RANK=(\d) WORLD_SIZE=(\d) GROUP_RAN
 
 
 class CpuExample(LauncherTest):
-    def run_job(self, extra_launcher_args=(), train_args=(), env=None, run_id="cpu-demo"):
+    def run_job(self, extra_launcher_args=(), train_args=(), env=None, run_id="cpu-demo", node_env=lambda n: {}):
         master, rdzv = free_port(), free_port()
         nodes = []
         for node_rank in (1, 0):  # node 1 first: it retries until node 0 hosts the rendezvous
             args = ["--nnodes=2", f"--node-rank={node_rank}", "--nproc-per-node=2", "--master-addr=127.0.0.1",
                     f"--master-port={master}", f"--rdzv-endpoint=127.0.0.1:{rdzv}", f"--rdzv-id={run_id}",
                     "--rdzv-conf=join_timeout=120", "--stop-timeout=5", *extra_launcher_args, TRAIN, *train_args]
-            nodes.append(self.launch(args, dict(ENV, **(env or {}))))
+            nodes.append(self.launch(args, dict(ENV, **(env or {}), **node_env(node_rank))))
         node1, node0 = nodes
         return node0, node1, [node0.wait(TORCH_DEADLINE), node1.wait(TORCH_DEADLINE)]
 
@@ -32,7 +32,8 @@ class CpuExample(LauncherTest):
         return sorted(tuple(map(int, m)) for node in nodes for m in START.findall(node.stdout()))
 
     def test_two_nodes_of_two_workers_train_and_show_their_ranks(self):
-        node0, node1, codes = self.run_job(["--max-restarts=3"])
+        node0, node1, codes = self.run_job(
+            ["--max-restarts=3"], node_env=lambda n: {"KUBEDIST_TERMINATION_LOG": self.path(f"termination-log-{n}")})
         self.assertEqual(codes, [0, 0], node0.stderr() + node1.stderr())
         # The nodes' whole output on failure: node 1's start lines were missing in 1 run of about 10 (both torches),
         # not explained yet.
@@ -46,6 +47,12 @@ class CpuExample(LauncherTest):
         self.assertEqual(finished, [f"training finished: 5 epochs, 80 steps per rank, world size 4, "
                                     f"final loss {losses[-1]:.4f}, restarts 0, torch {torch_version()}"])
         self.assertNotIn("training finished", node1.stdout())  # rank 0 alone reports
+        # Node 0 leaves its last STATUS where Kubernetes keeps a container's last word: the job's final progress, for
+        # a job that ended before the operator asked (the example reports its steps); node 1 leaves nothing.
+        with open(self.path("termination-log-0")) as f:
+            final = f.read()
+        self.assertRegex(final, r"^STATUS round=0 restarts=0 .*phase=over run=cpu-demo .*step=80 total=80 .*m\.loss=")
+        self.assertFalse(os.path.exists(self.path("termination-log-1")))
         self.assertNotIn("worker failed", node0.stderr() + node1.stderr())
 
     def test_crash_once_at_step_restarts_the_group_in_place_exactly_once(self):

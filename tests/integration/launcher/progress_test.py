@@ -60,13 +60,14 @@ class Progress(LauncherTest):
         codes = [l.wait(TORCH_DEADLINE) for l in launchers]
         self.assertEqual(codes, [0] * len(launchers), "\n".join(l.stderr() for l in launchers))
 
-    def watch(self, port, launchers, every=0.2):
-        """Every STATUS answer while node 0 runs."""
+    def watch(self, port, launchers, every=0.2, files=()):
+        """Every STATUS answer while node 0 runs, each with what the named files of the test held then."""
         seen = []
         while launchers[0].proc.poll() is None:
             s = status(port)
             if s:
-                seen.append((time.time(), s))
+                held = {name: self.read(name) for name in files if os.path.exists(self.path(name))}
+                seen.append((time.time(), dict(s, files=held) if files else s))
             time.sleep(every)
         return seen
 
@@ -137,7 +138,7 @@ class Progress(LauncherTest):
         timeout = 8
         launchers, port = self.job(2, 1, ["--step-sleep", "0.2", "--hang-rank", "1", "--hang-step", "5"],
                                    [f"--hang-timeout={timeout}", f"--termination-log={self.path('term0')}"])
-        seen = self.watch(port, launchers, every=0.5)
+        seen = self.watch(port, launchers, every=0.5, files=["term0"])
         self.wait_all(launchers)
         hung = next((t - int(s["hang_age_ms"]) / 1000, s) for t, s in seen if s.get("hang") == "1")
         detected, report = hung
@@ -154,7 +155,11 @@ class Progress(LauncherTest):
                                   r"<module> progress_train\.py:\d+\]")
         self.assertRegex(message, r"rank 0 on \S+ stuck \d+ s at step 4 in (_engine_run_)?backward "
                                   r"\(progress_train\.py:\d+\)")
-        self.assertIn("hang: " + message, self.read("term0"))  # the termination message, at once
+        # The termination message, at once (a pod killed in the hang's aftermath says why); once the job succeeded,
+        # node 0's last STATUS, the hang counted.
+        self.assertTrue(any("hang: " + message in s["files"].get("term0", "") for _, s in seen if s.get("hang") == "1"),
+                        [s["files"] for _, s in seen if s.get("hang") == "1"][:2])
+        self.assertRegex(self.read("term0"), r"^STATUS round=1 restarts=1 hang=1 .*phase=over ")
         # faulthandler lists the helper's thread (the newest) first; the training thread, which took the signal, is
         # the "Current thread", waiting in the receive.
         self.assertRegex(launchers[1].stderr(), r"rank 1's stacks:\n(Thread 0x[0-9a-f]+ \(most recent call first\):\n"

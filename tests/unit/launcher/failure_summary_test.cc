@@ -59,5 +59,49 @@ TEST(FailureSummary, IsOneLineOfAtMost4096BytesCutBetweenCharacters) {
   EXPECT_EQ(one_line("\xC3\xA9\xC3\xA9", 3), "\xC3\xA9");
 }
 
+// What node 0 leaves on success: its last STATUS line, which the operator parses back, without the hang's text, and
+// without the metrics when the line would pass what the operator reads.
+TEST(FinalStatusLine, IsTheLastStatusWithoutTheHangTextAndFitsWhatTheOperatorReads) {
+  contract::StatusReport r;
+  r.round = 2;
+  r.restarts = 1;
+  r.restarts_by_cause = {{"hang", 1}};
+  r.nodes = 2;
+  r.world_size = 4;
+  r.phase = "over";
+  r.run_id = "cpu-demo";
+  contract::StatusProgress p;
+  p.step = 80;
+  p.total_steps = 80;
+  p.metrics = {{"loss", 0.25}};
+  p.hang_message = "rank 1 stuck in recv";
+  p.hang_age_ms = 5000;
+  r.progress = p;
+  const std::string line = final_status_line(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_LE(line.size(), kFinalStatusMax);
+  const auto parsed = contract::parse_status_line(line);
+  ASSERT_TRUE(parsed.report) << parsed.error << ": " << line;
+  ASSERT_TRUE(parsed.report->progress);
+  EXPECT_EQ(parsed.report->progress->step, 80);
+  EXPECT_EQ(parsed.report->progress->total_steps, 80);
+  EXPECT_EQ(parsed.report->progress->metrics.at("loss"), 0.25);
+  EXPECT_EQ(parsed.report->progress->hang_message, "");
+  EXPECT_EQ(parsed.report->restarts_by_cause.at("hang"), 1);
+
+  // Metrics that would make it too long go first; a line too long even without them is not left at all.
+  for (size_t i = 0; i < contract::kMaxStatusMetrics; ++i) {
+    r.progress->metrics[std::string(contract::kMaxMetricName - 2, static_cast<char>('a' + i)) + "_" +
+                        std::to_string(i)] = 1e300;
+  }
+  r.run_id = std::string(700, 'r');
+  const std::string trimmed = final_status_line(r);
+  ASSERT_FALSE(trimmed.empty());
+  EXPECT_LE(trimmed.size(), kFinalStatusMax);
+  EXPECT_EQ(trimmed.find("m."), std::string::npos);
+  r.run_id = std::string(2000, 'r');
+  EXPECT_EQ(final_status_line(r), "");
+}
+
 }  // namespace
 }  // namespace kubedist::launcher

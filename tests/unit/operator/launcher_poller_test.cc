@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -90,6 +91,37 @@ TEST(LauncherReport, KeepsEveryFieldOfTheStatusLineAndNamesThePod) {
   EXPECT_EQ(r.progress->step, 7);
   EXPECT_EQ(r.progress->hang_message, "stuck");
   EXPECT_EQ(r.restarts_by_reason.at("hang"), 1);
+}
+
+// A job that ended before a poll: node 0's pod that Succeeded left its launcher's last STATUS line, read as the
+// report of that pod as of the second it finished; nothing from another pod, a failed one, or another message.
+TEST(FinalLauncherReport, IsNodeZerosLastStatusLeftInItsTerminationMessage) {
+  const TrainingJob job = testing::example_job();
+  PodFacts node0;
+  node0.name = "resnet-node-0";
+  node0.uid = "pod-0";
+  node0.owner_uid = job.uid;
+  node0.rank = 0;
+  node0.phase = "Succeeded";
+  node0.finished_at = "2026-12-07T04:00:00Z";
+  node0.termination_message = "STATUS round=0 restarts=0 nodes=2 world_size=4 phase=over run=resnet step=80 "
+                              "total=80 sps=12.5 age_ms=100 up_ms=9000 busy_ms=8000 lost_ms=0 m.loss=0.27";
+  const auto report = final_launcher_report(job, {node0});
+  ASSERT_TRUE(report && report->progress);
+  EXPECT_EQ(report->pod_uid, "pod-0");
+  EXPECT_EQ(report->progress->step, 80);
+  EXPECT_EQ(report->progress->total_steps, 80);
+  EXPECT_EQ(report->polled_at, *parse_rfc3339("2026-12-07T04:00:00Z"));
+  for (const auto& change : std::vector<std::function<void(PodFacts&)>>{
+           [](PodFacts& p) { p.phase = "Failed"; },
+           [](PodFacts& p) { p.rank = 1; },
+           [](PodFacts& p) { p.owner_uid = "another-job"; },
+           [](PodFacts& p) { p.termination_message = "rank 1 (local rank 1) on h exited with code 3"; },
+           [](PodFacts& p) { p.termination_message = "STATUS round=x"; }}) {
+    PodFacts other = node0;
+    change(other);
+    EXPECT_FALSE(final_launcher_report(job, {other})) << other.termination_message;
+  }
 }
 
 TEST(QueryLauncher, ABadAddressIsRefusedWithoutConnecting) {

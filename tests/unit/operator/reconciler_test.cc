@@ -245,6 +245,31 @@ TEST_F(ReconcilerTest, AFailedPodsRestartIsStoredBeforeThePodIsDeleted) {
 // Issue 39 item 2: three jobs failing with an honest one-kilobyte Chinese termination message got one PodFailed
 // Event between them: the recorder cut the message at byte 1021, inside a character for two of the three offsets,
 // and that Event's body could not be written. Each offset, as the pods' and jobs' names shift it.
+// A job that ended before any STATUS poll: the finishing write carries the progress node 0's launcher left in its
+// termination message (kubectl get tj shows 100% where it showed nothing).
+TEST_F(ReconcilerTest, AJobThatEndedBeforeAnyPollShowsTheProgressNodeZeroLeft) {
+  run_job();
+  for (auto p : pods.by_index(kKey)) {
+    p.phase = "Succeeded";
+    p.exit_code = 0;
+    p.finished_at = "2026-12-07T04:00:00Z";
+    if (p.rank == 0) {
+      p.termination_message = "STATUS round=0 restarts=0 nodes=4 world_size=32 phase=over run=resnet step=80 "
+                              "total=80 sps=12.5 age_ms=0 up_ms=9000 busy_ms=8000 lost_ms=0 m.loss=0.27";
+    }
+    pods.set("team-a/" + p.name, p);
+  }
+  const ReconcileResult r = reconciler.reconcile(kKey);
+  const auto patches = api.calls("patch", kJobPath + "/status");
+  ASSERT_FALSE(patches.empty()) << static_cast<int>(r.kind);
+  const json status = patches.back().body["status"];
+  EXPECT_EQ(status["phase"], "Succeeded");
+  EXPECT_EQ(status["progress"]["summary"], "100% (80/80)");
+  EXPECT_EQ(status["progress"]["lastStepTime"], "2026-12-07T04:00:00Z");
+  EXPECT_EQ(status["progress"]["metrics"]["loss"], 0.27);
+  EXPECT_TRUE(status["progress"]["estimatedCompletionTime"].is_null());  // null: the merge patch removes it
+}
+
 TEST_F(ReconcilerTest, APodFailedWithACjkTerminationMessageOverOneKilobyteGetsItsEvent) {
   std::string cjk;
   while (cjk.size() < 1300) cjk += "数据加载器的工作进程意外退出";

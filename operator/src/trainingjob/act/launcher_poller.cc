@@ -29,6 +29,21 @@ LauncherReport launcher_report(const contract::StatusReport& status, const std::
           valid_utf8(status.phase), valid_utf8(status.run_id), progress, now_unix(), status.lost_nodes, status.carried};
 }
 
+std::optional<LauncherReport> final_launcher_report(const TrainingJob& job, const std::vector<PodFacts>& pods) {
+  for (const auto& pod : pods) {
+    if (pod.owner_uid != job.uid || pod.rank != 0 || pod.name != pod_name(job.name, 0) || pod.phase != "Succeeded" ||
+        pod.termination_message.rfind(std::string(contract::kStatusVerb) + " ", 0) != 0) {
+      continue;
+    }
+    const contract::ParsedStatusLine parsed = contract::parse_status_line(pod.termination_message);
+    if (!parsed.report) return std::nullopt;
+    LauncherReport report = launcher_report(*parsed.report, pod.uid);
+    report.polled_at = parse_rfc3339(pod.finished_at).value_or(report.polled_at);
+    return report;
+  }
+  return std::nullopt;
+}
+
 Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
                                       const std::string& secret) {
   auto status = rendezvous::query_status(ip, port, timeout, secret);

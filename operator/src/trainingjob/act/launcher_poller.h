@@ -39,6 +39,11 @@ struct LauncherTarget {
 // The job's view of a STATUS answer from node 0's pod pod_uid.
 LauncherReport launcher_report(const contract::StatusReport& status, const std::string& pod_uid);
 
+// The last word of a job's node 0 that finished: its launcher's last STATUS line, which it leaves in the
+// termination message of a pod that Succeeded (so that a job that ended before a poll still has its progress),
+// as of the second the pod finished; nullopt when node 0's pod has not Succeeded or left no such line.
+std::optional<LauncherReport> final_launcher_report(const TrainingJob& job, const std::vector<PodFacts>& pods);
+
 // rendezvous::query_status (rendezvous/status_client.h), as a LauncherReport without its pod_uid.
 Result<LauncherReport> query_launcher(const std::string& ip, int port, std::chrono::milliseconds timeout,
                                       const std::string& secret = "");

@@ -6,6 +6,7 @@
 #include "kube/config.h"
 #include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/parse.h"
+#include "trainingjob/act/launcher_poller.h"
 #include "trainingjob/decide/bad_nodes.h"
 #include "trainingjob/render/render.h"
 
@@ -196,6 +197,7 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
     confirm_missing_nodes(o);
   }
   if (extras_.launcher) o.launcher = extras_.launcher(job.ns + "/" + job.name);
+  if (auto last = final_launcher_report(job, o.pods)) o.launcher = std::move(last);  // newer than any poll
   for (const auto& [integration, caches] : extras_.integrations) {
     if (auto facts = integration->observe(job, caches)) o.integrations.push_back(std::move(facts));
   }
