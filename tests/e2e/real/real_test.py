@@ -315,6 +315,9 @@ def scenario_train():
         check(re.search(r"^training finished: .* world size 4", node0, re.M) is not None,
               "rank 0 logged the end of training with world size 4")
         check(st.get("restarts", 0) == 0 and not st.get("restartsByReason"), f"no restart ({st.get('restarts')})")
+        p = st.get("progress", {})
+        check(p.get("summary") == "100% (80/80)" and p.get("step") == p.get("totalSteps") == 80,
+              f"the Succeeded job shows where it ended, 100% (80/80), from node 0's last STATUS ({p})")
         master = f"{name}-node-0.{name}.{ns}.svc"
         check(f"MASTER_ADDR={master}" in node1, f"node 1's workers were given MASTER_ADDR={master}")
         pods = {p["metadata"]["name"]: p for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")["items"]}
