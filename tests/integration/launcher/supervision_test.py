@@ -256,10 +256,12 @@ if sys.argv[2] == "sleep":
         self.assertEqual(l.wait(), 128 + signal.SIGSEGV)
         self.assertEqual(self.read("t"), f"rank 0 (local rank 0) on {socket.gethostname()} was killed by signal SIGSEGV")
 
-    def test_a_successful_job_writes_no_termination_log(self):
+    def test_a_successful_job_leaves_its_last_status_and_no_failure(self):
+        """On success, the termination message is no failure but node 0's last STATUS line (the job's final
+        progress, for an operator that never polled it); here without progress, since the worker reports none."""
         l = self.launch(["--termination-log", self.path("t"), "--no-python", "--", "true"])
         self.assertEqual(l.wait(), 0)
-        self.assertFalse(os.path.exists(self.path("t")))
+        self.assertRegex(self.read("t"), r"^STATUS round=0 restarts=0 .*nodes=1 world_size=1 phase=over run=\S+ carried=\[\]$")
 
     def test_an_unwritable_termination_log_is_a_warning_not_a_crash(self):
         l = self.launch(["--termination-log=/nonexistent/dir/termination-log", "--no-python", "--", "sh", "-c", "exit 4"])
