@@ -372,7 +372,6 @@ std::unique_ptr<RendezvousMember> make_member(EventLoop& loop, const LaunchConfi
                                      resolver, agent.member_events(), secret);
 }
 
-// Other jobs on this endpoint rendezvous here: serve them until they are over (or a signal ends it).
 // The job succeeded: node 0 leaves its last STATUS in the termination message, so that a job that ended before the
 // operator's poller asked (a short one) still shows its final progress (kubectl get tj, status.progress). A file that
 // cannot be written costs a warning, never the exit code.
@@ -384,6 +383,7 @@ void write_final_status(const LaunchConfig& config, const RendezvousHost& host) 
   if (!written) write_all(2, "kubedist-launcher: warning: " + written.error() + "\n");
 }
 
+// Other jobs on this endpoint rendezvous here: serve them until they are over (or a signal ends it).
 void serve_other_runs(EventLoop& loop, RendezvousHost& host, int signal_fd, Agent& agent) {
   std::string runs;
   for (const auto& id : host.other_runs_active()) runs += (runs.empty() ? "" : ", ") + id;

@@ -331,13 +331,8 @@ def scenario_detach(plugin):
         succeeded(code, out, [0, 1, 2, 3])
 
 
-def torch2_pin():
-    with open(os.path.join(rt.SOURCE, "deploy/local/torch2-requirements.txt")) as f:
-        return re.search(r"^torch==(\S+)", f.read(), re.M).group(1)
-
-
 def scenario_torch2(plugin):
-    image, version = rt.images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"], torch2_pin()
+    image, version = rt.images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"], rt.torch2_pin()
     with user("plg-torch2", plugin) as (ns, project, env):
         code, out = kubedist(env, project, f"kubectl kubedist run --image {image} -- torchrun --nnodes=2 "
                                            "--nproc_per_node=2 train.py --epochs 2")

@@ -455,9 +455,14 @@ def scenario_progress():
               f"status.progress of the finished job: its last step {lag:.1f} s before rank 0 finished, no ETA ({p})")
 
 
-def scenario_torch2():
+def torch2_pin():
+    """The torch the torch 2.15 example image pins (deploy/local/torch2-requirements.txt)."""
     with open(os.path.join(SOURCE, "deploy/local/torch2-requirements.txt")) as f:
-        version = re.search(r"^torch==(\S+)", f.read(), re.M).group(1)
+        return re.search(r"^torch==(\S+)", f.read(), re.M).group(1)
+
+
+def scenario_torch2():
+    version = torch2_pin()
     with namespace("torch2") as ns:
         name = apply_example(ns, "--epochs", "3", "--hang-once-at-step", "5", spec={"hangTimeout": "15s"},
                              image=images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"])

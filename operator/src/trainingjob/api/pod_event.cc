@@ -83,7 +83,7 @@ class PodEventReader {
 
   // After a successful parse: the event, with parse_pod_facts' rules for what depends on several fields.
   void finish() {
-    if (!root_object_ && !(bare_ && object_object_)) return;
+    if (!root_object_) return;
     out_.type = type_;
     if (type_ == "ERROR" || !object_object_ || !metadata_object_) return;
     out_.has_object = true;
@@ -251,8 +251,8 @@ class PodEventReader {
     if (at == F::kDelTs) deleting_ = true;
     if (at == F::kOwnerCtrl || (at == F::kContainer && array)) malformed_ = true;
     if (!array) {
+      if (frames_.empty()) root_object_ = true;  // the text itself: the event, or the bare object
       switch (at) {
-        case F::kRoot: root_object_ = true; break;
         case F::kObject: object_object_ = true; break;
         case F::kMd: metadata_object_ = true; break;
         case F::kOwner: owner_ = Owner{}; break;
@@ -322,20 +322,20 @@ class PodEventReader {
 
 }  // namespace
 
-bool read_pod_event(std::string_view line, PodEvent& out) {
+namespace {
+
+bool read_pod(std::string_view text, PodEvent& out, bool bare) {
   out = PodEvent{};
-  PodEventReader reader(out, false);
-  if (!json_reader::read(line, reader)) return false;
+  PodEventReader reader(out, bare);
+  if (!json_reader::read(text, reader)) return false;
   reader.finish();
   return true;
 }
 
-bool read_pod_object(std::string_view pod, PodEvent& out) {
-  out = PodEvent{};
-  PodEventReader reader(out, true);
-  if (!json_reader::read(pod, reader)) return false;
-  reader.finish();
-  return true;
-}
+}  // namespace
+
+bool read_pod_event(std::string_view line, PodEvent& out) { return read_pod(line, out, false); }
+
+bool read_pod_object(std::string_view pod, PodEvent& out) { return read_pod(pod, out, true); }
 
 }  // namespace kubedist::trainingjob
