@@ -349,6 +349,14 @@ TEST(NodeSignals, KeepsEachNamespacesLatestBusErrorOnANodeForAnHour) {
   EXPECT_EQ(kept.size(), NodeSignals::kMaxNamespacesPerNode);
   EXPECT_EQ(kept.count("ns-0"), 0u);  // the oldest made room
   EXPECT_EQ(kept.count("ns-19"), 1u);
+
+  // Full of nodes: a new one is kept only where nodes whose bus errors are all past the window make room.
+  NodeSignals full;
+  for (size_t i = 0; i < NodeSignals::kMaxNodes; ++i) full.record("old-" + std::to_string(i), "team-a", 1000);
+  full.record("new", "team-b", 1000 + NodeSignals::kWindowS);  // none is past the window yet
+  EXPECT_TRUE(full.namespaces("new", 1000 + NodeSignals::kWindowS).empty());
+  full.record("newer", "team-b", 1001 + NodeSignals::kWindowS);
+  EXPECT_EQ(full.namespaces("newer", 1001 + NodeSignals::kWindowS), (std::set<std::string>{"team-b"}));
 }
 
 TEST(BadNodes, NoNodeIsTaintedWhileMaxTaintedNodesCarryTheTaint) {

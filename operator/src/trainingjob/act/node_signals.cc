@@ -9,6 +9,7 @@ void NodeSignals::record(const std::string& node, const std::string& ns, UnixSec
   std::lock_guard<std::mutex> lock(mu_);
   auto it = seen_.find(node);
   if (it == seen_.end()) {
+    if (seen_.size() >= kMaxNodes) forget_before(at - kWindowS);
     if (seen_.size() >= kMaxNodes) return;
     it = seen_.emplace(node, std::map<std::string, UnixSeconds>()).first;
   }
@@ -22,6 +23,12 @@ void NodeSignals::record(const std::string& node, const std::string& ns, UnixSec
                                  [](const auto& a, const auto& b) { return a.second < b.second; }));
   }
   by_ns.emplace(ns, at);
+}
+
+void NodeSignals::forget_before(UnixSeconds cutoff) {
+  std::erase_if(seen_, [cutoff](const auto& node) {
+    return std::all_of(node.second.begin(), node.second.end(), [cutoff](const auto& ns) { return ns.second < cutoff; });
+  });
 }
 
 std::set<std::string> NodeSignals::namespaces(const std::string& node, UnixSeconds now) const {

@@ -14,7 +14,8 @@ namespace kubedist::trainingjob {
 
 class NodeSignals {
  public:
-  // How long a bus error on a node counts; at most this many nodes and namespaces per node are kept.
+  // How long a bus error on a node counts; at most this many nodes (those whose bus errors are all past the window
+  // make room for a new one) and namespaces per node are kept.
   static constexpr UnixSeconds kWindowS = 3600;
   static constexpr size_t kMaxNodes = 4096;
   static constexpr size_t kMaxNamespacesPerNode = 16;
@@ -25,6 +26,8 @@ class NodeSignals {
   std::set<std::string> namespaces(const std::string& node, UnixSeconds now) const;
 
  private:
+  void forget_before(UnixSeconds cutoff);  // the nodes whose every bus error is older than cutoff (mu_ held)
+
   mutable std::mutex mu_;  // guards seen_ (reconcile workers record and read it concurrently)
   std::map<std::string, std::map<std::string, UnixSeconds>> seen_;  // node -> namespace -> latest bus error
 };
