@@ -192,6 +192,14 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
     auto read = read_rdzv_secret(config.rdzv_secret_file);
     if (!read) return make_error(read.error());
     launch.secret = *read;
+    // A Secret J-rdzv that someone wrote before the operator could (it takes an AlreadyExists as its own) holds a
+    // secret of that person's choosing: not signed with.
+    const std::string held = secret_fingerprint(launch.secret);
+    if (!config.rdzv_secret_fingerprint.empty() && held != config.rdzv_secret_fingerprint)
+      return make_error("--rdzv-secret-file " + config.rdzv_secret_file + ": a rendezvous secret of fingerprint " +
+                        held + ", not the " + config.rdzv_secret_fingerprint + " the operator wrote for this job "
+                        "(someone else wrote its Secret J-rdzv first): delete that Secret and this pod, and the "
+                        "operator writes it again");
   }
   if (!config.rdzv_trace.empty()) {
     auto trace = EventTrace::open(config.rdzv_trace, config.node_rank);
@@ -441,7 +449,13 @@ int main(int argc, char** argv) {
   if (auto install = install_request(args)) return run_install(*install);
   const Env env = current_env();
   auto launch = configure(args, env);
-  if (!launch) return fail_usage(launch.error());
+  if (!launch) {
+    // What is wrong beyond the flags themselves (the secret file, the workers' count, the interpreter) is the pod's
+    // termination message too, so that status.lastFailure says it; a file that cannot be written changes nothing.
+    if (auto parsed = parse_launch_config(args, env); parsed && !parsed->termination_log.empty())
+      (void)write_termination_log(parsed->termination_log, one_line(launch.error()));
+    return fail_usage(launch.error());
+  }
   if (launch->config.help) {
     write_all(1, usage_text());
     return 0;

@@ -21,6 +21,8 @@ inline constexpr const char* kMetricsPort = "KUBEDIST_METRICS_PORT";        // -
 inline constexpr const char* kMetricsAddr = "KUBEDIST_METRICS_ADDR";        // --metrics-addr
 inline constexpr const char* kTerminationLog = "KUBEDIST_TERMINATION_LOG";  // --termination-log
 inline constexpr const char* kRdzvSecretFile = "KUBEDIST_RDZV_SECRET_FILE"; // --rdzv-secret-file
+// --rdzv-secret-fingerprint: what the secret file must hold (contract/signed_line.h), set where the operator wrote it.
+inline constexpr const char* kRdzvSecretFingerprint = "KUBEDIST_RDZV_SECRET_FINGERPRINT";
 // --stop-timeout: the SIGTERM-to-SIGKILL grace the launcher gives its workers, which the operator derives from the
 // pod's terminationGracePeriodSeconds, so that a checkpoint written on SIGTERM is not cut short.
 inline constexpr const char* kStopTimeout = "KUBEDIST_STOP_TIMEOUT";

@@ -29,6 +29,13 @@ inline std::string mac_input(std::string_view dir, std::string_view challenge, s
 // operator derives the same to sign its STATUS requests. A new job of an old name has a new uid, so a new secret.
 inline std::string job_secret_input(std::string_view job_uid) { return "kubedist-rdzv-job-1 " + std::string(job_uid); }
 
+// What tells a job's secret apart without giving it away: the first kSecretFingerprintHexDigits lower-case hex digits
+// of HMAC-SHA256(the job's secret, job_secret_fingerprint_input()). The operator puts the fingerprint of the secret it
+// wrote into Secret J-rdzv into the pods that mount it (KUBEDIST_RDZV_SECRET_FINGERPRINT), and the launcher refuses
+// a secret file of another fingerprint: a J-rdzv someone else wrote first is not signed with.
+inline constexpr const char* kJobSecretFingerprintInput = "kubedist-rdzv-job-fingerprint-1";
+inline constexpr size_t kSecretFingerprintHexDigits = 16;
+
 // The bytes a rendezvous secret may have, the namespace's and a job's: the launcher refuses any other (its init
 // container deriving from the namespace's, its rendezvous signing with the job's), and the operator neither keeps
 // nor derives from a namespace key outside them (it holds the namespace's new pods with a condition instead).

@@ -10,6 +10,7 @@
 #include "cli/log_line_prefix.h"
 #include "cli/signal_names.h"
 #include "contract/pod_env.h"
+#include "contract/signed_line.h"
 
 namespace kubedist::launcher {
 namespace {
@@ -317,6 +318,14 @@ const std::vector<FlagSpec>& flag_table() {
       {"rdzv-secret-file", "PATH", nullptr, contract::kRdzvSecretFile, false,
        text(&C::rdzv_secret_file, "the path of a file holding the job's rendezvous secret"),
        "sign every rendezvous message with this secret"},
+      {"rdzv-secret-fingerprint", "HEX", nullptr, contract::kRdzvSecretFingerprint, false,
+       [](C& c, const RawValue& r) -> std::optional<Error> {
+         if (r.value.size() != contract::kSecretFingerprintHexDigits || !contract::is_lower_hex(r.value))
+           return bad(r, std::to_string(contract::kSecretFingerprintHexDigits) + " lower-case hex digits");
+         c.rdzv_secret_fingerprint = r.value;
+         return std::nullopt;
+       },
+       "refuse a --rdzv-secret-file of another fingerprint (the operator's, of the secret it wrote)"},
       {"rdzv-trace", "PATH", nullptr, nullptr, false, text(&C::rdzv_trace, "a file path"),
        "append when this node joins and gets its place (benchmarks)"},
       {"standalone", nullptr, nullptr, nullptr, false, boolean(&C::standalone), "one node, a free store port"},
@@ -578,6 +587,8 @@ std::optional<Error> finish(LaunchConfig& c, const RawValues& raw) {
   if (const RawValue* r = find_raw(raw, "local-rank-style"); r && !c.legacy_launch)
     return make_error(r->source + ": only applies with --legacy-launch (torch.distributed.launch's --local-rank=N)");
   if (auto err = locate_rendezvous(c, raw)) return err;
+  if (const RawValue* r = find_raw(raw, "rdzv-secret-fingerprint"); r && c.rdzv_secret_file.empty())
+    return make_error(r->source + ": only applies with --rdzv-secret-file (the secret it fingerprints)");
   if (c.command.empty())
     return make_error(c.module ? "-m needs a module name" : "missing the training script (or, with --no-python, the program) to run");
   if (c.module && c.no_python) return make_error("-m and --no-python cannot be combined");

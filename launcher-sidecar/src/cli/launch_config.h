@@ -75,6 +75,7 @@ struct LaunchConfig {
   double last_call_timeout = 1;   // --rdzv-conf last_call_timeout=S: wait for late joiners above MIN
   double idle_timeout = 15;       // --rdzv-conf idle_timeout=S: for a connection to node 0 to send a valid message
   std::string rdzv_secret_file;   // --rdzv-secret-file: the job's secret that signs every rendezvous line
+  std::string rdzv_secret_fingerprint;  // --rdzv-secret-fingerprint: what that secret's must be (empty: any)
   // --shutdown-timeout (alias --stop-timeout): the grace from the stop signal to SIGKILL when stopping workers;
   // torchrun 2.15's default (30 s). In a pod the operator sets KUBEDIST_STOP_TIMEOUT from the pod's grace period.
   double stop_timeout = 30;

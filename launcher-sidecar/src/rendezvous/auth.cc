@@ -94,6 +94,11 @@ std::string new_challenge() {
   return to_hex(std::string_view(bytes, sizeof bytes));
 }
 
+std::string secret_fingerprint(const std::string& secret) {
+  const std::string mac = to_hex(hmac_sha256(secret, contract::kJobSecretFingerprintInput));
+  return mac.substr(0, contract::kSecretFingerprintHexDigits);
+}
+
 Result<std::string> read_rdzv_secret(const std::string& path, const std::string& flag) {
   const std::string where = flag + " " + path + ": ";
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -68,6 +68,9 @@ bool is_refused(const std::string& line);
 Result<std::string> parse_hello(const std::string& line);  // the challenge
 std::string new_challenge();                               // 16 random bytes from the kernel, in hex
 
+// The secret's fingerprint (contract/signed_line.h): what the operator names in KUBEDIST_RDZV_SECRET_FINGERPRINT.
+std::string secret_fingerprint(const std::string& secret);
+
 // The secret is the file's bytes, all of them (at least 16, at most 4096); `flag` names the file in errors.
 Result<std::string> read_rdzv_secret(const std::string& path, const std::string& flag = "--rdzv-secret-file");
 

@@ -64,6 +64,11 @@ std::string derive_job_secret(const std::string& namespace_secret, const std::st
   return hmac_sha256_hex(namespace_secret, contract::job_secret_input(job_uid));
 }
 
+std::string job_secret_fingerprint(const std::string& job_secret) {
+  const std::string mac = hmac_sha256_hex(job_secret, contract::kJobSecretFingerprintInput);
+  return mac.substr(0, contract::kSecretFingerprintHexDigits);
+}
+
 std::string rdzv_key_fingerprint(const std::string& namespace_secret) {
   return hmac_sha256_hex(namespace_secret, "kubedist-rdzv-fingerprint-1").substr(0, 16);
 }

@@ -30,6 +30,9 @@ std::string derive_job_secret(const std::string& namespace_secret, const std::st
 // nothing of the key or of any job's secret (whose HMAC input differs).
 std::string rdzv_key_fingerprint(const std::string& namespace_secret);
 
+// A job's secret's fingerprint (contract/signed_line.h), which its launchers check the secret they hold against.
+std::string job_secret_fingerprint(const std::string& job_secret);
+
 // Bytes as lowercase hex, two digits each (how keys are made and kept: new_rdzv_secret, act/keyring.h).
 std::string to_hex(const std::string& bytes);
 

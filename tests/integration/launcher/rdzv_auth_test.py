@@ -373,6 +373,24 @@ class RdzvAuth(LauncherTest):
         self.assertIn("a secret must have 16 to 4096 bytes (this one has 5)", short.stderr())
         self.assertEqual(short.stderr().count("\n"), 1, short.stderr())
 
+    def test_a_secret_file_of_another_fingerprint_than_the_operator_wrote_is_refused(self):
+        """A Secret J-rdzv written by someone before the operator could: the pod's KUBEDIST_RDZV_SECRET_FINGERPRINT
+        names the secret the operator wrote, and the launcher signs with no other."""
+        def fingerprint(secret):
+            return hmac.new(secret, b"kubedist-rdzv-job-fingerprint-1", hashlib.sha256).hexdigest()[:16]
+        env = {"KUBEDIST_RDZV_SECRET_FILE": self.secret_file, "KUBEDIST_TERMINATION_LOG": self.path("termination")}
+        written = fingerprint(b"the secret the operator wrote, 32 bytes")
+        theirs = self.launch(["--no-python", "--", "true"], {**env, "KUBEDIST_RDZV_SECRET_FINGERPRINT": written})
+        self.assertEqual(theirs.wait(), 2)
+        self.assertEqual(theirs.stderr(), f"kubedist-launcher: --rdzv-secret-file {self.secret_file}: a rendezvous "
+                         f"secret of fingerprint {fingerprint(SECRET)}, not the {written} the operator wrote for this "
+                         "job (someone else wrote its Secret J-rdzv first): delete that Secret and this pod, and the "
+                         "operator writes it again\n")
+        with open(self.path("termination")) as f:
+            self.assertIn("someone else wrote its Secret J-rdzv first", f.read())
+        ours = self.launch(["--no-python", "--", "true"], {**env, "KUBEDIST_RDZV_SECRET_FINGERPRINT": fingerprint(SECRET)})
+        self.assertEqual(ours.wait(), 0, ours.stderr())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -296,6 +296,9 @@ TEST(LaunchConfig, RendezvousSecretFileAndIdleTimeoutComeFromFlagPetOrOperatorEn
   EXPECT_EQ(parse_ok({"--rdzv-secret-file=/s", "t.py"}).rdzv_secret_file, "/s");
   EXPECT_EQ(parse_ok({"t.py"}, {{"PET_RDZV_SECRET_FILE", "/p"}, {"KUBEDIST_RDZV_SECRET_FILE", "/k"}}).rdzv_secret_file, "/p");
   EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_RDZV_SECRET_FILE", "/k"}}).rdzv_secret_file, "/k");
+  EXPECT_EQ(parse_ok({"t.py"}, {{"KUBEDIST_RDZV_SECRET_FILE", "/k"}, {"KUBEDIST_RDZV_SECRET_FINGERPRINT", "0123456789abcdef"}})
+                .rdzv_secret_fingerprint,
+            "0123456789abcdef");
   EXPECT_EQ(parse_ok({"--rdzv-conf=idle_timeout=1.5", "t.py"}).idle_timeout, 1.5);
 }
 
@@ -324,6 +327,10 @@ TEST(LaunchConfig, RejectsBadInputWithOneLineNamingTheSource) {
       {{"--rdzv-conf=idle_timeout=0", "t.py"}, {}, "--rdzv-conf idle_timeout"},
       {{"--rdzv-conf=idle_timeout=x", "t.py"}, {}, "--rdzv-conf idle_timeout"},
       {{"--rdzv-secret-file=", "t.py"}, {}, "--rdzv-secret-file"},
+      {{"--rdzv-secret-fingerprint=0123456789abcdef", "t.py"}, {}, "only applies with --rdzv-secret-file"},
+      {{"--rdzv-secret-file=/s", "--rdzv-secret-fingerprint=abc", "t.py"}, {}, "16 lower-case hex digits"},
+      {{"t.py"}, {{"KUBEDIST_RDZV_SECRET_FILE", "/k"}, {"KUBEDIST_RDZV_SECRET_FINGERPRINT", "0123456789ABCDEF"}},
+       "KUBEDIST_RDZV_SECRET_FINGERPRINT"},
       {{"--node-rank=2", "--nnodes=2", "t.py"}, {}, "--node-rank"},
       {{"--bogus", "t.py"}, {}, "unknown flag '--bogus'"},
       {{"--standalone=1", "t.py"}, {}, "takes no value"},
@@ -411,6 +418,8 @@ const std::vector<FlagCase>& flag_cases() {
       {"rdzv-conf", "join_timeout=7,idle_timeout=2", {},
        [](C c) { EXPECT_EQ(c.join_timeout, 7); EXPECT_EQ(c.idle_timeout, 2); }},
       {"rdzv-secret-file", "/s", {}, [](C c) { EXPECT_EQ(c.rdzv_secret_file, "/s"); }},
+      {"rdzv-secret-fingerprint", "0123456789abcdef", {"--rdzv-secret-file=/s"},
+       [](C c) { EXPECT_EQ(c.rdzv_secret_fingerprint, "0123456789abcdef"); }},
       {"rdzv-trace", "/t", {}, [](C c) { EXPECT_EQ(c.rdzv_trace, "/t"); }},
       {"standalone", "", {}, [](C c) { EXPECT_TRUE(c.standalone); EXPECT_EQ(c.master_port, 0); }},
       {"max-restarts", "5", {}, [](C c) { EXPECT_EQ(c.max_restarts, 5); }},
@@ -556,6 +565,7 @@ TEST(LaunchConfig, EveryFlagOfHelpRefusesABadValueInOneLineNamingWhereItCameFrom
       {"master-addr", "a b"},    {"master-port", "0"},          {"rdzv-endpoint", "h:x"},
       {"rdzv-id", "a b"},        {"rdzv-backend", "etcd"},      {"rdzv-conf", "x"},
       {"rdzv-secret-file", ""},  {"rdzv-trace", ""},            {"standalone", "maybe"},
+      {"rdzv-secret-fingerprint", "0123456789abcdeF"},
       {"max-restarts", "-1"},    {"restart-policy", "always"},  {"monitor-interval", "x"},
       {"start-method", "thread"}, {"role", ""},                 {"no-python", "maybe"},
       {"module", "maybe"},       {"run-path", ""},         {"redirects", "4"},

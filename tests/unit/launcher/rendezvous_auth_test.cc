@@ -160,6 +160,13 @@ TEST(AuthSession, AMembersNonceMakesNodeZerosLinesFreshToThatMember) {
   EXPECT_FALSE(other_nonce.open(chomp(p.host.seal("ROUND 0 0 1 2 4 8"))).ok());
 }
 
+TEST(SecretFingerprint, MatchesTheOperatorsKnownAnswer) {
+  // Python: hmac.new(secret, b"kubedist-rdzv-job-fingerprint-1", hashlib.sha256).hexdigest()[:16]; the operator's is
+  // checked against the same answer (unit RdzvAuth.FingerprintsAJobsSecretAsTheLauncherChecksIt).
+  EXPECT_EQ(secret_fingerprint("job secret from the old key"), "71b6637ed5274854");
+  EXPECT_NE(secret_fingerprint("job secret from the new key"), secret_fingerprint("job secret from the old key"));
+}
+
 TEST(Nonce, IsOneLineOf32LowerHexDigitsAndNothingElse) {
   const std::string nonce(32, 'a');
   EXPECT_EQ(encode_nonce(nonce), "NONCE " + nonce + "\n");

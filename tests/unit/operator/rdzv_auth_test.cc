@@ -60,5 +60,12 @@ TEST(RdzvAuth, DerivesAJobsSecretFromTheNamespacesAsTheLaunchersInitContainerDoe
   EXPECT_NE(derive_job_secret("another namespace's secret", uid), derive_job_secret("0123456789abcdef-ns-secret", uid));
 }
 
+TEST(RdzvAuth, FingerprintsAJobsSecretAsTheLauncherChecksIt) {
+  // The launcher's own HMAC gives the same (unit SecretFingerprint.MatchesTheOperatorsKnownAnswer).
+  EXPECT_EQ(job_secret_fingerprint("job secret from the old key"), "71b6637ed5274854");
+  EXPECT_EQ(job_secret_fingerprint("job secret from the old key").find(rdzv_key_fingerprint("job secret from the old key")),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kubedist::rendezvous

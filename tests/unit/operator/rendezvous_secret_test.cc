@@ -2,6 +2,7 @@
 // from (decide/rendezvous.h, act/rendezvous_keys.h).
 #include <gtest/gtest.h>
 
+#include "contract/pod_env.h"
 #include "rendezvous/rdzv_auth.h"
 #include "test_jobs.h"
 #include "test_plans.h"
@@ -56,6 +57,14 @@ const nlohmann::json* pod_write(const Plan& p, const std::string& name) {
   return nullptr;
 }
 
+// The value of the trainer's variable `name` in a pod (empty: none).
+std::string trainer_env(const nlohmann::json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) return e.value("value", "");
+  }
+  return "";
+}
+
 TEST(RendezvousSecret, AnUnchangedKeyChangesNothingAndNewPodsRecordIt) {
   Observed o = running_on_old_key(kOld, true);
   o.job_secrets = {{kOld, "job secret from the old key"}};
@@ -73,6 +82,7 @@ TEST(RendezvousSecret, AnUnchangedKeyChangesNothingAndNewPodsRecordIt) {
 TEST(RendezvousSecret, AReplacedKeyIsKeptForTheRunningJobInASecretOfItsOwnThatItsNewPodsMount) {
   Observed o = running_on_old_key(kNew, true);
   o.job_secrets = {{kOld, "job secret from the old key"}, {kNew, "job secret from the new key"}};
+  o.job_secret_fingerprints = {{kOld, "0ld0ld0ld0ld0ld0"}, {kNew, "11e111e111e111e1"}};
   const auto job = testing::example_job();
   const Plan p = decide(job, o, kNow);
   const Write* w = secret_write(p);
@@ -109,6 +119,8 @@ TEST(RendezvousSecret, AReplacedKeyIsKeptForTheRunningJobInASecretOfItsOwnThatIt
   EXPECT_TRUE(mounts_own);
   EXPECT_FALSE((*node2)["metadata"].contains("annotations") &&
                (*node2)["metadata"]["annotations"].contains(kRdzvKeyAnnotation));
+  // Its launcher is told which secret the operator wrote, and refuses a J-rdzv someone else wrote first.
+  EXPECT_EQ(trainer_env(*node2, contract::kRdzvSecretFingerprint), "0ld0ld0ld0ld0ld0");
 }
 
 TEST(RendezvousSecret, ADeletedKeyIsKeptForTheRunningJobAndANewOneIsLeftToNewJobs) {
@@ -144,11 +156,15 @@ TEST(RendezvousSecret, AJobAlreadyMovedToItsOwnSecretIsNotMovedOrToldAgain) {
   EXPECT_TRUE(changed_events(p).empty());
   EXPECT_TRUE(p.job_rdzv_secret);
   EXPECT_EQ(p.status.rendezvous_secret, "resnet-rdzv");
+  // Without the key it was derived from (an earlier operator's), the operator cannot say what J-rdzv should hold.
+  ASSERT_NE(pod_write(p, "resnet-node-2"), nullptr);
+  EXPECT_EQ(trainer_env(*pod_write(p, "resnet-node-2"), contract::kRdzvSecretFingerprint), "");
 }
 
 TEST(RendezvousSecret, AJobOnItsOwnSecretHasItMadeAgainBeforeEachNewPodInCaseItWasDeleted) {
   Observed o = running_on_old_key(kNew, true);
   o.job_secrets = {{kOld, "job secret from the old key"}, {kNew, "job secret from the new key"}};
+  o.job_secret_fingerprints = {{kOld, "0ld0ld0ld0ld0ld0"}, {kNew, "11e111e111e111e1"}};
   auto job = testing::example_job();
   job.status.rendezvous_secret = "resnet-rdzv";
   job.status.rendezvous_secret_key = kOld;
@@ -162,6 +178,7 @@ TEST(RendezvousSecret, AJobOnItsOwnSecretHasItMadeAgainBeforeEachNewPodInCaseItW
   EXPECT_EQ(w->body["stringData"]["secret"], "job secret from the old key");
   EXPECT_EQ(p.writes.front().kind, "Secret");
   EXPECT_TRUE(changed_events(p).empty());
+  EXPECT_EQ(trainer_env(*pod_write(p, "resnet-node-2"), contract::kRdzvSecretFingerprint), "0ld0ld0ld0ld0ld0");
   // No pod to create: no write.
   o.pods.push_back(derived_pod(2, "Running", ""));
   o.pods.back().job_rdzv_secret = true;

@@ -181,6 +181,7 @@ Result<void> Reconciler::observe_rendezvous_keys(const TrainingJob& job, Observe
   }
   for (const auto& [fingerprint, kept] : all) {
     o.job_secrets[fingerprint] = rendezvous::derive_job_secret(kept, job.uid);
+    o.job_secret_fingerprints[fingerprint] = rendezvous::job_secret_fingerprint(o.job_secrets[fingerprint]);
   }
   return {};
 }

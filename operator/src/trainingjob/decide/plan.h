@@ -70,6 +70,8 @@ struct Observed {
   // Fingerprint -> this job's secret derived from that key, for each key of the namespace the operator has seen
   // (the current one and those it held before a deletion or replacement).
   std::map<std::string, std::string> job_secrets;
+  // The same keys -> the fingerprint of that job secret (contract/signed_line.h), which new pods on J-rdzv check.
+  std::map<std::string, std::string> job_secret_fingerprints;
   bool nodes_watched = false;     // nodes holds every node; otherwise node loss is not judged
   std::vector<NodeFacts> nodes;
   // Nodes the job's pods are bound to that the API server says do not exist (a GET answered 404): deleted for
@@ -108,6 +110,9 @@ struct Plan {
   // the next pass sees, so a restart counted for it must be stored first.
   std::vector<Write> writes;
   bool job_rdzv_secret = false;           // new pods mount the job's own Secret J-rdzv, as its running pods do
+  // With job_rdzv_secret, when the operator wrote J-rdzv: the fingerprint of the secret it wrote, which the new pods'
+  // launchers check the mounted one against (empty: an earlier operator's J-rdzv, whose secret it never held).
+  std::string job_rdzv_secret_fingerprint;
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   bool creates_held = false;              // pods are missing but wait for the backoff after a refusal (pod_refused)
   std::vector<PodDeletion> delete_pods;

@@ -77,6 +77,8 @@ json trainer_env(const json& trainer, const TrainingJob& job, int rank, const Po
     ours.push_back({{"name", contract::kRdzvSecretFile},
                     {"value", options.job_rdzv_secret ? std::string(kRdzvSecretDir) + "/" + kRdzvSecretKey
                                                       : job_rdzv_secret_file()}});
+    if (options.job_rdzv_secret && !options.rdzv_secret_fingerprint.empty())
+      ours.push_back({{"name", contract::kRdzvSecretFingerprint}, {"value", options.rdzv_secret_fingerprint}});
   }
   json env = json::array();
   if (trainer.contains("env") && trainer["env"].is_array()) {

@@ -28,6 +28,9 @@ struct PodOptions {
   // With rdzv_secret: instead mount the job's own Secret J-rdzv into the trainer (a job an earlier operator
   // started with a Secret of its own, whose running pods sign with it).
   bool job_rdzv_secret = false;
+  // With job_rdzv_secret: the fingerprint of the secret the operator wrote into J-rdzv, which the launcher checks
+  // the mounted one against (KUBEDIST_RDZV_SECRET_FINGERPRINT; empty: none, an earlier operator's J-rdzv).
+  std::string rdzv_secret_fingerprint{};
   // With rdzv_secret and not job_rdzv_secret: the fingerprint of the namespace key the pod's init container will
   // derive from, recorded in annotation kubedist.io/rendezvous-key (empty: none recorded).
   std::string rdzv_key{};

@@ -84,6 +84,10 @@ pass "two more jobs: one Secret kubedist-rendezvous for the namespace, no Secret
 derived() {  # KEY UID: the job's secret as the launcher's init container derives it (contract/signed_line.h)
   python3 -c 'import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), b"kubedist-rdzv-job-1 " + sys.argv[2].encode(), hashlib.sha256).hexdigest())' "$1" "$2"
 }
+secret_fingerprint() {  # SECRET: what the launcher checks a job's secret against (KUBEDIST_RDZV_SECRET_FINGERPRINT)
+  python3 -c 'import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), b"kubedist-rdzv-job-fingerprint-1", hashlib.sha256).hexdigest()[:16])' "$1"
+}
+expected_of() { jp "pod/$1" '{.spec.containers[0].env[?(@.name=="KUBEDIST_RDZV_SECRET_FINGERPRINT")].value}'; }
 fingerprint() {  # KEY: what a pod records of it (annotation kubedist.io/rendezvous-key)
   python3 -c 'import hmac, hashlib, sys; print(hmac.new(sys.argv[1].encode(), b"kubedist-rdzv-fingerprint-1", hashlib.sha256).hexdigest()[:16])' "$1"
 }
@@ -113,6 +117,9 @@ kubectl -n "$NS" delete pod a-node-0 --wait=false >/dev/null
 eventually 60 "a-node-0 recreated" recreated a-node-0 "$before"
 [ "$(old_mount a-node-0)" = "a-rdzv /kubedist/rdzv $old_init /kubedist/rdzv/secret" ] || fail "a's recreated node 0: $(old_mount a-node-0)"
 [ -z "$(key_of a-node-0)" ] || fail "a's recreated node 0 records a namespace key"
+[ "$(expected_of a-node-0)" = "$(secret_fingerprint "$(derived "$key1" "$ja")")" ] ||
+  fail "a's recreated node 0 is not told the fingerprint of the secret in a-rdzv: '$(expected_of a-node-0)'"
+[ -z "$(expected_of old-node-0)" ] || fail "old's pod, on an earlier operator's Secret, is told a fingerprint"
 # a-rdzv itself deleted by a tenant while a runs: the operator makes it again before a's next new pod mounts it.
 kubectl -n "$NS" delete secret a-rdzv >/dev/null
 before=$(pod_uid a-node-1)
@@ -121,7 +128,19 @@ eventually 60 "a-node-1 recreated" recreated a-node-1 "$before"
 eventually 30 "a-rdzv made again" kubectl -n "$NS" get secret a-rdzv
 [ "$(secret_of a-rdzv)" = "$(derived "$key1" "$ja")" ] || fail "a-rdzv was made again with another secret"
 [ "$(jp tj/a '{.status.rendezvousSecretKey}')" = "$(fingerprint "$key1")" ] || fail "a's status: $(jp tj/a '{.status.rendezvousSecretKey}')"
-pass "the namespace key deleted while a and b run: one Warning RendezvousSecretChanged each naming it; a-rdzv and b-rdzv hold the secrets their running pods derived from the old key, and a's recreated node 0 mounts a-rdzv; a-rdzv deleted, then made again before a's next new pod: $msg"
+# a-rdzv replaced by a tenant's own before the operator makes it again: the operator cannot read it and takes the
+# AlreadyExists, but a's next pod is told the fingerprint of the secret the operator wrote, which the tenant's is
+# not, so its launcher refuses it (launcher.integration.rdzv_auth) rather than sign with a secret the tenant chose.
+kubectl -n "$NS" delete secret a-rdzv >/dev/null
+kubectl -n "$NS" create secret generic a-rdzv --from-literal=secret=a-secret-of-the-tenants-choosing >/dev/null
+before=$(pod_uid a-node-1)
+kubectl -n "$NS" delete pod a-node-1 --wait=false >/dev/null
+eventually 60 "a-node-1 recreated" recreated a-node-1 "$before"
+[ "$(secret_of a-rdzv)" = a-secret-of-the-tenants-choosing ] || fail "the operator overwrote a Secret it may not read"
+[ "$(expected_of a-node-1)" = "$(secret_fingerprint "$(derived "$key1" "$ja")")" ] &&
+  [ "$(expected_of a-node-1)" != "$(secret_fingerprint a-secret-of-the-tenants-choosing)" ] ||
+  fail "a's new pod is not told the operator's fingerprint: '$(expected_of a-node-1)'"
+pass "the namespace key deleted while a and b run: one Warning RendezvousSecretChanged each naming it; a-rdzv and b-rdzv hold the secrets their running pods derived from the old key, and a's recreated node 0 mounts a-rdzv; a-rdzv deleted, then made again before a's next new pod; each new pod told the fingerprint of the secret the operator wrote, also when a tenant's a-rdzv came first: $msg"
 
 job_yaml d 1 | kubectl -n "$NS" apply -f - >/dev/null
 eventually 30 "d's pod" all_running d 1
