@@ -1,6 +1,7 @@
 #include "kubectl/cli/options.h"
 
 #include <regex>
+#include <sstream>
 
 #include "trainingjob/api/names.h"
 
@@ -114,6 +115,22 @@ Result<void> parse_run(const std::vector<std::string>& args, size_t start, RunOp
           }
         }
       }
+    } else if (flag == "--node-selector") {
+      std::string v;
+      r = take(v);
+      if (r) {  // repeated, or comma-separated as kubectl's selectors: KEY=VALUE[,KEY=VALUE]
+        std::string item;
+        std::istringstream in(v);
+        while (std::getline(in, item, ',')) {
+          const auto eq = item.find('=');
+          const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+          if (eq == std::string::npos || !is_label_key(key) || !is_label_value(value)) {
+            return Error::invalid(flag + ": expected KEY=VALUE with a node label's key and value (e.g. "
+                                  "kubernetes.io/hostname=node-a), got '" + item + "'");
+          }
+          o.node_selector.emplace_back(key, value);
+        }
+      }
     } else if (flag == "-e" || flag == "--env") {
       std::string v;
       r = take(v);
@@ -183,6 +200,20 @@ Result<void> parse_job(const std::vector<std::string>& args, size_t start, const
 
 }  // namespace
 
+bool is_label_value(const std::string& s) {
+  static const std::regex re("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
+  return s.size() <= 63 && std::regex_match(s, re);
+}
+
+bool is_label_key(const std::string& s) {
+  const auto slash = s.find('/');
+  const std::string name = slash == std::string::npos ? s : s.substr(slash + 1);
+  if (name.empty() || !is_label_value(name)) return false;
+  if (slash == std::string::npos) return true;
+  static const std::regex prefix("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return slash <= 253 && std::regex_match(s.substr(0, slash), prefix);
+}
+
 bool is_quantity(const std::string& s) {
   static const std::regex re("[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?");
   return std::regex_match(s, re);
@@ -236,6 +267,7 @@ run options:
   --image IMAGE          the trainer image (default: $KUBEDIST_IMAGE, else the local cluster's CPU example image)
   --gpus-per-node N      nvidia.com/gpu per pod           --cpu Q / --memory Q   requests (memory also the limit)
   --queue NAME           a Kueue LocalQueue               --gang                 gang-schedule the pods
+  --node-selector KEY=VALUE  the pods' nodes carry this label (repeatable, or KEY=VALUE,KEY=VALUE)
   --name NAME            the job's name (default: the script's name and a random suffix)
   --workdir DIR          the directory shipped as the workers' working directory (default: the script's);
                          .kubedistignore and .gitignore are respected; at most 6 MiB (else build an image, --image)

@@ -176,6 +176,7 @@ Result<RenderedJob> render_job(const JobInputs& in) {
   if (!resources.empty()) trainer["resources"] = resources;
 
   json pod_spec = {{"containers", json::array({trainer})}};
+  for (const auto& [key, value] : o.node_selector) pod_spec["nodeSelector"][key] = value;
   if (ship || pip) {
     json setup = {{"name", kSetupContainer}, {"image", in.image}, {"command", {"sh", "-c", kSetupScript, "sh"}},
                   {"volumeMounts", setup_mounts}};

@@ -16,7 +16,8 @@ std::string error_of(std::vector<std::string> args) {
 TEST(Options, RunTakesItsOptionsThenTheCommand) {
   auto r = parse({"run", "--image", "img:1", "--gpus-per-node=4", "--cpu", "2", "--memory=4Gi", "--queue", "team",
                   "--gang", "--name", "resnet", "-n", "ns", "--workdir", "src", "--pip", "numpy", "--pip", "a,b",
-                  "--pip-index-url", "http://idx:8000/simple", "-e", "A=1", "--env=B=x=y", "--detach", "--",
+                  "--pip-index-url", "http://idx:8000/simple", "-e", "A=1", "--env=B=x=y", "--detach",
+                  "--node-selector", "kubernetes.io/hostname=n-1", "--node-selector=pool=gpu,zone=", "--",
                   "torchrun", "train.py"});
   ASSERT_TRUE(r.ok()) << r.error().message;
   const RunOptions& o = r->run;
@@ -33,6 +34,8 @@ TEST(Options, RunTakesItsOptionsThenTheCommand) {
   EXPECT_EQ(o.pip_index_url, "http://idx:8000/simple");
   EXPECT_EQ(o.env, (EnvList{{"A", "1"}, {"B", "x=y"}}));
   EXPECT_TRUE(o.detach);
+  EXPECT_EQ(o.node_selector, (std::vector<std::pair<std::string, std::string>>{
+                                 {"kubernetes.io/hostname", "n-1"}, {"pool", "gpu"}, {"zone", ""}}));
   EXPECT_EQ(o.command, (std::vector<std::string>{"torchrun", "train.py"}));
 }
 
@@ -52,6 +55,12 @@ TEST(Options, BadRunOptionsNameTheFix) {
   EXPECT_NE(error_of({"run", "--memory", "4GB", "--", "x.py"}).find("--memory"), std::string::npos);
   EXPECT_NE(error_of({"run", "--gpus-per-node", "-1", "--", "x.py"}).find("--gpus-per-node"), std::string::npos);
   EXPECT_NE(error_of({"run", "-e", "1A=2", "--", "x.py"}).find("NAME=VALUE"), std::string::npos);
+  const std::vector<std::string> bad_selectors{"pool", "=gpu", "Pool.Example/x=1", "pool=-gpu", "a/b/c=1",
+                                               "pool=" + std::string(64, 'a')};
+  for (const std::string& bad : bad_selectors) {
+    EXPECT_NE(error_of({"run", "--node-selector", bad, "--", "x.py"}).find("--node-selector: expected KEY=VALUE"),
+              std::string::npos) << bad;
+  }
   EXPECT_NE(error_of({"run", "--pip-index-url", "ftp://x", "--pip", "a", "--", "x.py"}).find("http"),
             std::string::npos);
   EXPECT_NE(error_of({"run", "--pip-index-url", "http://x", "--", "x.py"}).find("--pip"), std::string::npos);

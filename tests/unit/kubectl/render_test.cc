@@ -107,9 +107,10 @@ TEST(RenderJob, LegacyLaunchLeavesTheLocalRankSpellingToTheTorchInTheImage) {
   EXPECT_EQ(env_of(forced->job["spec"]["template"]["spec"]["containers"][0])["PET_LOCAL_RANK_STYLE"], "underscore");
 }
 
-TEST(RenderJob, OptionsBecomeResourcesQueueGangAndEnvironment) {
+TEST(RenderJob, OptionsBecomeResourcesQueueGangNodeSelectorAndEnvironment) {
   RunOptions o;
   o.gpus_per_node = 8;
+  o.node_selector = {{"kubernetes.io/hostname", "node-a"}, {"pool", "gpu"}};
   o.cpu = "4";
   o.memory = "16Gi";
   o.queue = "team-a";
@@ -123,6 +124,8 @@ TEST(RenderJob, OptionsBecomeResourcesQueueGangAndEnvironment) {
   EXPECT_EQ(trainer["resources"]["limits"]["memory"], "16Gi");
   EXPECT_EQ(r->job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-a");
   EXPECT_EQ(r->job["spec"]["scheduling"]["gang"], true);
+  EXPECT_EQ(r->job["spec"]["template"]["spec"]["nodeSelector"],
+            (json{{"kubernetes.io/hostname", "node-a"}, {"pool", "gpu"}}));
   json env = env_of(trainer);
   EXPECT_EQ(env["NCCL_DEBUG"], "INFO");
   EXPECT_FALSE(env.contains("MASTER_ADDR"));
