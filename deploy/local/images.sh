@@ -11,14 +11,16 @@
 #                                    $KUBEDIST_CACHE/tools/registry-*/registry): storage under DIR/storage, plain http on
 #                                    ADDR:PORT (default ADDR 127.0.0.1), no auth; prints the file's path
 #   images.sh serve-registry DIR PORT [ADDR]
-#                                    registry-config, then exec `registry serve DIR/config.yml` (foreground)
+#                                    registry-config, then exec `registry serve DIR/config.yml` (foreground);
+#                                    first, unless a registry serves DIR already, our images' content tags that
+#                                    images.env does not name are untagged and what only they held is collected
 #
 # The images (names without a registry; a consumer puts its registry in front):
 #   kubedist/operator:V-H      deploy/docker/Dockerfile --target operator (non-root 65532, Debian runtime libs)
 #   kubedist/launcher:V-H      deploy/docker/Dockerfile --target launcher (FROM scratch: the static launcher alone)
 #   kubedist/example-cpu:V-H   crd/examples/cpu/Dockerfile (Debian's python3-torch, pip and train.py), also :latest
 #   kubedist/example-torch2:V-H  the same Dockerfile with the torch of deploy/local/torch2-requirements.txt from
-#                              PyPI (torch 2.15 and the libraries the tests train with; about 5.5 GB, the first
+#                              PyPI (torch 2.15 and the libraries the tests train with; about 5.2 GB, the first
 #                              build downloads it in some minutes), also :latest
 #   kubedist/pause:V-H         Kubernetes' build/pause/linux/pause.c (gcc -static -Os), FROM scratch, for the
 #                              kubelet's pod sandboxes; also tagged with pause's own version (e.g. :3.10.2)
@@ -310,6 +312,47 @@ EOF
   printf '%s\n' "$dir/config.yml"
 }
 
+# prune_registry REGISTRY CONFIG: the content tags (V-H) of our images that the last build's images.env does not
+# name are removed from the registry's storage, and `registry garbage-collect` deletes the manifests and blobs only
+# they held: a long-lived machine would otherwise keep every image it ever pushed, the torch 2.15 example's 3 GB
+# each time its pins change. Only while nothing serves that storage (the registry cannot collect while serving).
+prune_registry() {
+  local registry=$1 config=$2 dir repos tag_dir name tag keep
+  dir=$(dirname "$config")
+  repos="$dir/storage/docker/registry/v2/repositories"
+  [ -d "$repos/kubedist" ] && [ -f "$env_file" ] || return 0
+  if pgrep -f -- "serve $config" >/dev/null; then return 0; fi
+  keep=" $(sed 's/^[^=]*=//' "$env_file" | tr '\n' ' ') "
+  local removed=0
+  local kept_links=" "
+  for tag_dir in "$repos"/kubedist/*/_manifests/tags/*; do
+    [ -d "$tag_dir" ] || continue
+    name=${tag_dir#"$repos/"}
+    name=${name%%/_manifests/*}
+    tag=${tag_dir##*/}
+    [[ $tag =~ ^[0-9.]+-[0-9a-f]{12}$ ]] || continue
+    if [[ $keep == *" $name:$tag "* ]]; then
+      kept_links+="$name@$(cat "$tag_dir/current/link" 2>/dev/null) "
+      continue
+    fi
+    rm -rf "$tag_dir"
+    removed=$((removed + 1))
+  done
+  # latest and pause's version tag name a pushed image's manifest: kept while it is one of those kept.
+  for tag_dir in "$repos"/kubedist/*/_manifests/tags/*; do
+    [ -d "$tag_dir" ] && [[ ! ${tag_dir##*/} =~ ^[0-9.]+-[0-9a-f]{12}$ ]] || continue
+    name=${tag_dir#"$repos/"}
+    name=${name%%/_manifests/*}
+    [[ $kept_links == *" $name@$(cat "$tag_dir/current/link" 2>/dev/null) "* ]] && continue
+    rm -rf "$tag_dir"
+    removed=$((removed + 1))
+  done
+  [ "$removed" -gt 0 ] || return 0
+  OTEL_TRACES_EXPORTER=none "$registry" garbage-collect --delete-untagged "$config" >"$dir/garbage-collect.log" 2>&1 ||
+    { log "registry garbage-collect failed (kept everything else; see $dir/garbage-collect.log)"; return 0; }
+  log "registry: $removed superseded tags removed and their blobs collected"
+}
+
 cmd_serve_registry() {
   local config
   config=$(cmd_registry_config "$@")
@@ -317,6 +360,7 @@ cmd_serve_registry() {
   # shellcheck source=versions.sh
   registry="$cache/tools/registry-$(. "$here/versions.sh" && echo "$REGISTRY_VERSION")/registry"
   [ -x "$registry" ] || die "no $registry: run deploy/local/tools.sh"
+  prune_registry "$registry" "$config"
   # The registry would otherwise try to export traces to an OpenTelemetry collector.
   OTEL_TRACES_EXPORTER=none exec "$registry" serve "$config"
 }

@@ -216,6 +216,34 @@ write_node_config() {
     cluster_cidr="$pod_cidr_prefix.0.0/16" ip="$ip" >"$d/kube-proxy.yaml"
 }
 
+# Our images that a later build superseded, removed from node I's containerd before its kubelet starts: the kubelet's
+# image GC waits for a full disk (kubelet.yaml), so a long-lived machine would keep every torch 2.15 example image
+# it ever pulled, 5 GB each. An image that images.env names (or :latest or pause's version tag naming the same
+# manifest) is kept.
+prune_node_images() {
+  local ctr=("$bin/ctr" --address "$(node_run "$1")/containerd.sock" -n k8s.io) wanted=" " keep=" " line ref digest
+  while IFS= read -r line; do wanted+="$registry_addr/${line#*=} "; done <"$cache/images/images.env"
+  # ctr images ls: REF TYPE DIGEST SIZE PLATFORMS LABELS
+  while read -r ref _ digest _; do
+    [[ $wanted == *" $ref "* ]] && keep+="$digest "
+  done < <("${ctr[@]}" images ls | tail -n +2)
+  while read -r ref _ digest _; do
+    [[ $ref == "$registry_addr/kubedist/"* && $keep != *" $digest "* ]] || continue
+    "${ctr[@]}" images rm --sync "$ref" >/dev/null && log "worker-$1: $ref superseded (removed)"
+  done < <("${ctr[@]}" images ls | tail -n +2)
+  # The kubelet's image-id references (sha256:<config>) of what no named reference holds any more: the last that
+  # keep its layers.
+  local named=" "
+  while read -r ref _ digest _; do
+    [[ $ref == sha256:* ]] || named+="$digest "
+  done < <("${ctr[@]}" images ls | tail -n +2)
+  while read -r ref _ digest _; do
+    [[ $ref =~ ^sha256:[0-9a-f]{64}$ && $named != *" $digest "* ]] || continue
+    "${ctr[@]}" images rm --sync "$ref" >/dev/null
+  done < <("${ctr[@]}" images ls | tail -n +2)
+  return 0
+}
+
 node_up() {
   local i=$1 d r n what
   d=$(node_dir "$i")
@@ -231,6 +259,7 @@ node_up() {
   local ns_exec=(nsenter --net="/run/netns/$(node_ns "$i")")
   start "containerd-w$i" "${ns_exec[@]}" "$bin/containerd" --config "$d/containerd.toml"
   wait_for "containerd-w$i" 60 "$bin/ctr" --address "$r/containerd.sock" version
+  prune_node_images "$i"
   start "kubelet-w$i" "${ns_exec[@]}" "$bin/kubelet" --config="$d/kubelet.yaml" \
     --kubeconfig="$d/kubelet.kubeconfig" --root-dir="$d/kubelet" --hostname-override="$n" \
     --node-ip="$(node_ip "$i")" --node-labels="kubedist.io/local-node=real" --v=1

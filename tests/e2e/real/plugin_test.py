@@ -25,6 +25,8 @@ scenarios:
             Face Accelerate, and a @record main whose rank 3 raises: what each library reports (world size, ranks,
             node rank, cluster environment, a gathered tensor) is what torchrun would give, and @record's
             exception is the root cause in status.lastFailure and in what run prints
+torch2 and libraries hold their pods to one real node with --node-selector (real_test.torch2_node): that node alone
+keeps the image's 5 GB unpacked.
 """
 import base64
 import contextlib
@@ -331,17 +333,22 @@ def scenario_detach(plugin):
         succeeded(code, out, [0, 1, 2, 3])
 
 
+def on_torch2_node():
+    """The plugin's option that holds a job's pods to the one node that keeps the torch 2.15 image."""
+    return f"--node-selector kubernetes.io/hostname={rt.torch2_node()}"
+
+
 def scenario_torch2(plugin):
     image, version = rt.images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"], rt.torch2_pin()
     with user("plg-torch2", plugin) as (ns, project, env):
-        code, out = kubedist(env, project, f"kubectl kubedist run --image {image} -- torchrun --nnodes=2 "
-                                           "--nproc_per_node=2 train.py --epochs 2")
+        code, out = kubedist(env, project, f"kubectl kubedist run --image {image} {on_torch2_node()} -- torchrun "
+                                           "--nnodes=2 --nproc_per_node=2 train.py --epochs 2")
         succeeded(code, out, [0, 1, 2, 3])
         check(re.search(rf"^\[rank 0\]: training finished: .*world size 4, .*torch {re.escape(version)}$", out, re.M)
               is not None, f"the job trained on torch {version}")
         with open(os.path.join(project, "local_rank2.py"), "w") as f:
             f.write(local_rank_script("--local-rank"))
-        code, out = kubedist(env, project, f"kubectl kubedist run --image {image} -- python -m "
+        code, out = kubedist(env, project, f"kubectl kubedist run --image {image} {on_torch2_node()} -- python -m "
                                            "torch.distributed.launch --nproc_per_node=2 local_rank2.py --epochs 2")
         check(re.search(rf"kubedist-launcher: --local-rank-style=auto: torch {re.escape(version)}\S* \(\S+/torch/"
                         r"version\.py\): passing --local-rank=N", out) is not None,
@@ -366,7 +373,7 @@ def scenario_libraries(plugin):
             shutil.copy(os.path.join(WORKERS, script), project)
         with open(os.path.join(project, "report.py"), "w") as f:
             f.write(REPORT_PY)
-        run = f"kubectl kubedist run --image {image} -- torchrun --nnodes=2 --nproc_per_node=2"
+        run = f"kubectl kubedist run --image {image} {on_torch2_node()} -- torchrun --nnodes=2 --nproc_per_node=2"
         code, out = kubedist(env, project, f"{run} report.py lightning_train.py OUT 2 2")
         check(code == 0, f"Lightning: exit code 0 (got {code})")
         for rank, r in results(out, 4).items():

@@ -33,9 +33,9 @@ scenarios:
            PodsRefused (ResourceQuota) within 30 s, and once the quota allows 2 the second pod is created
   torch2   the example's TrainingJob with the image changed to the torch 2.15 example (deploy/local/images.sh's
            kubedist/example-torch2, the pins of deploy/local/torch2-requirements.txt) and a hang injected at step 5
-           under spec.hangTimeout: torch 2.15 workers on both nodes, their progress reported through the helper,
-           the hang caught at the reported step with rank 1's stack in status.lastFailure, restarted in place
-           once, and Succeeded
+           under spec.hangTimeout: torch 2.15 workers in both pods (held to one real node: torch2_node), their
+           progress reported through the helper, the hang caught at the reported step with rank 1's stack in
+           status.lastFailure, restarted in place once, and Succeeded
   powerloss  (faults, manual) the issue's node power loss: an elastic job (replicas 2, minReplicas 1) trains, and
            every process of the node running node 1's pod is killed at once and its link cut (cluster.sh
            node-power-loss): node 0's launchers re-form at world size 2 and train to the end, the job Succeeds
@@ -145,9 +145,10 @@ def dump(ns):
 
 
 # ---- the example job -----------------------------------------------------------------------------------------
-def apply_example(ns, *extra_args, spec=None, name=None, container_security=None, image=None):
+def apply_example(ns, *extra_args, spec=None, name=None, container_security=None, image=None, node=None):
     """crd/examples/cpu/trainingjob.yaml as it is, with extra arguments appended to the training command (and
-    spec fields replaced, the job renamed, the trainer's securityContext or image replaced)."""
+    spec fields replaced, the job renamed, the trainer's securityContext or image replaced, its pods held to one
+    node)."""
     with open(EXAMPLE) as f:
         job = yaml.safe_load(f)
     container = job["spec"]["template"]["spec"]["containers"][0]
@@ -156,6 +157,8 @@ def apply_example(ns, *extra_args, spec=None, name=None, container_security=None
         container["image"] = image
     if container_security is not None:
         container["securityContext"] = container_security
+    if node:
+        job["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
     job["spec"].update(spec or {})
     if name:
         job["metadata"]["name"] = name
@@ -461,11 +464,17 @@ def torch2_pin():
         return re.search(r"^torch==(\S+)", f.read(), re.M).group(1)
 
 
+def torch2_node():
+    """The one real node that runs the torch 2.15 image's pods (the first by name): its 5 GB unpacked is kept by
+    that node alone, not by every node, which a cold CI run's disk cannot spare."""
+    return sorted(n["metadata"]["name"] for n in kget("nodes")["items"])[0]
+
+
 def scenario_torch2():
     version = torch2_pin()
     with namespace("torch2") as ns:
         name = apply_example(ns, "--epochs", "3", "--hang-once-at-step", "5", spec={"hangTimeout": "15s"},
-                             image=images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"])
+                             image=images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"], node=torch2_node())
         st = wait_phase(ns, name, "Succeeded", 900)
         node0, node1 = logs(ns, f"{name}-node-0"), logs(ns, f"{name}-node-1")
         check(ranks_in(node0) == [0, 1] and ranks_in(node1) == [2, 3],

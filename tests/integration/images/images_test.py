@@ -30,7 +30,7 @@ ACCEPT = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.dis
 NOBODY = "65532:65532"
 # As images.sh: crun refuses this machine's hybrid cgroup v1/v2 layout, buildah's chroot isolation needs no runtime.
 ISOLATION = os.environ.get("KUBEDIST_BUILDAH_ISOLATION", "chroot")
-# What this test pushes to its own registry: all but the torch 2.15 example (5.5 GB), which is read in buildah's
+# What this test pushes to its own registry: all but the torch 2.15 example (5.2 GB), which is read in buildah's
 # storage here and pushed by the real-node cluster (tests/e2e/real) to its own.
 PUSHED = ["KUBEDIST_EXAMPLE_CPU_IMAGE", "KUBEDIST_LAUNCHER_IMAGE", "KUBEDIST_OPERATOR_IMAGE", "KUBEDIST_PAUSE_IMAGE"]
 TORCH2_REQUIREMENTS = os.path.join(SOURCE, "deploy", "local", "torch2-requirements.txt")
@@ -70,21 +70,25 @@ class Images(unittest.TestCase):
         cls.first_build = images_sh("build")
         with open(ENV_FILE) as f:
             cls.images = dict(line.strip().split("=", 1) for line in f if line.strip())
-        port = free_port()
-        cls.addr = f"127.0.0.1:{port}"
+        cls.port = free_port()
+        cls.addr = f"127.0.0.1:{cls.port}"
         cls.registry_log = open(os.path.join(cls.tmp, "registry.log"), "w")
         cls.addClassCleanup(cls.registry_log.close)
-        cls.registry = subprocess.Popen([IMAGES, "serve-registry", os.path.join(cls.tmp, "registry"), str(port)],
+        cls.start_registry()
+        cls.addClassCleanup(cls.stop_registry)
+        cls.first_push = images_sh("push", cls.addr, *PUSHED, timeout=900)
+
+    @classmethod
+    def start_registry(cls):
+        cls.registry = subprocess.Popen([IMAGES, "serve-registry", os.path.join(cls.tmp, "registry"), str(cls.port)],
                                         stdout=cls.registry_log, stderr=subprocess.STDOUT, start_new_session=True,
                                         preexec_fn=die_with_parent,
                                         env=dict(os.environ, KUBEDIST_CACHE=CACHE))
-        cls.addClassCleanup(cls.stop_registry)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while not cls.answers("/v2/"):
             if cls.registry.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"the registry did not come up on {cls.addr}: {cls.read_registry_log()}")
             time.sleep(0.05)
-        cls.first_push = images_sh("push", cls.addr, *PUSHED, timeout=900)
 
     @classmethod
     def stop_registry(cls):
@@ -199,6 +203,32 @@ class Images(unittest.TestCase):
         pushed = images_sh("push", self.addr, *PUSHED, timeout=300)
         for var in PUSHED:
             self.assertIn(f"{self.addr}/{self.images[var]}: present (skipped)", pushed)
+
+    def test_serving_again_drops_the_tags_images_env_no_longer_names_and_their_blobs(self):
+        """A long-lived machine's registry keeps one image of each name, not one more per change (the torch 2.15
+        example's 3 GB each time its pins change): serve-registry first removes our content tags that images.env
+        does not name, a latest that names none of those kept, and the blobs only they held."""
+        tags = os.path.join(self.tmp, "registry/storage/docker/registry/v2/repositories/kubedist/pause/_manifests/tags")
+        current = self.images["KUBEDIST_PAUSE_IMAGE"].rsplit(":", 1)[1]
+        layer = self.manifest(self.images["KUBEDIST_PAUSE_IMAGE"])["layers"][0]["digest"]
+        self.stop_registry()
+        try:
+            shutil.copytree(os.path.join(tags, current), os.path.join(tags, "0.1.0-000000000000"))  # an earlier build's
+            shutil.copytree(os.path.join(tags, current), os.path.join(tags, "latest"))
+            with open(os.path.join(tags, "latest/current/link"), "w") as f:  # naming a manifest no kept tag names
+                f.write("sha256:" + "0" * 64)
+            # A stale image of its own: a tag whose manifest and blobs nothing else holds.
+            stale = os.path.join(self.tmp, "registry/storage/docker/registry/v2/repositories/kubedist/stale")
+            shutil.copytree(os.path.dirname(os.path.dirname(tags)), stale)
+            shutil.rmtree(os.path.join(stale, "_manifests/tags", current))
+            shutil.copytree(os.path.join(tags, current), os.path.join(stale, "_manifests/tags/0.1.0-111111111111"))
+        finally:
+            self.start_registry()
+        self.assertEqual(sorted(os.listdir(tags)), sorted([current, self.config(self.images["KUBEDIST_PAUSE_IMAGE"])
+                                                           ["config"]["Labels"]["io.kubedist.pause-version"]]))
+        self.assertEqual(os.listdir(os.path.join(stale, "_manifests/tags")), [])
+        self.get(f"/v2/kubedist/pause/blobs/{layer}", head=True)  # the kept image's layer is still served
+        self.assertIn("superseded tags removed", self.read_registry_log())
 
     def test_the_operator_starts_in_its_image(self):
         ctr = self.container("KUBEDIST_OPERATOR_IMAGE")
