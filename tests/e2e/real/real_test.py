@@ -36,6 +36,10 @@ scenarios:
            under spec.hangTimeout: torch 2.15 workers in both pods (held to one real node: torch2_node), their
            progress reported through the helper, the hang caught at the reported step with rank 1's stack in
            status.lastFailure, restarted in place once, and Succeeded
+  dcp      torch.distributed.checkpoint on torch 2.15 in two TrainingJobs of 2 pods x 2 processes whose storage is
+           one folder of the node both jobs' pods run on (a hostPath; torch2_node): the first trains and saves
+           (dcp.save), the second builds a fresh model and loads it (dcp.load): each rank of the second has the
+           weights and step rank 0 saved, the ranks of pod 1 reading what pod 0's wrote
   powerloss  (faults, manual) the issue's node power loss: an elastic job (replicas 2, minReplicas 1) trains, and
            every process of the node running node 1's pod is killed at once and its link cut (cluster.sh
            node-power-loss): node 0's launchers re-form at world size 2 and train to the end, the job Succeeds
@@ -59,6 +63,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -487,6 +492,46 @@ def scenario_torch2():
                                                               failure.get("message", "")) is not None,
               f"status.lastFailure has rank 1's stack under torch {version}, stuck in recv at the step its "
               f"progress reports named ({failure})")
+
+
+def scenario_dcp():
+    with namespace("dcp") as ns, tempfile.TemporaryDirectory(dir=CLUSTER_DIR, prefix="dcp-") as shared:
+        # The shared storage an administrator would give the jobs (an NFS export, a ReadWriteMany volume): here a
+        # folder of the one node both jobs' pods run on, writable by the example's user.
+        for sub in ("", "checkpoint", "out"):
+            os.makedirs(os.path.join(shared, sub), exist_ok=True)
+            os.chmod(os.path.join(shared, sub), 0o777)
+        shutil.copy(os.path.join(SOURCE, "tests/integration/launcher/workers/dcp_train.py"), shared)
+        os.chmod(os.path.join(shared, "dcp_train.py"), 0o644)
+        with open(EXAMPLE) as f:
+            job = yaml.safe_load(f)
+        pod = job["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {"kubernetes.io/hostname": torch2_node()}
+        pod["volumes"] = [{"name": "shared", "hostPath": {"path": shared, "type": "Directory"}}]
+        container = pod["containers"][0]
+        container["image"] = images()["KUBEDIST_EXAMPLE_TORCH2_IMAGE"]
+        container["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
+        for phase in ("save", "load"):
+            job["metadata"]["name"] = f"dcp-{phase}"
+            container["command"] = ["python3", "/shared/dcp_train.py", phase, "/shared/checkpoint", "/shared/out"]
+            kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(job))
+            st = wait_phase(ns, f"dcp-{phase}", "Succeeded", 600)
+            check(st.get("restarts", 0) == 0, f"dcp-{phase} Succeeded without a restart ({st.get('restarts')})")
+        check(os.path.exists(os.path.join(shared, "checkpoint", ".metadata")),
+              f"dcp.save wrote the checkpoint's metadata ({sorted(os.listdir(os.path.join(shared, 'checkpoint')))})")
+        ranks = {}
+        for name in sorted(os.listdir(os.path.join(shared, "out"))):
+            with open(os.path.join(shared, "out", name)) as f:
+                ranks[name.removesuffix(".json")] = json.load(f)
+        check(sorted(ranks) == [f"{p}-rank{r}" for p in ("load", "save") for r in range(4)],
+              f"each of 4 ranks wrote what it saved and what it loaded ({sorted(ranks)})")
+        saved = ranks["save-rank0"]
+        for rank in range(4):
+            loaded = ranks[f"load-rank{rank}"]
+            check(loaded["step"] == saved["step"] == 3 and loaded["weights"] == saved["weights"]
+                  and loaded["initial"] != saved["weights"],
+                  f"rank {rank} of the second job started fresh and loaded rank 0's weights and step 3 "
+                  f"(step {loaded['step']}, same weights: {loaded['weights'] == saved['weights']})")
 
 
 def wait_restarts(ns, name, reason, count, seconds):
