@@ -22,8 +22,9 @@ if [ "${1:-}" = python ]; then
 fi
 [ $# -eq 0 ] || { echo "usage: torch2.sh [python]" >&2; exit 2; }
 
-# The pins and this recipe: a venv made by an earlier recipe is brought to this one.
-want=$( { cat "$requirements"; echo "recipe 2: --no-cache-dir, triton uninstalled"; } | sha256sum | cut -d' ' -f1)
+# The stamp: the pins and this recipe, so that a venv made by an earlier recipe is brought to this one.
+recipe="recipe 2: --no-cache-dir, triton uninstalled"
+want=$( { cat "$requirements"; echo "$recipe"; } | sha256sum | cut -d' ' -f1)
 stamp=$venv/.kubedist-requirements
 if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0

@@ -23,7 +23,10 @@ pass "the environment is ~/.cache/kubedist/torch-$torch unless KUBEDIST_TORCH2_V
 mkdir -p "$work/ready/bin"
 printf '#!/bin/sh\necho "$*" >>%s/calls\n' "$work" >"$work/ready/bin/python"
 chmod +x "$work/ready/bin/python"
-sha256sum "$src/deploy/local/torch2-requirements.txt" | cut -d' ' -f1 >"$work/ready/.kubedist-requirements"
+# The stamp as torch2.sh writes it: the pins and its recipe's line.
+recipe=$(sed -n 's/^recipe="\(.*\)"$/\1/p' "$src/deploy/local/torch2.sh")
+[ -n "$recipe" ] || fail "torch2.sh names no recipe=\"...\" line"
+{ cat "$src/deploy/local/torch2-requirements.txt"; echo "$recipe"; } | sha256sum | cut -d' ' -f1 >"$work/ready/.kubedist-requirements"
 out=$(KUBEDIST_TORCH2_VENV=$work/ready "$script" 2>&1)
 [ -z "$out" ] && [ ! -e "$work/calls" ] || fail "a ready environment was touched: '$out' $(cat "$work/calls" 2>/dev/null)"
 pass "a ready environment whose stamp matches the pins is left as it is, silently"
@@ -31,7 +34,7 @@ pass "a ready environment whose stamp matches the pins is left as it is, silentl
 # Pins changed since: installed again (here the fake interpreter takes the pip call and the check).
 echo stale >"$work/ready/.kubedist-requirements"
 KUBEDIST_TORCH2_VENV=$work/ready "$script" 2>/dev/null || true
-grep -q -- "-m pip install --disable-pip-version-check -q -r $src/deploy/local/torch2-requirements.txt" "$work/calls" ||
+grep -q -- "-m pip install --disable-pip-version-check --no-cache-dir -q -r $src/deploy/local/torch2-requirements.txt" "$work/calls" ||
   fail "changed pins did not reinstall: $(cat "$work/calls" 2>/dev/null)"
 pass "changed pins install the requirements again"
 
