@@ -32,9 +32,9 @@ OPERATOR = {
                                  "metrics", "rendezvous", "trainingjob/act"},
 }
 
-# The kubectl plugin (operator/kubectl): cli/ and render/ are pure and see the operator's api/ only; act/ talks to
-# the cluster through the operator's kube/.
-KUBECTL_CLI = {"common", "trainingjob/api", "kubectl/cli"}
+# The kubectl plugin (operator/kubectl): cli/ and render/ are pure and see the operator's api/ and the shared
+# contract only; act/ talks to the cluster through the operator's kube/.
+KUBECTL_CLI = {"common", "contract", "trainingjob/api", "kubectl/cli"}
 KUBECTL_RENDER = KUBECTL_CLI | {"kubectl/render"}
 KUBECTL_ACT = KUBECTL_RENDER | {"kube", "kubectl/act"}
 KUBECTL = {

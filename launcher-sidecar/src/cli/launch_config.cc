@@ -11,6 +11,7 @@
 #include "cli/signal_names.h"
 #include "contract/pod_env.h"
 #include "contract/signed_line.h"
+#include "contract/torchrun_vocabulary.h"
 
 namespace kubedist::launcher {
 namespace {
@@ -163,8 +164,8 @@ Setter nnodes() {
 Setter nproc_per_node() {
   return [](LaunchConfig& c, const RawValue& r) -> std::optional<Error> {
     auto n = to_long(r.value);
-    if (!(n && *n >= 1 && *n <= 4096) && r.value != "auto" && r.value != "gpu" && r.value != "cpu")
-      return bad(r, "a positive integer, auto, gpu or cpu");
+    if (!(n && *n >= 1 && *n <= contract::kMaxNprocPerNode) && !contract::is_nproc_mode(r.value))
+      return bad(r, contract::nproc_per_node_expected());
     c.nproc_per_node = r.value;
     return std::nullopt;
   };
@@ -330,7 +331,8 @@ const std::vector<FlagSpec>& flag_table() {
        "append when this node joins and gets its place (benchmarks)"},
       {"standalone", nullptr, nullptr, nullptr, false, boolean(&C::standalone), "one node, a free store port"},
       {contract::kFlagMaxRestarts, "N", nullptr, nullptr, false,
-       integer(&C::max_restarts, 0, 1000000, "a non-negative integer"), "in-place restarts of the group (default 0)"},
+       integer(&C::max_restarts, 0, contract::kMaxRestartsUpperBound, contract::max_restarts_expected()),
+       "in-place restarts of the group (default 0)"},
       // The TrainingJob's restartPolicy: under ExitCode, codes 1-127 are the program's own verdict, so restarting in
       // place would only fail again; 128+ (signals, OOM kills) stay retryable.
       {"restart-policy", "P", nullptr, contract::kRestartPolicy, false,

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "contract/torchrun_vocabulary.h"
+
 namespace kubedist::kubectl {
 namespace {
 
@@ -192,19 +194,21 @@ struct Parser {
         return {};
       }
       case Action::kNproc: {
-        if (value == "auto" || value == "gpu" || value == "cpu") {
+        if (contract::is_nproc_mode(value)) {
           cmd.nproc_per_node = value;
           return {};
         }
         if (value == "xpu") return refuse(flag, "xpu is not supported on kubedist; use N, auto, gpu or cpu");
         auto n = to_long(value);
-        if (!n || *n < 1 || *n > 1024) return refuse(flag, "expected 1-1024, auto, gpu or cpu, got '" + value + "'");
+        if (!n || *n < 1 || *n > contract::kMaxNprocPerNode)
+          return refuse(flag, "expected " + contract::nproc_per_node_expected() + ", got '" + value + "'");
         cmd.nproc_per_node = std::to_string(*n);
         return {};
       }
       case Action::kMaxRestarts: {
         auto n = to_long(value);
-        if (!n || *n < 0 || *n > 10000) return refuse(flag, "expected an integer from 0 to 10000, got '" + value + "'");
+        if (!n || *n < 0 || *n > contract::kMaxRestartsUpperBound)
+          return refuse(flag, "expected " + contract::max_restarts_expected() + ", got '" + value + "'");
         cmd.max_restarts = static_cast<int>(*n);
         return {};
       }

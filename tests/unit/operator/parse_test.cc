@@ -106,7 +106,7 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
       {"min above replicas", {{"minReplicas", 5}}, "minReplicas <= replicas <= maxReplicas"},
       {"max below replicas", {{"maxReplicas", 2}}, "minReplicas <= replicas <= maxReplicas"},
       {"min zero", {{"minReplicas", 0}}, "spec.minReplicas: must be between 1"},
-      {"nproc zero", {{"nprocPerNode", 0}}, "spec.nprocPerNode: must be an integer >= 1 or one of auto, gpu, cpu"},
+      {"nproc zero", {{"nprocPerNode", 0}}, "spec.nprocPerNode: must be an integer from 1 to 1024, auto, gpu or cpu, got 0"},
       {"nproc word", {{"nprocPerNode", "many"}}, "spec.nprocPerNode"},
       {"nproc bool", {{"nprocPerNode", true}}, "spec.nprocPerNode"},
       {"port zero", {{"masterPort", 0}}, "spec.masterPort: must be between 1 and 65534"},

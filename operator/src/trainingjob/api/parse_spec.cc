@@ -3,6 +3,7 @@
 #include <regex>
 #include <string>
 
+#include "contract/torchrun_vocabulary.h"
 #include "trainingjob/api/bounds.h"
 #include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/names.h"
@@ -67,15 +68,15 @@ Result<NprocPerNode> read_nproc(const json& spec) {
   NprocPerNode n;
   auto it = spec.find("nprocPerNode");
   if (it == spec.end() || it->is_null()) return n;
-  const std::string err = "spec.nprocPerNode: must be an integer >= 1 or one of auto, gpu, cpu, got " + show(*it);
+  const std::string err = "spec.nprocPerNode: must be " + contract::nproc_per_node_expected() + ", got " + show(*it);
   if (it->is_number_integer()) {
-    if (it->get<int64_t>() < 1 || it->get<int64_t>() > 1024) return Error::invalid(err);
+    if (it->get<int64_t>() < 1 || it->get<int64_t>() > contract::kMaxNprocPerNode) return Error::invalid(err);
     n.count = it->get<int>();
     return n;
   }
   if (!it->is_string()) return Error::invalid(err);
   const auto s = it->get<std::string>();
-  if (s == "auto" || s == "gpu" || s == "cpu") {
+  if (contract::is_nproc_mode(s)) {
     n.mode = s;
     return n;
   }
@@ -186,10 +187,10 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   auto port = read_int(spec, "masterPort", 29500, 1, 65534);
   if (!port) return port.error();
   s.master_port = static_cast<int>(*port);
-  auto max_restarts = read_int(spec, "maxRestarts", 3, 0, 1000000);
+  auto max_restarts = read_int(spec, "maxRestarts", 3, 0, contract::kMaxRestartsUpperBound);
   if (!max_restarts) return max_restarts.error();
   s.max_restarts = static_cast<int>(*max_restarts);
-  auto backoff = read_int(spec, "backoffLimit", 6, 0, 1000000);
+  auto backoff = read_int(spec, "backoffLimit", 6, 0, contract::kMaxRestartsUpperBound);
   if (!backoff) return backoff.error();
   s.backoff_limit = static_cast<int>(*backoff);
 
