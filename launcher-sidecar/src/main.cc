@@ -180,12 +180,11 @@ std::optional<Error> plan_numa(Launch& launch, const Env& env) {
   return std::nullopt;
 }
 
-// Everything that can be wrong with the input, checked before anything starts (exit code 2).
-Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
-  auto parsed = parse_launch_config(args, env);
-  if (!parsed) return make_error(parsed.error());
+// Everything that can be wrong with the input beyond the flags themselves, checked before anything starts (exit
+// code 2).
+Result<Launch> configure(LaunchConfig parsed, const Env& env) {
   Launch launch;
-  launch.config = parsed.value();
+  launch.config = std::move(parsed);
   const LaunchConfig& config = launch.config;
   if (config.help || !config.print_completion.empty()) return launch;
   if (!config.rdzv_secret_file.empty()) {
@@ -194,8 +193,8 @@ Result<Launch> configure(const std::vector<std::string>& args, const Env& env) {
     launch.secret = *read;
     // A Secret J-rdzv that someone wrote before the operator could (it takes an AlreadyExists as its own) holds a
     // secret of that person's choosing: not signed with.
-    const std::string held = secret_fingerprint(launch.secret);
-    if (!config.rdzv_secret_fingerprint.empty() && held != config.rdzv_secret_fingerprint)
+    if (const std::string held = config.rdzv_secret_fingerprint.empty() ? "" : secret_fingerprint(launch.secret);
+        held != config.rdzv_secret_fingerprint)
       return make_error("--rdzv-secret-file " + config.rdzv_secret_file + ": a rendezvous secret of fingerprint " +
                         held + ", not the " + config.rdzv_secret_fingerprint + " the operator wrote for this job "
                         "(someone else wrote its Secret J-rdzv first): delete that Secret and this pod, and the "
@@ -448,12 +447,14 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (auto install = install_request(args)) return run_install(*install);
   const Env env = current_env();
-  auto launch = configure(args, env);
+  auto parsed = parse_launch_config(args, env);
+  if (!parsed) return fail_usage(parsed.error());
+  const std::string termination_log = parsed->termination_log;
+  auto launch = configure(std::move(parsed).value(), env);
   if (!launch) {
     // What is wrong beyond the flags themselves (the secret file, the workers' count, the interpreter) is the pod's
     // termination message too, so that status.lastFailure says it; a file that cannot be written changes nothing.
-    if (auto parsed = parse_launch_config(args, env); parsed && !parsed->termination_log.empty())
-      (void)write_termination_log(parsed->termination_log, one_line(launch.error()));
+    if (!termination_log.empty()) (void)write_termination_log(termination_log, one_line(launch.error()));
     return fail_usage(launch.error());
   }
   if (launch->config.help) {

@@ -223,7 +223,7 @@ void plan_writes(const DecideState& s, Plan& plan) {
   }
   PodOptions options = s.obs.pod_options;
   options.job_rdzv_secret = plan.job_rdzv_secret;
-  options.rdzv_secret_fingerprint = plan.job_rdzv_secret_fingerprint;
+  options.rdzv_secret_fingerprint = s.job_rdzv_secret_fingerprint;
   options.rdzv_key = s.obs.namespace_key;
   options.avoided_nodes = plan.status.avoided_nodes;
   for (int rank : plan.create_ranks) {

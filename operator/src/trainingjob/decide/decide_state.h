@@ -39,6 +39,9 @@ class DecideState {
   // The objects the plan's writes create or delete besides the pods and the integrations' (decide.cc: plan_writes).
   bool create_service = false;
   bool create_namespace_secret = false;  // Secret kubedist-rendezvous, before any pod mounts it
+  // With plan.job_rdzv_secret, where the operator wrote J-rdzv: the fingerprint of the secret it wrote, which the new
+  // pods' launchers check the mounted one against (empty: an earlier operator's J-rdzv, whose secret it never held).
+  std::string job_rdzv_secret_fingerprint;
   bool delete_job = false;               // ttlSecondsAfterFinished has passed
 
   void emit(const std::string& type, const std::string& reason, const std::string& message);

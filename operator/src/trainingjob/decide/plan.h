@@ -110,9 +110,6 @@ struct Plan {
   // the next pass sees, so a restart counted for it must be stored first.
   std::vector<Write> writes;
   bool job_rdzv_secret = false;           // new pods mount the job's own Secret J-rdzv, as its running pods do
-  // With job_rdzv_secret, when the operator wrote J-rdzv: the fingerprint of the secret it wrote, which the new pods'
-  // launchers check the mounted one against (empty: an earlier operator's J-rdzv, whose secret it never held).
-  std::string job_rdzv_secret_fingerprint;
   std::vector<int> create_ranks;          // ascending, so node 0 comes first
   bool creates_held = false;              // pods are missing but wait for the backoff after a refusal (pod_refused)
   std::vector<PodDeletion> delete_pods;

@@ -55,11 +55,9 @@ void decide_rendezvous_secret(DecideState& s) {
     }
   }
   s.plan.job_rdzv_secret = own_secret;
-  if (own_secret && st.rendezvous_secret == own && !st.rendezvous_secret_key.empty()) {
-    const auto& known = s.obs.job_secret_fingerprints;
-    if (auto kept = known.find(st.rendezvous_secret_key); kept != known.end())
-      s.plan.job_rdzv_secret_fingerprint = kept->second;
-  }
+  if (const auto kept = s.obs.job_secret_fingerprints.find(st.rendezvous_secret_key);
+      st.rendezvous_secret == own && kept != s.obs.job_secret_fingerprints.end())
+    s.job_rdzv_secret_fingerprint = kept->second;
   s.create_namespace_secret = !own_secret && !s.obs.namespace_secret_exists;
 }
 

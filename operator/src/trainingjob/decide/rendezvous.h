@@ -6,7 +6,7 @@
 
 namespace kubedist::trainingjob {
 
-// Sets plan.job_rdzv_secret and create_namespace_secret. A job whose running pods derive their secret from a
+// Sets plan.job_rdzv_secret, job_rdzv_secret_fingerprint and create_namespace_secret. A job whose running pods derive their secret from a
 // namespace key (annotation kubedist.io/rendezvous-key) that is no longer the one new pods would get keeps the old
 // one: when the operator has seen that key (obs.job_secrets), Secret J-rdzv is created holding the job's secret
 // derived from it, status.rendezvousSecret names it, new pods mount it, and one Warning RendezvousSecretChanged
