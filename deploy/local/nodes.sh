@@ -218,28 +218,23 @@ write_node_config() {
 
 # Our images that a later build superseded, removed from node I's containerd before its kubelet starts: the kubelet's
 # image GC waits for a full disk (kubelet.yaml), so a long-lived machine would keep every torch 2.15 example image
-# it ever pulled, 5 GB each. An image that images.env names (or :latest or pause's version tag naming the same
-# manifest) is kept.
+# it ever pulled, 5 GB each.
 prune_node_images() {
   local ctr=("$bin/ctr" --address "$(node_run "$1")/containerd.sock" -n k8s.io) wanted=" " keep=" " line ref digest
   while IFS= read -r line; do wanted+="$registry_addr/${line#*=} "; done <"$cache/images/images.env"
-  # ctr images ls: REF TYPE DIGEST SIZE PLATFORMS LABELS
+  # ctr images ls: REF TYPE DIGEST SIZE PLATFORMS LABELS. Kept: the manifests images.env names, what our other
+  # tags name (:latest, pause's version: the kubelet moves them when it pulls them again) and any other registry's.
   while read -r ref _ digest _; do
-    [[ $wanted == *" $ref "* ]] && keep+="$digest "
+    if [[ $wanted == *" $ref "* || ($ref == "$registry_addr/kubedist/"*:* && ! $ref =~ @ &&
+          ! $ref =~ :[0-9.]+-[0-9a-f]{12}$) || ($ref != "$registry_addr/kubedist/"* && $ref != sha256:*) ]]; then
+      keep+="$digest "
+    fi
   done < <("${ctr[@]}" images ls | tail -n +2)
+  # The rest of ours, with the kubelet's image-id references (sha256:<config>) to them, the last that keep layers.
   while read -r ref _ digest _; do
-    [[ $ref == "$registry_addr/kubedist/"* && $keep != *" $digest "* ]] || continue
-    "${ctr[@]}" images rm --sync "$ref" >/dev/null && log "worker-$1: $ref superseded (removed)"
-  done < <("${ctr[@]}" images ls | tail -n +2)
-  # The kubelet's image-id references (sha256:<config>) of what no named reference holds any more: the last that
-  # keep its layers.
-  local named=" "
-  while read -r ref _ digest _; do
-    [[ $ref == sha256:* ]] || named+="$digest "
-  done < <("${ctr[@]}" images ls | tail -n +2)
-  while read -r ref _ digest _; do
-    [[ $ref =~ ^sha256:[0-9a-f]{64}$ && $named != *" $digest "* ]] || continue
-    "${ctr[@]}" images rm --sync "$ref" >/dev/null
+    [[ ($ref == "$registry_addr/kubedist/"* || $ref =~ ^sha256:[0-9a-f]{64}$) && $keep != *" $digest "* ]] || continue
+    "${ctr[@]}" images rm --sync "$ref" >/dev/null || continue
+    [[ $ref == sha256:* ]] || log "worker-$1: $ref superseded (removed)"
   done < <("${ctr[@]}" images ls | tail -n +2)
   return 0
 }
