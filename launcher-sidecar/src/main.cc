@@ -344,12 +344,12 @@ void watch_signals(EventLoop& loop, int signal_fd, pid_t guard, const sigset_t& 
       } else if (sig == SIGTERM && guard_died(guard)) {
         // The launcher was killed (SIGKILL, say) and nobody waits for us: no grace, leave nothing behind.
         write_all(2, "kubedist-launcher: the launcher process died: killing every worker\n");
-        kill_descendants();
+        kill_and_reap_descendants(kKillPatienceMs);
         _exit(128 + SIGKILL);
       } else if (!sigismember(&handled, sig)) {
         // SIGTERM sent to this process itself while --signals-to-handle leaves it out: its default action, which
         // takes the workers along.
-        kill_descendants();
+        kill_and_reap_descendants(kKillPatienceMs);
         _exit(128 + sig);
       } else {
         signalled = true;

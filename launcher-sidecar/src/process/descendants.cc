@@ -1,7 +1,10 @@
 #include "process/descendants.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -146,6 +149,29 @@ bool kill_descendants() {
       fresh = true;
     }
     if (!fresh) return true;
+  }
+}
+
+bool kill_and_reap_descendants(int patience_ms) {
+  if (!kill_descendants()) return false;
+  const timespec pause{0, 5'000'000};
+  for (int waited_ms = 0;; waited_ms += 5) {
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = waitpid(-1, &status, WNOHANG)) > 0) {
+    }
+    if (reaped < 0 && errno == ECHILD) return true;
+    if (waited_ms >= patience_ms) {
+      const auto left = read_subtree_table(getpid());
+      const std::string line = "kubedist-launcher: " + std::to_string(left ? left->size() : 0) +
+                               " processes below the launcher were still exiting " + std::to_string(patience_ms) +
+                               " ms after SIGKILL\n";
+      ssize_t ignored = write(2, line.data(), line.size());  // one line, best effort: we exit next
+      (void)ignored;
+      return true;
+    }
+    nanosleep(&pause, nullptr);
+    kill_descendants();  // whatever was re-parented to us since the last scan
   }
 }
 

@@ -41,4 +41,11 @@ bool proc_is_ours();
 // does nothing and returns false.
 bool kill_descendants();
 
+// For a process that is about to exit and must leave nothing below it (the guard once the supervisor is gone, the
+// supervisor once the guard is): kill_descendants, then reaps and scans again until this process has no child at
+// all. A subreaper's descendants come to it as their parents die, so no child means no descendant: one scan can
+// miss a process re-parented while it ran, the next one finds it. Gives up after `patience` (a process stuck in
+// the kernel), saying how many are left. False without a usable /proc.
+bool kill_and_reap_descendants(int patience_ms);
+
 }  // namespace kubedist::launcher

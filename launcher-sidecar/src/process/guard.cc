@@ -23,7 +23,7 @@ int run_guard(pid_t supervisor, const sigset_t& forwarded) {
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
       if (pid != supervisor) continue;  // an orphan re-parented to us
-      kill_descendants();               // whatever the supervisor could not stop (it was SIGKILLed, say)
+      kill_and_reap_descendants(kKillPatienceMs);  // what the supervisor could not stop (it was SIGKILLed, say)
       return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     }
   }

@@ -14,6 +14,9 @@
 
 namespace kubedist::launcher {
 
+// How long the side left alive waits for the descendants it SIGKILLed to be gone before it exits anyway.
+inline constexpr int kKillPatienceMs = 5000;
+
 // The guard's side: forwards every signal in `forwarded` (blocked by the caller) to the supervisor, reaps
 // orphans, and when the supervisor exits kills what is left and returns its exit code (128+signal if killed).
 int run_guard(pid_t supervisor, const sigset_t& forwarded);

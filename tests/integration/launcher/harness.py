@@ -55,6 +55,18 @@ def pid_alive(pid):
         return False
 
 
+def proc_state(pid):
+    """A process's state, parent and command line as /proc says ("S ppid 12 python3 x.py"), for a failure's message."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        return f"{fields[0]} ppid {fields[1]} {cmdline}"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return "gone"
+
+
 def torch_version(python=PYTHON):
     """The version of the torch `python` imports ("2.15.0"), read from its metadata without importing torch."""
     out = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],

@@ -8,7 +8,7 @@ import subprocess
 import unittest
 import urllib.request
 
-from harness import LauncherTest, pid_alive, terminate, wait_until
+from harness import LauncherTest, pid_alive, proc_state, terminate, wait_until
 
 
 class Supervision(LauncherTest):
@@ -148,6 +148,8 @@ if sys.argv[2] == "sleep":
     def assert_all_gone(self, pids):
         try:
             wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=10, what="every process to be gone")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; left: {[(p, proc_state(p)) for p in pids if pid_alive(p)]}") from None
         finally:
             for pid in pids:
                 terminate(pid, signal.SIGKILL)

@@ -1,6 +1,10 @@
 #include "process/descendants.h"
 
+#include <errno.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
@@ -56,6 +60,51 @@ TEST(DescendsFrom, FollowsTheParentChainToTheWorkerAndNoFurther) {
 TEST(DescendsFrom, ReadsThisProcesssOwnParentFromProc) {
   EXPECT_EQ(proc_parent(getpid()), getppid());
   EXPECT_TRUE(descends_from(getpid(), getppid(), proc_parent));
+}
+
+// In a process of its own, as the guard is: a subreaper with a worker that forked a child and a grandchild in a
+// session of its own, then exited, so that the family was re-parented to it while it ran. Once the call returns
+// nothing is left below it: no child to wait for, the grandchild gone.
+TEST(KillAndReapDescendants, LeavesNoChildAndNoGrandchildBehind) {
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t guard = fork();
+  ASSERT_GE(guard, 0);
+  if (guard == 0) {
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int up[2];
+    if (pipe(up) != 0) _exit(10);
+    if (fork() == 0) {                 // the worker
+      if (fork() == 0) {               // its child
+        if (fork() == 0) {             // the grandchild, escaped into its own session
+          setsid();
+          const pid_t self = getpid();
+          if (write(up[1], &self, sizeof self) != sizeof self) _exit(1);
+          pause();
+          _exit(0);
+        }
+        pause();
+        _exit(0);
+      }
+      _exit(0);
+    }
+    pid_t grandchild = 0;
+    if (read(up[0], &grandchild, sizeof grandchild) != sizeof grandchild) _exit(11);
+    if (!kill_and_reap_descendants(2000)) _exit(12);
+    if (waitpid(-1, nullptr, WNOHANG) != -1 || errno != ECHILD) _exit(13);  // nothing left to reap
+    if (write(report[1], &grandchild, sizeof grandchild) != sizeof grandchild) _exit(14);
+    _exit(0);
+  }
+  close(report[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(guard, &status, 0), guard);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  pid_t grandchild = 0;
+  ASSERT_EQ(read(report[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  close(report[0]);
+  EXPECT_EQ(kill(grandchild, 0), -1);  // reaped by the guard before it exited: no such process
+  EXPECT_EQ(errno, ESRCH);
 }
 
 }  // namespace
