@@ -31,6 +31,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,27 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from expect import Failure, check, eventually, log  # noqa: E402
 from podrunner import PYTHON, PodRunner, kubectl  # noqa: E402
+
+
+def free_master_port():
+    """A masterPort whose pair (the store, and the rendezvous on masterPort+1) is free on every address now, below
+    the ephemeral range (32768-60999 here): a port in it could be the local end of any of the cluster's outgoing
+    connections meanwhile, and node 0's store then fails to bind (errno 98) in every restart."""
+    for _ in range(200):
+        port = random.randrange(20000, 32000, 2)
+        socks = []
+        try:
+            for p in (port, port + 1):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("0.0.0.0", p))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise Failure("no free pair of ports for masterPort in 20000-32000")
 
 SOURCE = os.environ["KUBEDIST_SOURCE_DIR"]
 CLUSTER_SH = os.path.join(SOURCE, "deploy/local/cluster.sh")
@@ -130,7 +152,7 @@ class Env:
     # ---- the job ---------------------------------------------------------------------------------------
     def create_job(self, name, replicas, command, min_replicas=None, max_replicas=None, max_restarts=3,
                    restart_policy="OnFailure", backoff_limit=6, queue=None, extra_spec=None, env=None):
-        spec = {"replicas": replicas, "nprocPerNode": 2, "masterPort": random.randrange(30000, 40000, 2),
+        spec = {"replicas": replicas, "nprocPerNode": 2, "masterPort": free_master_port(),
                 "maxRestarts": max_restarts, "restartPolicy": restart_policy, "backoffLimit": backoff_limit,
                 "template": {"spec": {"containers": [{"name": "trainer", "image": "kubedist-e2e",
                                                       "command": command}]}}}
