@@ -94,18 +94,29 @@ MemberEvents Agent::member_events() {
 
 void Agent::start(RendezvousMember& member) {
   member_ = &member;
+  if (config_.spare)
+    say("node rank " + std::to_string(config_.node_rank) + " is a spare: it runs no worker until a lost node's place "
+        "is open");
   join();
 }
 
 void Agent::join() {
   state_ = State::Joining;
   trace_.stamp("join");
-  member_->join(JoinRequest{config_.run_id, config_.node_rank, local_world_size_, coordinator_settings(config_)});
+  JoinRequest request{config_.run_id, config_.node_rank, local_world_size_, coordinator_settings(config_)};
+  request.spare = config_.spare && stand_in_slot_ < 0;
+  request.stand_in = stand_in_slot_;
+  member_->join(request);
 }
 
 void Agent::on_round(const Assignment& a) {
   if (state_ != State::Joining) return;
   trace_.stamp("assigned " + std::to_string(a.round));  // before its workers: the rendezvous alone
+  if (a.stand_in_slot >= 0 && a.stand_in_slot != stand_in_slot_) {
+    stand_in_slot_ = a.stand_in_slot;
+    say("this spare stands in for node rank " + std::to_string(a.stand_in_slot) + " (group rank " +
+        std::to_string(a.group_rank) + ") from round " + std::to_string(a.round));
+  }
   assignment_ = a;
   failure_line_.clear();
   const std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(a.restart_count);

@@ -74,6 +74,7 @@ class Agent {
   std::unique_ptr<WorkerGroup> group_;
   State state_ = State::Joining;
   Assignment assignment_;
+  int stand_in_slot_ = -1;  // a spare (--spare) standing in: the slot its ROUND named (JOINs name it from then on)
   bool started_once_ = false;
   std::optional<std::chrono::steady_clock::time_point> failure_seen_at_;
   std::optional<int> pending_end_;

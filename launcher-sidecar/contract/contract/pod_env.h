@@ -29,6 +29,13 @@ inline constexpr const char* kStopTimeout = "KUBEDIST_STOP_TIMEOUT";
 // The longest duration the launcher takes, in seconds (about 3 years), KUBEDIST_STOP_TIMEOUT included: longer ones
 // would overflow its clock arithmetic. The operator gives no pod a longer stop timeout than this.
 inline constexpr long kMaxDurationSeconds = 100000000;
+// --spare (1/true): the pod is one of the job's spec.spares; its node rank may be at or above the job's maximum.
+inline constexpr const char* kSpare = "KUBEDIST_SPARE";
+// The CRD's bound on spec.spares (crd/, checked by the unit tests against it).
+inline constexpr int kMaxSpares = 64;
+// A spare pod's node rank: this plus its index (pod J-spare-<index>), above every member's (maxReplicas <= 10000),
+// so that scaling a job never gives a member's rank to a spare.
+inline constexpr int kSpareNodeRankBase = 10000;
 // The legacy torch.distributed.launch form, asked for through the pod's env (the operator passes a template's env
 // on; `kubectl kubedist run -- python -m torch.distributed.launch ...` sets them) rather than a CRD field.
 inline constexpr const char* kLegacyLaunch = "KUBEDIST_LEGACY_LAUNCH";        // --legacy-launch (1/true)

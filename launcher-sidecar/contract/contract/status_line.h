@@ -2,13 +2,14 @@
 // the operator's poller parses it. One encoder and one parser, so the two halves cannot drift apart.
 //
 //   STATUS round=3 restarts=4 hang=0 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running
-//          run=resnet lost=[1] carried=[node_lost:0,worker_crash:2] [step=1200 total=5000 epoch=2 samples=76800
+//          run=resnet lost=[1] carried=[node_lost:0,worker_crash:2] spares=[3] stand_ins=[1:2] [step=1200 total=5000 epoch=2 samples=76800
 //          sps=2.5 age_ms=400 up_ms=600000 busy_ms=540000 lost_ms=12000 m.loss=0.53 slow=3,1,1.85,0.21
 //          hang_age_ms=90000 hang_msg=rank%201...]
 //
 // key=value words after the verb: round, restarts, one word per restart cause (restart_cause.h), nodes,
 // world_size, phase and run; lost (node ranks lost and not back, see StatusReport) only when there are any;
-// carried (the counts taken over from an earlier node 0, see StatusReport) from every launcher that knows it. A
+// carried (the counts taken over from an earlier node 0, see StatusReport) from every launcher that knows it;
+// spares and stand_ins (the job's spares, see StatusReport) only when there are any. A
 // reader takes any other key with a count as a cause it does not know yet, so the launcher can add causes without
 // breaking older operators. Values are single words: the run id is one word on the rendezvous' JOIN line too; the
 // one free text, hang_msg, is percent-escaped.
@@ -64,6 +65,7 @@ inline constexpr size_t kMaxStatusMetrics = 8;
 inline constexpr size_t kMaxMetricName = 32;        // [A-Za-z0-9_] only
 inline constexpr size_t kMaxHangMessage = 1024;     // bytes before escaping
 inline constexpr size_t kMaxLostNodes = 64;
+inline constexpr size_t kMaxStatusSpares = 64;  // node ranks in spares, and slots in stand_ins
 
 // The state of the rendezvous at one moment.
 struct StatusReport {
@@ -84,6 +86,10 @@ struct StatusReport {
   // the in-place restarts since the operator last asked. Empty before a member carried any; nullopt from launchers
   // older than the field (their counts start from zero on every node 0).
   std::optional<std::map<std::string, int>> carried;
+  // The spares waiting to stand in (their node ranks, ascending), and the stand-ins: the slot (the node rank of the
+  // member that was lost) -> the node rank of the spare that took its place. At most kMaxStatusSpares each.
+  std::vector<int> spares;
+  std::map<int, int> stand_ins;
   bool operator==(const StatusReport&) const = default;
 };
 
@@ -114,6 +120,16 @@ inline std::string number(double v, bool dot = false) {
   std::string s = buf;
   if (dot && s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
+}
+
+// "[1,3]": at most `most` of the ranks.
+inline std::string bracketed(const std::vector<int>& ranks, size_t most) {
+  std::string word = "[";
+  for (size_t i = 0; i < ranks.size() && i < most; ++i) {
+    if (i > 0) word += ',';
+    word += std::to_string(ranks[i]);
+  }
+  return word + ']';
 }
 
 // Percent-escapes controls, space, '%' and every byte from 0x7f (UTF-8 included): the line stays plain ASCII words.
@@ -167,12 +183,7 @@ inline std::string encode_status_line(const StatusReport& r) {
           " run=" + r.run_id;
   if (!r.lost_nodes.empty()) {
     // Appends only: GCC 12 warns falsely (-Wrestrict) about "literal" + std::string here in Release builds.
-    line += " lost=[";
-    for (size_t i = 0; i < r.lost_nodes.size() && i < kMaxLostNodes; ++i) {
-      if (i > 0) line += ',';
-      line += std::to_string(r.lost_nodes[i]);
-    }
-    line += ']';
+    line += " lost=" + status_line_detail::bracketed(r.lost_nodes, kMaxLostNodes);
   }
   if (r.carried) {
     line += " carried=[";
@@ -183,6 +194,17 @@ inline std::string encode_status_line(const StatusReport& r) {
       line += cause;
       line += ':';
       line += std::to_string(n);
+    }
+    line += ']';
+  }
+  if (!r.spares.empty()) line += " spares=" + status_line_detail::bracketed(r.spares, kMaxStatusSpares);
+  if (!r.stand_ins.empty()) {
+    line += " stand_ins=[";
+    size_t n = 0;
+    for (const auto& [slot, node_rank] : r.stand_ins) {
+      if (n == kMaxStatusSpares) break;
+      if (n++ > 0) line += ',';
+      line += std::to_string(slot) + ':' + std::to_string(node_rank);
     }
     line += ']';
   }
@@ -301,12 +323,12 @@ inline bool read_bracketed(const std::string& value, Take take) {
   }
 }
 
-// "[1,3]": node ranks, ascending, at most kMaxLostNodes (the brackets keep a single rank from reading as a count to
-// readers older than the field, which ignore it).
-inline bool read_lost_nodes(const std::string& value, std::vector<int>& out) {
+// "[1,3]": node ranks, ascending, at most `most` (the brackets keep a single rank from reading as a count to readers
+// older than the field, which ignore it).
+inline bool read_lost_nodes(const std::string& value, std::vector<int>& out, size_t most = kMaxLostNodes) {
   out.clear();
-  return read_bracketed(value, [&out](const std::string& rank) {
-    if (!is_count(rank, false) || out.size() == kMaxLostNodes) return false;
+  return read_bracketed(value, [&out, most](const std::string& rank) {
+    if (!is_count(rank, false) || out.size() == most) return false;
     const int n = std::stoi(rank);
     if (!out.empty() && n <= out.back()) return false;
     out.push_back(n);
@@ -331,6 +353,21 @@ inline bool read_carried(const std::string& value, std::map<std::string, int>& o
     const std::string cause = item.substr(0, colon), count = item.substr(colon + 1);
     if (!is_cause_name(cause) || !is_count(count, false) || out.count(cause)) return false;
     out[cause] = std::stoi(count);
+    return true;
+  });
+}
+
+// "[1:3,2:4]": slot:node rank, slots ascending, at most kMaxStatusSpares.
+inline bool read_stand_ins(const std::string& value, std::map<int, int>& out) {
+  out.clear();
+  return read_bracketed(value, [&out](const std::string& item) {
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || out.size() == kMaxStatusSpares) return false;
+    const std::string slot = item.substr(0, colon), node_rank = item.substr(colon + 1);
+    if (!is_count(slot, false) || !is_count(node_rank, false)) return false;
+    const int n = std::stoi(slot);
+    if (!out.empty() && n <= out.rbegin()->first) return false;
+    out[n] = std::stoi(node_rank);
     return true;
   });
 }
@@ -371,6 +408,14 @@ inline ParsedStatusLine parse_status_line(const std::string& line) {
     }
     if (key == "lost") {
       if (!status_line_detail::read_lost_nodes(value, r.lost_nodes)) return bad();
+      continue;
+    }
+    if (key == "spares") {
+      if (!status_line_detail::read_lost_nodes(value, r.spares, kMaxStatusSpares)) return bad();
+      continue;
+    }
+    if (key == "stand_ins") {
+      if (!status_line_detail::read_stand_ins(value, r.stand_ins)) return bad();
       continue;
     }
     if (key == "carried") {

@@ -330,6 +330,8 @@ const std::vector<FlagSpec>& flag_table() {
       {"rdzv-trace", "PATH", nullptr, nullptr, false, text(&C::rdzv_trace, "a file path"),
        "append when this node joins and gets its place (benchmarks)"},
       {"standalone", nullptr, nullptr, nullptr, false, boolean(&C::standalone), "one node, a free store port"},
+      {"spare", nullptr, nullptr, contract::kSpare, false, boolean(&C::spare),
+       "wait as a spare, with no workers, and take a lost node's place at the next round (spec.spares)"},
       {contract::kFlagMaxRestarts, "N", nullptr, nullptr, false,
        integer(&C::max_restarts, 0, contract::kMaxRestartsUpperBound, contract::max_restarts_expected()),
        "in-place restarts of the group (default 0)"},
@@ -583,7 +585,14 @@ std::optional<Error> finish(LaunchConfig& c, const RawValues& raw) {
     c.signals_to_handle_text = kDefaultSignalsToHandle;
   }
   if (c.standalone) apply_standalone(c);
-  if (c.node_rank >= c.max_nodes)
+  if (const RawValue* r = find_raw(raw, "spare"); r && c.spare) {
+    if (c.standalone || !c.multi_node())
+      return make_error(r->source + ": only for a multi-node job (a spare stands in for a lost node)");
+    if (!c.node_rank_given || c.node_rank == 0)
+      return make_error(r->source + ": needs a --node-rank other than 0 (node 0 hosts the rendezvous)");
+  }
+  // A spare's node rank only names it: the slot it may take is a lost member's.
+  if (c.node_rank >= c.max_nodes && !c.spare)
     return make_error("--node-rank: " + std::to_string(c.node_rank) + " is not below the maximum number of nodes (" +
                       std::to_string(c.max_nodes) + ")");
   if (const RawValue* r = find_raw(raw, "local-rank-style"); r && !c.legacy_launch)

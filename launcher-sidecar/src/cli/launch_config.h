@@ -42,6 +42,7 @@ struct LaunchConfig {
   bool rdzv_endpoint_given = false;  // --rdzv-endpoint (or its env) named it: torchrun's c10d style
   std::string run_id = "none";
   bool standalone = false;
+  bool spare = false;  // --spare: joins as a spare (rendezvous/coordinator.h); its node rank may be >= max nodes
   int max_restarts = 0;
   bool permanent_exit_codes = false;  // --restart-policy=ExitCode: worker exit codes 1-127 are never restarted
   double monitor_interval = 0.1;  // accepted for torchrun compatibility; the launcher never polls

@@ -35,8 +35,37 @@ CoordinatorSettings coordinator_settings(const LaunchConfig& config) {
 RendezvousCoordinator::RendezvousCoordinator(CoordinatorSettings settings, Clock::time_point now)
     : settings_(std::move(settings)), below_min_since_(now) {}
 
-int RendezvousCoordinator::count_joined() const {
-  return static_cast<int>(std::count_if(members_.begin(), members_.end(), [](auto& m) { return m.second.joined; }));
+void RendezvousCoordinator::claim_slot(MemberId id, Member& m, int slot) {
+  bool taken = false;  // by another stand-in, or by a member of the running group
+  for (const auto& [other_id, other] : members_) {
+    if (other_id != id && !other.info.spare && other.slot == slot && (other.in_round || other.slot != other.info.node_rank))
+      taken = true;
+  }
+  if (taken) {  // given away meanwhile: a spare again
+    m.info.spare = true;
+    return;
+  }
+  m.info.spare = false;
+  m.slot = slot;
+  stand_ins_[slot] = m.info.node_rank;
+  open_slots_.erase(slot);
+  for (auto& [other_id, other] : members_)  // the lost node back and waiting: a spare now
+    if (other_id != id && !other.info.spare && other.slot == slot) other.info.spare = true;
+}
+
+RendezvousCoordinator::Gathered RendezvousCoordinator::gathered() const {
+  Gathered g;
+  int spares_ready = 0;
+  for (const auto& [id, m] : members_) {
+    if (m.info.spare) {
+      spares_ready += m.joined ? 1 : 0;
+    } else {
+      ++g.regular;
+      g.regular_joined += m.joined ? 1 : 0;
+    }
+  }
+  g.usable = g.regular_joined + std::min(spares_ready, static_cast<int>(open_slots_.size()));
+  return g;
 }
 
 void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock::time_point now) {
@@ -47,7 +76,9 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
     return;
   }
   if (phase_ == Phase::Over) {
-    if (last_exit_code_ == 0) {  // never a silent success for a node that ran nothing
+    if (last_exit_code_ == 0 && request.spare) {
+      send(id, fail_message(0, "this spare was not needed: the job had already finished"));
+    } else if (last_exit_code_ == 0) {  // never a silent success for a node that ran nothing
       send(id, fail_message(1, "this node was not admitted: the job had already finished"));
     } else {
       send(id, fail_message(last_exit_code_, last_failure_));
@@ -55,8 +86,21 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
     return;
   }
   Member& m = members_[id];
-  m = Member{request, true, false, false};
+  const bool placed = m.placed;  // a member of the last round joining again after its workers stopped
+  m = Member{request, true, false, false, placed, request.node_rank};
   lost_nodes_.erase(request.node_rank);  // back: a later loss of it is a new one
+  for (const auto& [slot, node_rank] : stand_ins_) {
+    if (node_rank == request.node_rank) {  // a stand-in joining again (the group restarts): a member, in its slot
+      m.info.spare = false;
+      m.slot = slot;
+    }
+  }
+  if (request.stand_in >= 0 && m.slot == request.node_rank) claim_slot(id, m, request.stand_in);
+  if (!m.info.spare && m.slot == request.node_rank) {
+    // A lost node back: its place is its own again, unless a spare took it meanwhile; then it waits as a spare.
+    if (stand_ins_.count(request.node_rank)) m.info.spare = true;
+    else open_slots_.erase(request.node_rank);
+  }
   if (phase_ == Phase::Gathering) {
     evaluate(now);
     return;
@@ -64,8 +108,11 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
   // A node joined while a round runs: grow the group if there is room. As in torchrun, a membership change is
   // not charged to --max-restarts (a node can only join again after leaving, and leaving is charged). Once a node
   // has finished the group cannot re-form: the joiner waits, and is told at the end that it was not admitted.
-  if (round_nodes_ < settings_.max_nodes && !any_done_)
-    new_round("node " + std::to_string(request.node_rank) + " joined", 0, kCauseScale, now, false);
+  // A spare only fills the place of a member lost from the group.
+  if (round_nodes_ < settings_.max_nodes && !any_done_ && (!m.info.spare || !open_slots_.empty())) {
+    new_round((m.info.spare ? "spare node " : "node ") + std::to_string(request.node_rank) + " joined", 0,
+              kCauseScale, now, false);
+  }
 }
 
 void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool graceful) {
@@ -73,6 +120,9 @@ void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool grace
   if (it == members_.end()) return;
   Member m = it->second;
   members_.erase(it);
+  if (m.slot != m.info.node_rank) stand_ins_.erase(m.slot);
+  // A member of the last round gone without LEAVE: a spare may take its place (also while the group re-forms).
+  if (!graceful && m.placed && (m.in_round || phase_ == Phase::Gathering) && !m.done) open_slots_.insert(m.slot);
   if (phase_ == Phase::Gathering) {
     evaluate(now);
   } else if (phase_ == Phase::Running && m.in_round && !m.done) {
@@ -157,13 +207,14 @@ void RendezvousCoordinator::new_round(const std::string& reason, int exit_code, 
 
 void RendezvousCoordinator::evaluate(Clock::time_point now) {
   if (phase_ != Phase::Gathering) return;
-  int joined = count_joined();
+  const Gathered g = gathered();
+  const int joined = g.usable;
   if (joined >= settings_.max_nodes) return form_round();
   if (joined >= settings_.min_nodes) {
     if (!last_call_deadline_) last_call_deadline_ = now + settings_.last_call;
     // After the last call, nodes still stopping their workers are waited for: their JOIN re-evaluates.
     awaiting_stoppers_ = now >= *last_call_deadline_;
-    if (awaiting_stoppers_ && joined == static_cast<int>(members_.size())) form_round();
+    if (awaiting_stoppers_ && g.regular_joined == g.regular) form_round();
     return;
   }
   if (last_call_deadline_) {  // fell below MIN again: the join timeout counts from now
@@ -181,22 +232,39 @@ void RendezvousCoordinator::evaluate(Clock::time_point now) {
 }
 
 void RendezvousCoordinator::form_round() {
-  std::vector<std::pair<int, MemberId>> order;  // (node rank, id): node rank 0 becomes group rank 0
-  for (auto& [id, m] : members_)
-    if (m.joined) order.emplace_back(m.info.node_rank, id);
+  // (slot, id): node rank 0 becomes group rank 0; a spare standing in takes the lost member's slot.
+  std::vector<std::pair<int, MemberId>> order, spares;
+  for (auto& [id, m] : members_) {
+    m.placed = false;
+    if (m.joined) (m.info.spare ? spares : order).emplace_back(m.info.spare ? m.info.node_rank : m.slot, id);
+  }
   std::sort(order.begin(), order.end());
-  if (static_cast<int>(order.size()) > settings_.max_nodes) order.resize(static_cast<size_t>(settings_.max_nodes));
+  std::sort(spares.begin(), spares.end());
+  const auto max_nodes = static_cast<size_t>(settings_.max_nodes);
+  if (order.size() > max_nodes) order.resize(max_nodes);
+  for (const auto& [node_rank, id] : spares) {
+    if (order.size() >= max_nodes || open_slots_.empty()) break;
+    Member& m = members_[id];
+    m.info.spare = false;
+    m.slot = *open_slots_.begin();
+    open_slots_.erase(open_slots_.begin());
+    stand_ins_[m.slot] = node_rank;
+    order.emplace_back(m.slot, id);
+  }
+  std::sort(order.begin(), order.end());
   ++round_;
   int world = 0;
   for (auto& [rank, id] : order) world += members_[id].info.nproc;
   int offset = 0;
   for (size_t g = 0; g < order.size(); ++g) {
     Member& m = members_[order[g].second];
-    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world, "", 0};
+    Assignment a{round_, restart_count_, static_cast<int>(g), static_cast<int>(order.size()), offset, world, "", 0,
+                 m.slot != m.info.node_rank ? m.slot : -1};
     offset += m.info.nproc;
     m.joined = false;
     m.in_round = true;
     m.done = false;
+    m.placed = true;
     RendezvousMessage start;
     start.kind = RendezvousMessage::Kind::Round;
     start.assignment = a;
@@ -218,6 +286,10 @@ void RendezvousCoordinator::end(int exit_code, const std::string& reason) {
   for (auto& [id, m] : members_) {
     if (exit_code != 0 || m.in_round) {
       send(id, fail_message(exit_code, reason));
+      continue;
+    }
+    if (m.info.spare) {  // waiting to stand in is what a spare is for: the job finishing is its success too
+      send(id, fail_message(0, "this spare was not needed: the job finished"));
       continue;
     }
     // A node that waited outside the finishing group ran nothing of it: it must not look like a success.
@@ -245,9 +317,15 @@ RendezvousReport RendezvousCoordinator::report() const {
     restarts += n;
   }
   restarts = std::min(restarts, kMaxCount);
-  return {round_,   static_cast<int>(restarts), by_cause, round_nodes_,
-          round_world_size_, phase,   settings_.run_id, std::nullopt,
-          std::vector<int>(lost_nodes_.begin(), lost_nodes_.end()), carried_};
+  RendezvousReport r{round_,   static_cast<int>(restarts), by_cause, round_nodes_,
+                     round_world_size_, phase,   settings_.run_id, std::nullopt,
+                     std::vector<int>(lost_nodes_.begin(), lost_nodes_.end()), carried_, {}, {}};
+  for (const auto& [id, m] : members_)
+    if (m.info.spare && m.joined && r.spares.size() < contract::kMaxStatusSpares) r.spares.push_back(m.info.node_rank);
+  std::sort(r.spares.begin(), r.spares.end());
+  for (const auto& [slot, node_rank] : stand_ins_)
+    if (r.stand_ins.size() < contract::kMaxStatusSpares) r.stand_ins[slot] = node_rank;
+  return r;
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -30,6 +30,15 @@
 // Below MIN nodes the service waits join_timeout for nodes to (re)join, then ends the job
 // with a message saying how many nodes were missing. When every node of the round is DONE the job has finished.
 // A failure or loss after some node is already DONE ends the job (the finished nodes are gone).
+// Spares (JOIN ... spare, the TrainingJob's spec.spares): a spare joins and waits outside the group, with no
+// workers and no rank. It never makes a group larger: it only takes the place (the slot: the group rank, and so the
+// global ranks) of a member lost from a round (node_lost), at the next round, so that the group re-forms at full
+// size at once. A round formed counts each ready spare only against such an open slot; a spare that took one is a
+// member from then on (a stand-in, reported as slot:node rank), and the lost node, if it comes back, waits as a
+// spare. The ROUND a stand-in gets names its slot, and its later JOINs name it (JOIN ... stand_in=K), so that a
+// new node 0, which knows nothing of the old one's stand-ins, gives it the same place again (a lost node with that
+// node rank waits as a spare, unless it is in the running group). A spare that waits when the job finishes ends
+// with 0 (it was not needed), never "not admitted".
 // Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE), scale (a node
 // joined the running group, or left it with LEAVE) or hang (the job's step stopped advancing: the host's
 // JobProgress decides, hang() restarts, charged like a failure). STATUS reports the counts by cause.
@@ -74,6 +83,10 @@ struct JoinRequest {
   // The joiner's own settings: a host that does not know run_id yet starts that run's rendezvous with them, so
   // that two jobs with different --rdzv-id on one endpoint each get their own group (as with torchrun's c10d).
   std::optional<CoordinatorSettings> settings = std::nullopt;
+  // A spare (--spare): waits outside the group until a lost member's place is open (see the protocol above).
+  bool spare = false;
+  // A spare that stood in: the slot its ROUND named (Assignment::stand_in_slot), -1 otherwise.
+  int stand_in = -1;
 };
 
 struct RendezvousMessage {
@@ -128,16 +141,28 @@ class RendezvousCoordinator {
   int node_rank_of(MemberId id) const;
   int rounds_formed() const { return round_ + 1; }
   int restart_count() const { return restart_count_; }
+  // Why the group last re-formed or the job ended ("node 1 left the job (...)").
+  const std::string& last_event() const { return last_failure_; }
   RendezvousReport report() const;
 
  private:
   enum class Phase { Gathering, Running, Over };
   struct Member {
-    JoinRequest info;
+    JoinRequest info;       // info.spare: waits as a spare (cleared once it stands in for a lost member)
     bool joined = false;    // waiting for a round
     bool in_round = false;  // part of the running round
     bool done = false;
+    bool placed = false;    // given a place in the last round formed
+    int slot = 0;           // the place rounds order it by: its node rank, or the lost node's it stands in for
   };
+  struct Gathered {         // who evaluate() can count on
+    int regular = 0;         // members that are not spares
+    int regular_joined = 0;  // of them, joined
+    int usable = 0;          // regular_joined plus the ready spares the open slots take
+  };
+  Gathered gathered() const;
+  // A JOIN naming the slot it stood in for (JoinRequest::stand_in): the member takes it unless it was given away.
+  void claim_slot(MemberId id, Member& m, int slot);
   void evaluate(Clock::time_point now);
   void form_round();
   // charged: counts against --max-restarts (a failure or a leave; a joiner is free).
@@ -146,7 +171,6 @@ class RendezvousCoordinator {
   void end(int exit_code, const std::string& reason);
   void send(MemberId to, RendezvousMessage m) { outbox_.push_back({to, std::move(m)}); }
   bool round_finished() const;
-  int count_joined() const;
 
   CoordinatorSettings settings_;
   Phase phase_ = Phase::Gathering;
@@ -160,6 +184,8 @@ class RendezvousCoordinator {
   int round_world_size_ = 0;
   bool any_done_ = false;
   std::set<int> lost_nodes_;  // node ranks lost from a round (node_lost) that have not joined again: report()
+  std::set<int> open_slots_;  // slots of members lost from a round that no member holds: what spares may take
+  std::map<int, int> stand_ins_;  // slot -> node rank of the spare that holds it: report()
   std::map<std::string, int> carried_;  // carry(): counts of the node 0 before this one, added in report()
   Clock::time_point below_min_since_;
   std::optional<Clock::time_point> last_call_deadline_;

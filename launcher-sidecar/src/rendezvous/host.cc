@@ -304,6 +304,12 @@ void RendezvousHost::flush() {
 }
 
 void RendezvousHost::flush(Run& run) {
+  // Node 0's log says when and why the group re-forms (the other nodes only see their workers stopped).
+  if (const int restarts = run.coordinator.restart_count(); restarts > run.restarts_said) {
+    run.restarts_said = restarts;
+    write_all(2, "kubedist-launcher: rendezvous: the group re-forms (restart " + std::to_string(restarts) +
+                     "): " + run.coordinator.last_event() + "\n");
+  }
   std::string status_line;  // the STATUS sent with this flush's ROUNDs: one report for every member
   for (auto& out : run.coordinator.take_outbox()) {
     if (out.message.kind == RendezvousMessage::Kind::Round) add_store(run, out.message.assignment);

@@ -74,6 +74,7 @@ class RendezvousHost {
     int store_round = -1;                   // the round store_port was chosen for
     int store_port = 0;
     PortReservation store_reservation;      // store_port, held until the next round's (io/net.h)
+    int restarts_said = 0;                  // the restarts this log has told of (flush)
   };
   // A hang being handled: the stacks asked of each node of the round, until they answer or kStacksWait passes.
   struct HangCheck {

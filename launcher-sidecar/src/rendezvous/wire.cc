@@ -137,6 +137,8 @@ std::string encode_join(const JoinRequest& join) {
     line << ' ' << g->min_nodes << ' ' << g->max_nodes << ' ' << g->max_restarts << ' ' << g->last_call.count()
          << ' ' << g->join_timeout.count() << ' ' << (g->permanent_exit_codes ? 1 : 0);
   }
+  if (join.stand_in >= 0) line << " stand_in=" << join.stand_in;
+  else if (join.spare) line << " spare";
   line << '\n';
   return line.str();
 }
@@ -166,7 +168,8 @@ std::string encode_message(const RendezvousMessage& m) {
       return "ROUND " + std::to_string(a.round) + " " + std::to_string(a.restart_count) + " " +
              std::to_string(a.group_rank) + " " + std::to_string(a.group_world_size) + " " +
              std::to_string(a.rank_offset) + " " + std::to_string(a.world_size) +
-             (a.master_addr.empty() ? "" : " " + a.master_addr + " " + std::to_string(a.master_port)) + "\n";
+             (a.master_addr.empty() ? "" : " " + a.master_addr + " " + std::to_string(a.master_port)) +
+             (a.stand_in_slot < 0 ? "" : " slot=" + std::to_string(a.stand_in_slot)) + "\n";
     }
     case RendezvousMessage::Kind::Stop:
       return "STOP " + std::to_string(m.round) + "\n";
@@ -186,15 +189,30 @@ Result<MemberRequest> parse_request(const std::string& line) {
   if (verb == "JOIN") {
     r.kind = MemberRequest::Kind::Join;
     if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) {
-      // Optional: the joiner's settings "MIN MAX MAX_RESTARTS LAST_CALL_MS JOIN_TIMEOUT_MS PERMANENT(0|1)".
+      // Optional: the joiner's settings "MIN MAX MAX_RESTARTS LAST_CALL_MS JOIN_TIMEOUT_MS PERMANENT(0|1)", then
+      // optional "spare" (the last word).
+      std::string tail = rest_of(in);
+      const size_t space = tail.rfind(' ');
+      const std::string last = tail.substr(space == std::string::npos ? 0 : space + 1);
+      const bool stand_in = last.rfind("stand_in=", 0) == 0;
+      if (last == "spare" || stand_in) {
+        if (stand_in) {
+          const std::string slot = last.substr(9);
+          if (!contract::status_line_detail::is_count(slot, false)) return make_error("bad rendezvous request: '" + line + "'");
+          r.join.stand_in = std::stoi(slot);
+        }
+        r.join.spare = !stand_in;
+        tail.resize(space == std::string::npos ? 0 : space);
+      }
+      std::istringstream settings(tail);
       std::string first;
-      if (!(in >> first)) return r;
+      if (!(settings >> first)) return r;
       CoordinatorSettings g;
       g.run_id = r.join.run_id;
       long last_call = 0, join_timeout = 0;
       int permanent = 0;
       std::string extra;
-      std::istringstream fields(first + " " + rest_of(in));
+      std::istringstream fields(first + " " + rest_of(settings));
       if (fields >> g.min_nodes >> g.max_nodes >> g.max_restarts >> last_call >> join_timeout >> permanent &&
           !(fields >> extra) && g.min_nodes >= 1 && g.max_nodes >= g.min_nodes && g.max_restarts >= 0 &&
           last_call >= 0 && join_timeout >= 0 && (permanent == 0 || permanent == 1)) {
@@ -252,12 +270,20 @@ Result<RendezvousMessage> parse_message(const std::string& line) {
     Assignment& a = m.assignment;
     if (in >> a.round >> a.restart_count >> a.group_rank >> a.group_world_size >> a.rank_offset >> a.world_size) {
       m.round = a.round;
-      // Optional: the workers' store the host chose for this round ("ADDR PORT").
-      std::string addr, extra;
-      if (!(in >> addr)) return m;
-      if (in >> a.master_port && a.master_port >= 1 && a.master_port <= 65535 && !(in >> extra)) {
-        a.master_addr = addr;
-        return m;
+      // Optional: the workers' store the host chose for this round ("ADDR PORT"), then a stand-in's slot ("slot=K").
+      std::vector<std::string> words;
+      for (std::string word; in >> word;) words.push_back(word);
+      if (!words.empty() && words.back().rfind("slot=", 0) == 0) {
+        const std::string slot = words.back().substr(5);
+        if (!contract::status_line_detail::is_count(slot, false)) return make_error("bad rendezvous message: '" + line + "'");
+        a.stand_in_slot = std::stoi(slot);
+        words.pop_back();
+      }
+      if (words.empty()) return m;
+      if (words.size() == 2 && contract::status_line_detail::is_count(words[1], false, 5)) {
+        a.master_addr = words[0];
+        a.master_port = std::stoi(words[1]);
+        if (a.master_port >= 1 && a.master_port <= 65535) return m;
       }
     }
   } else if (verb == "STOP" || verb == "DUMP") {

@@ -24,8 +24,9 @@ struct MemberRequest {
   std::map<std::string, int> carried;   // Carry: restarts by cause
 };
 
-// The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0]\n" (the optional joiner's settings:
-// min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes), "FAILED 2 3 text\n",
+// The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0][ spare]\n" (the optional joiner's
+// settings: min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes; then " spare"
+// for a spare, or " stand_in=K" for one that stood in for slot K), "FAILED 2 3 text\n",
 // "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
 // A node's progress for node 0 (only to a host whose STATUS counts hangs, which knows the verb):
 // "PROGRESS round rank:step:step_seconds... [total=N] [epoch=N] [samples=N] [m.name=value...]\n"; the stacks it
@@ -41,7 +42,8 @@ std::string encode_status();
 // "CARRY run cause=n ...\n": the restart counts by cause the member last saw from node 0, for a node 0 that took over
 // (only to one whose STATUS says carried=: coordinator.h, carry()).
 std::string encode_carry(const std::string& run_id, const std::map<std::string, int>& counts);
-// "ROUND r rc g gws off ws [master_addr master_port]\n", "STOP r\n", "FAIL c text\n", "DUMP r\n"
+// "ROUND r rc g gws off ws [master_addr master_port] [slot=K]\n" (slot: to a spare standing in for node rank K),
+// "STOP r\n", "FAIL c text\n", "DUMP r\n"
 std::string encode_message(const RendezvousMessage& message);
 Result<MemberRequest> parse_request(const std::string& line);
 Result<RendezvousMessage> parse_message(const std::string& line);

@@ -22,6 +22,9 @@ struct Assignment {
   // --rdzv-endpoint: torchrun's static default, 127.0.0.1:29500).
   std::string master_addr;
   int master_port = 0;
+  // A spare standing in for a lost member: that member's slot (its node rank), which the spare names in its JOINs
+  // from then on, so that a new node 0 gives it the same place. -1: not a stand-in.
+  int stand_in_slot = -1;
 };
 
 struct WorkerSpec {

@@ -11,12 +11,12 @@ class MultiNode(LauncherTest):
         super().setUp()
         self.master_port, self.rdzv_port = free_port(), free_port()
 
-    def node(self, node_rank, nnodes, script, *flags, run_id="job"):
+    def node(self, node_rank, nnodes, script, *flags, run_id="job", env=None):
         rank_flag = [] if node_rank is None else [f"--node-rank={node_rank}"]
         args = [f"--nnodes={nnodes}", *rank_flag, "--master-addr=127.0.0.1",
                 f"--master-port={self.master_port}", f"--rdzv-endpoint=127.0.0.1:{self.rdzv_port}",
                 f"--rdzv-id={run_id}", *flags, "--no-python", "--", "sh", "-c", script]
-        return self.launch(args)
+        return self.launch(args, env)
 
     def lines(self, name):
         try:
@@ -120,6 +120,40 @@ class MultiNode(LauncherTest):
                    what="a vanished node counted as node_lost")
         open(go, "w").close()
         self.assertEqual(n0.wait(), 0, n0.stderr())
+
+    def test_a_spare_waits_without_workers_then_takes_a_lost_nodes_place_and_status_says_so(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$GROUP_RANK $RANK $WORLD_SIZE $TORCHELASTIC_RESTART_COUNT $TAG" >> {log}; ' \
+                 f'while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--max-restarts=2", "--rdzv-conf=join_timeout=60", "--stop-timeout=5"]
+        spare = self.node(2, 2, script, "--spare", *flags, env={"TAG": "spare"})  # first: it must still wait
+        n1 = self.node(1, 2, script, *flags, env={"TAG": "one"})
+        n0 = self.node(0, 2, script, *flags, env={"TAG": "zero"})
+        wait_until(lambda: {"0 0 2 0 zero", "1 1 2 0 one"} <= set(self.lines("log")), what="nodes 0 and 1 running")
+        wait_until(lambda: self.status().get("spares") == "[2]", what="STATUS naming the ready spare")
+        self.assertEqual(len(self.lines("log")), 2, "a spare runs no worker")
+        n1.kill()  # node 1 vanishes: its node lost power, say
+        wait_until(lambda: {"0 0 2 1 zero", "1 1 2 1 spare"} <= set(self.lines("log")),
+                   what="the spare in node 1's place (group rank 1, rank 1) at the next round")
+        st = self.status()
+        self.assertEqual((st["stand_ins"], st["node_lost"], st["restarts"], st["nodes"], st["lost"]),
+                         ("[1:2]", "1", "1", "2", "[1]"), st)
+        self.assertNotIn("spares", st)
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertEqual(spare.wait(), 0, spare.stderr())
+
+    def test_a_spare_the_job_did_not_need_ends_with_zero(self):
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$GROUP_RANK" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        nodes = [self.node(n, 2, script, "--rdzv-conf=join_timeout=60") for n in (0, 1)]
+        spare = self.node(2, 2, script, "--spare", "--rdzv-conf=join_timeout=60")
+        wait_until(lambda: self.status().get("spares") == "[2]", what="the spare registered")
+        open(go, "w").close()
+        for n in nodes:
+            self.assertEqual(n.wait(), 0, n.stderr())
+        self.assertEqual(spare.wait(), 0, spare.stderr())
+        self.assertEqual(sorted(self.lines("log")), ["0", "1"])
 
     def test_a_replaced_node_0_goes_on_from_the_restart_counts_of_the_one_before(self):
         # Node 1's worker crashes twice; node 0's launcher is then killed before anyone asked its STATUS (as a node

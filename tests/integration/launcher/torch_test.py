@@ -33,11 +33,11 @@ class TorchJobs(LauncherTest):
             self.assertEqual(r["weights"], first, f"rank {rank} ended with other weights")
         return results
 
-    def multi_node(self, nnodes, node_rank, master_port, rdzv_port, extra, steps, train_args=()):
+    def multi_node(self, nnodes, node_rank, master_port, rdzv_port, extra, steps, train_args=(), tag=""):
         args = [f"--nnodes={nnodes}", f"--node-rank={node_rank}", "--nproc-per-node=2", "--master-addr=127.0.0.1",
                 f"--master-port={master_port}", f"--rdzv-endpoint=127.0.0.1:{rdzv_port}", "--rdzv-id=ddp",
                 "--rdzv-conf=join_timeout=120,last_call_timeout=1", "--stop-timeout=5"] + extra
-        return self.launch(args + [TRAIN, self.tmp, str(steps)] + list(train_args), ENV)
+        return self.launch(args + [TRAIN, self.tmp, str(steps)] + list(train_args), dict(ENV, TEST_NODE=tag))
 
     def test_standalone_two_workers_train_to_identical_weights(self):
         l = self.launch(["--standalone", "--nproc-per-node=2", "--rdzv-id=solo", TRAIN, self.tmp, "5"], ENV)
@@ -169,6 +169,28 @@ class TorchJobs(LauncherTest):
         results = self.assert_trained_identically(2)
         self.assertGreaterEqual(min(r["restart"] for r in results.values()), 1)
         self.assertEqual({r["env"]["GROUP_WORLD_SIZE"] for r in results.values()}, {"1"})
+
+    def test_a_spare_takes_a_killed_launchers_place_and_training_goes_on_at_full_size(self):
+        mp, rp = free_port(), free_port()
+        train = ["--step-sleep=0.2"]
+        spare = self.multi_node(2, 2, mp, rp, ["--max-restarts=3", "--spare"], 25, train, tag="spare")
+        nodes = [self.multi_node(2, n, mp, rp, ["--max-restarts=3"], 25, train, tag=str(n)) for n in (1, 0)]
+
+        def progress():
+            try:
+                return [line.split() for line in self.read("progress").splitlines()]
+            except FileNotFoundError:
+                return []
+
+        wait_until(lambda: any(p[:2] == ["4", "0"] for p in progress()), TORCH_DEADLINE, "training with world size 4")
+        nodes[0].proc.send_signal(signal.SIGKILL)  # node 1's launcher, and with it its workers
+        nodes[0].proc.wait()
+        for launcher in (nodes[1], spare):
+            self.assertEqual(launcher.wait(TORCH_DEADLINE), 0, launcher.stderr())
+        results = self.assert_trained_identically(4)
+        self.assertEqual({r["restart"] for r in results.values()}, {1})
+        self.assertEqual([results[r]["env"]["TEST_NODE"] for r in range(4)], ["0", "0", "spare", "spare"])
+        self.assertEqual([results[r]["env"]["GROUP_RANK"] for r in range(4)], ["0", "0", "1", "1"])
 
 
 if __name__ == "__main__":

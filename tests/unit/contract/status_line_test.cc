@@ -29,9 +29,9 @@ TEST(StatusLine, RoundTripsWithAndWithoutTheNewline) {
   const StatusReport reports[] = {
       running_report(),
       {-1, 0, {{kCauseNodeLost, 0}, {kCauseScale, 0}, {kCauseWorkerCrash, 0}}, 0, 0, "gathering", "job", std::nullopt,
-       {}, std::nullopt},
+       {}, std::nullopt, {}, {}},
       {7, 123456789, {{kCauseWorkerCrash, 123456789}}, 10000, 999999999, "over", "a-b.c", std::nullopt, {},
-       std::nullopt},
+       std::nullopt, {}, {}},
   };
   for (const auto& r : reports) {
     const std::string line = encode_status_line(r);
@@ -93,6 +93,29 @@ TEST(StatusLine, IgnoresAnUnknownFieldWhoseValueIsNoCount) {
   ASSERT_TRUE(p.report) << p.error;
   EXPECT_TRUE(p.report->restarts_by_cause.empty());
   EXPECT_EQ(p.report->run_id, "j");
+}
+
+TEST(StatusLine, CarriesTheSparesAndTheStandInsOnlyWhenThereAreAny) {
+  StatusReport r = running_report();
+  r.spares = {3, 5};
+  r.stand_ins = {{1, 4}, {2, 6}};
+  const std::string line = encode_status_line(r);
+  EXPECT_EQ(line, "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running "
+                  "run=resnet spares=[3,5] stand_ins=[1:4,2:6]\n");
+  const ParsedStatusLine back = parse_status_line(line);
+  ASSERT_TRUE(back.report) << back.error;
+  EXPECT_EQ(*back.report, r);
+  // A reader older than the fields ignores them (their values are no counts): no restart cause named spares.
+  const ParsedStatusLine one = parse_status_line("STATUS round=1 restarts=0 nodes=1 world_size=1 spares=[3]");
+  ASSERT_TRUE(one.report) << one.error;
+  EXPECT_EQ(one.report->spares, std::vector<int>{3});
+  EXPECT_TRUE(one.report->restarts_by_cause.empty());
+  for (const std::string bad : {"spares=[3,2]", "spares=[x]", "spares=3", "stand_ins=[1:]", "stand_ins=[2:1,1:3]",
+                                "stand_ins=[1-2]", "stand_ins=[:2]"}) {
+    const ParsedStatusLine p = parse_status_line("STATUS round=1 restarts=0 nodes=1 world_size=1 " + bad);
+    EXPECT_FALSE(p.report) << bad;
+    EXPECT_NE(p.error.find("bad field '" + bad + "'"), std::string::npos) << p.error;
+  }
 }
 
 StatusProgress full_progress() {

@@ -121,6 +121,29 @@ TEST(LaunchConfig, KnowsWhetherANodeRankWasGiven) {
   EXPECT_TRUE(parse_ok({"--nnodes=2", "t.py"}, {{"PET_NODE_RANK", "1"}}).node_rank_given);
 }
 
+TEST(LaunchConfig, ASpareNamesANodeRankOtherThanZeroInAMultiNodeJob) {
+  const LaunchConfig flag = parse_ok({"--nnodes=2", "--node-rank=3", "--spare", "t.py"});
+  EXPECT_TRUE(flag.spare);
+  EXPECT_EQ(flag.node_rank, 3) << "a spare's node rank may be at or above the number of nodes";
+  EXPECT_TRUE(parse_ok({"--nnodes=1:4", "t.py"}, {{"NODE_RANK", "4"}, {"KUBEDIST_JOB", "j"}, {"KUBEDIST_SPARE", "1"}})
+                  .spare);
+  EXPECT_FALSE(parse_ok({"--nnodes=2", "--node-rank=1", "t.py"}, {{"KUBEDIST_SPARE", "0"}}).spare);
+  const std::pair<std::vector<std::string>, std::string> bad[] = {
+      {{"--nnodes=2", "--node-rank=0", "--spare", "t.py"},
+       "--spare: needs a --node-rank other than 0 (node 0 hosts the rendezvous)"},
+      {{"--nnodes=2", "--spare", "t.py"}, "--spare: needs a --node-rank other than 0 (node 0 hosts the rendezvous)"},
+      {{"--nnodes=1", "--node-rank=1", "--spare", "t.py"},
+       "--spare: only for a multi-node job (a spare stands in for a lost node)"},
+      {{"--standalone", "--spare", "t.py"}, "--spare: only for a multi-node job (a spare stands in for a lost node)"},
+      {{"--nnodes=2", "--node-rank=2", "t.py"}, "--node-rank: 2 is not below the maximum number of nodes (2)"},
+  };
+  for (const auto& [args, want] : bad) {
+    auto r = parse_launch_config(args, {});
+    ASSERT_FALSE(r.ok()) << args[1];
+    EXPECT_EQ(r.error(), want);
+  }
+}
+
 TEST(LaunchConfig, OperatorsPlainEnvAppliesOnlyInATrainingJobPod) {
   const Env shell = {{"NNODES", "2"}, {"NODE_RANK", "1"}, {"NPROC_PER_NODE", "4"}, {"MASTER_ADDR", "far"},
                      {"MASTER_PORT", "1234"}};
@@ -422,6 +445,7 @@ const std::vector<FlagCase>& flag_cases() {
        [](C c) { EXPECT_EQ(c.rdzv_secret_fingerprint, "0123456789abcdef"); }},
       {"rdzv-trace", "/t", {}, [](C c) { EXPECT_EQ(c.rdzv_trace, "/t"); }},
       {"standalone", "", {}, [](C c) { EXPECT_TRUE(c.standalone); EXPECT_EQ(c.master_port, 0); }},
+      {"spare", "", {"--nnodes=2", "--node-rank=10000"}, [](C c) { EXPECT_TRUE(c.spare); }},
       {"max-restarts", "5", {}, [](C c) { EXPECT_EQ(c.max_restarts, 5); }},
       {"restart-policy", "ExitCode", {}, [](C c) { EXPECT_TRUE(c.permanent_exit_codes); }},
       {"monitor-interval", "0.5", {}, [](C c) { EXPECT_EQ(c.monitor_interval, 0.5); }},
@@ -565,7 +589,7 @@ TEST(LaunchConfig, EveryFlagOfHelpRefusesABadValueInOneLineNamingWhereItCameFrom
       {"master-addr", "a b"},    {"master-port", "0"},          {"rdzv-endpoint", "h:x"},
       {"rdzv-id", "a b"},        {"rdzv-backend", "etcd"},      {"rdzv-conf", "x"},
       {"rdzv-secret-file", ""},  {"rdzv-trace", ""},            {"standalone", "maybe"},
-      {"rdzv-secret-fingerprint", "0123456789abcdeF"},
+      {"rdzv-secret-fingerprint", "0123456789abcdeF"}, {"spare", "maybe"},
       {"max-restarts", "-1"},    {"restart-policy", "always"},  {"monitor-interval", "x"},
       {"start-method", "thread"}, {"role", ""},                 {"no-python", "maybe"},
       {"module", "maybe"},       {"run-path", ""},         {"redirects", "4"},

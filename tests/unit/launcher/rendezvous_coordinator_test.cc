@@ -3,37 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include "coordinator_harness.h"
+
 namespace kubedist::launcher {
 namespace {
 
 using Clock = RendezvousCoordinator::Clock;
 using Kind = RendezvousMessage::Kind;
+using testing::by_member;
+using testing::Harness;
 using namespace std::chrono_literals;
-
-struct Harness {
-  explicit Harness(int min, int max, int max_restarts = 3)
-      : c({"job", min, max, max_restarts, 1000ms, 5000ms}, t) {}
-  Clock::time_point t = Clock::time_point{} + 100s;
-  RendezvousCoordinator c;
-  std::vector<Outgoing> out() { return c.take_outbox(); }
-  void join(MemberId id, int node_rank, int nproc = 2) { c.join(id, {"job", node_rank, nproc}, t); }
-  // Nodes 0 and 1 (member ids 1 and 2) join and a round forms (min <= 2 <= max).
-  void run_two_nodes() {
-    join(1, 0);
-    join(2, 1);
-    out();
-  }
-  void advance(std::chrono::milliseconds d) {
-    t += d;
-    c.tick(t);
-  }
-};
-
-std::map<MemberId, RendezvousMessage> by_member(const std::vector<Outgoing>& out) {
-  std::map<MemberId, RendezvousMessage> m;
-  for (auto& o : out) m[o.to] = o.message;
-  return m;
-}
 
 TEST(RendezvousCoordinator, FormsAtOnceWhenMaxNodesJoinWithDenseRanksNodeZeroFirst) {
   Harness h(2, 2);
@@ -135,11 +114,11 @@ TEST(RendezvousCoordinator, ReportCountsRestartsByCause) {
   Harness h(1, 3, 10);
   std::map<std::string, int> zero{{"hang", 0}, {"node_lost", 0}, {"scale", 0}, {"worker_crash", 0}};
   const std::map<std::string, int> none;
-  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt, {}, none}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{-1, 0, zero, 0, 0, "gathering", "job", std::nullopt, {}, none, {}, {}}));
   h.run_two_nodes();
   h.advance(1001ms);
   h.out();
-  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt, {}, none}));
+  EXPECT_EQ(h.c.report(), (RendezvousReport{0, 0, zero, 2, 4, "running", "job", std::nullopt, {}, none, {}, {}}));
   // A worker crash on node 1: worker_crash.
   h.c.failed(2, 0, 1, "rank 3 exited 1", h.t);
   h.join(1, 0);

@@ -66,7 +66,7 @@ result = {
     # OMP_NUM_THREADS is set only where a node runs several workers (torchrun's rule): None when unset.
     "env": {k: os.environ.get(k) for k in ("LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE",
                                            "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "OMP_NUM_THREADS",
-                                           "MASTER_ADDR", "MASTER_PORT")},
+                                           "MASTER_ADDR", "MASTER_PORT", "TEST_NODE")},
 }
 with open(os.path.join(args.out_dir, f"rank{rank}.json.tmp"), "w") as f:
     json.dump(result, f)
