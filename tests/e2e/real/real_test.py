@@ -49,6 +49,10 @@ scenarios:
   powerloss_rigid  (faults, manual) the same fault under a rigid job (replicas 2): the job waits, Restarting, with
            node 1's pod deleted but not forced (its node may only be cut off); once the node comes back its pod is
            replaced, the group re-forms at world size 4 and the job Succeeds; prints the times
+  powerloss_spare  (faults, manual; three real nodes, KUBEDIST_REAL_NODES=3) the same fault under a rigid job with a
+           spare (replicas 2, spares 1, one pod per node required): the spare takes node 1's place at once, the
+           group re-forms at world size 4 without waiting for the node, a new spare is made, the job Succeeds with
+           one node_lost; prints the times from the launchers noticing the loss to the group re-formed
   netcut   (faults, manual) node 1's node loses its link to the network for 20 s (cluster.sh node-link) while a rigid
            job trains, less than the controller-manager's 60 s before NotReady: the launchers notice, the group
            re-forms at world size 4 once the link is back, no pod is recreated, and the job Succeeds; prints the
@@ -734,6 +738,48 @@ def scenario_powerloss_rigid():
               f"began); restartsByReason {st.get('restartsByReason')}", flush=True)
 
 
+def scenario_powerloss_spare():
+    epochs = 60
+    nodes = kget("nodes")["items"]  # real nodes only in the real cluster
+    check(len(nodes) >= 3, f"three real nodes for two pods and a spare, one per node ({len(nodes)}: bring the "
+                           f"cluster up with KUBEDIST_REAL_NODES=3)")
+    with namespace("powerspare") as ns:
+        name = apply_example(ns, "--epochs", str(epochs),
+                             spec={"replicas": 2, "spares": 1, "placement": {"onePodPerNode": "Required"}})
+        lost = lost_node_of(ns, name)
+        eventually(300, "the spare waiting in the rendezvous", lambda: kget("-n", ns, "tj", name)["status"]
+                   .get("sparesReady") == 1, 1)
+        placed = {p["metadata"]["name"]: p["spec"]["nodeName"]
+                  for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")["items"]}
+        check(len(set(placed.values())) == 3, f"the two pods and the spare on three nodes ({placed})")
+        pod0, spare = f"{name}-node-0", f"{name}-spare-0"
+        with power_lost(lost) as fault:
+            log(f"injected: {lost} (node 1's pod) lost its power; the spare is on {placed[spare]}")
+            noticed = eventually(120, "node 0's rendezvous re-forming the group", lambda: stamped_lines(
+                ns, pod0, r"rendezvous: the group re-forms \(restart [1-9]", fault), 1)[0][0]
+            restarted = eventually(120, "the group re-formed at world size 4", lambda: stamped_lines(
+                ns, pod0, r"^start: RANK=0 .*WORLD_SIZE=4 .*restart=[1-9]", fault), 1)[0][0]
+            stood = eventually(60, "the spare's workers at ranks 2 and 3", lambda: stamped_lines(
+                ns, spare, r"^start: RANK=[23] .*WORLD_SIZE=4 ", fault), 1)
+            resumed = eventually(120, "an epoch trained at world size 4", lambda: stamped_lines(
+                ns, pod0, r"^epoch \d+/", restarted), 1)[0][0]
+            st = kget("-n", ns, "tj", name)["status"]
+            check(st.get("standIns") == [{"nodeRank": 1, "podNodeRank": 10000}],
+                  f"status.standIns names the spare in node rank 1's place ({st.get('standIns')})")
+            check(events(ns, name, "SpareStoodIn"), "Event SpareStoodIn")
+            eventually(120, "a new spare made", lambda: f"{name}-spare-1" in pod_uids(ns, name), 1)
+            back = time.time()
+        st = wait_phase(ns, name, "Succeeded", 900)
+        by_reason = st.get("restartsByReason", {})
+        check(by_reason.get("node_lost", 0) == 1 and by_reason.get("pod_failure", 0) == 0,
+              f"the one loss is counted once, as node_lost ({by_reason})")
+        print(f"FIGURES powerloss_spare: node 0's launchers noticed the loss {noticed - fault:.1f} s after the fault; "
+              f"the group re-formed at world size 4 on the spare {restarted - noticed:.1f} s after that "
+              f"({stood[0][0] - noticed:.1f} s to the spare's workers), training resumed {resumed - noticed:.1f} s "
+              f"after it; the node was down {back - fault:.0f} s (the test's choice); restartsByReason "
+              f"{by_reason}", flush=True)
+
+
 def scenario_netcut():
     cut_s = 20
     with namespace("netcut") as ns:
@@ -835,7 +881,7 @@ if __name__ == "__main__":
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
         sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted|powerloss|"
-                 f"powerloss_rigid|netcut|upgrade (got {scenario!r})")
+                 f"powerloss_rigid|powerloss_spare|netcut|upgrade (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:

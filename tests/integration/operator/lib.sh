@@ -210,3 +210,33 @@ reasons() {
 }
 reasons_are() { [ "$(reasons "$1")" = "$2" ]; }
 pod_uid() { jp "pod/$1" '{.metadata.uid}'; }
+
+# A port P on 127.0.0.1 with P+1 free too: a job's masterPort, whose rendezvous listens on P+1.
+free_port_pair() {
+  /usr/bin/python3 -c 'import socket
+for _ in range(50):
+    a, b = socket.socket(), socket.socket()
+    try:
+        a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError: pass
+    finally: a.close(); b.close()'
+}
+
+# job_secret LAUNCHER POD DIR: the job's rendezvous secret in DIR/secret, for real launchers playing the job's pods
+# (on the kwok pods' loopback addresses). The pods' launchers sign the rendezvous with it, which their init
+# container derives from the namespace's Secret, and the poller derives the same: here the pods' way, the namespace
+# Secret as POD's volume holds it and the launcher's own init container command (`--install`) as POD runs it.
+job_secret() {
+  local launcher=$1 pod=$2 dir=$3 init
+  [ "$(jp "pod/$pod" '{.spec.volumes[?(@.name=="kubedist-rendezvous")].secret.secretName}')" = "kubedist-rendezvous" ] ||
+    fail "pod $pod does not mount Secret kubedist-rendezvous"
+  mkdir -p "$dir/ns" "$dir/bin"
+  kubectl -n "$NS" get secret kubedist-rendezvous -o jsonpath='{.data.secret}' | base64 -d >"$dir/ns/secret"
+  init=$(jp "pod/$pod" '{range .spec.initContainers[0].command[*]}{@}{"\n"}{end}' |
+    sed -e "s#^/kubedist/bin\$#$dir/bin#" -e "s#^/kubedist/rendezvous/#$dir/ns/#" | tail -n +2)
+  local -a init_args
+  mapfile -t init_args <<<"$init"
+  "$launcher" "${init_args[@]}" >/dev/null || fail "the init container's command: ${init_args[*]}"
+  cp "$dir/bin/rdzv-secret" "$dir/secret"
+  [ "$(wc -c <"$dir/secret")" = 64 ] || fail "the derived secret is not 32 bytes in hex"
+}

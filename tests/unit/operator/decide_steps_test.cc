@@ -132,7 +132,7 @@ TEST(DecideLauncher, AReportFromAnotherPodThanNodeZeroIsNotThisGroups) {
   auto job = testing::example_job();
   Observed o = with_pods({pod(0, "Running")});
   o.launcher = LauncherReport{"old-node-0", 3, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet",
-                              std::nullopt, 0, {}, std::nullopt};
+                              std::nullopt, 0, {}, std::nullopt, {}, {}};
   DecideState s(job, o, kNow);
   fold_launcher(s, &s.live[0]);
   EXPECT_EQ(s.plan.status.restarts, 0);
@@ -144,7 +144,7 @@ TEST(DecideLauncher, ACountThatWentDownIsALauncherRestartedInItsPodAndAnAbsurdJu
   job.status.launcher = LauncherSeen{"pod-0", {{kRestartWorkerCrash, 5}}, 0, {}, 0, "", 0, 0};
   Observed o = with_pods({pod(0, "Running")});
   o.launcher = LauncherReport{"pod-0", 1, 2, {{kRestartWorkerCrash, 2}}, 4, 32, "running", "resnet", std::nullopt,
-                              0, {}, std::nullopt};
+                              0, {}, std::nullopt, {}, {}};
   DecideState s(job, o, kNow);
   fold_launcher(s, &s.live[0]);
   EXPECT_EQ(s.plan.status.restarts_by_reason[kRestartWorkerCrash], 2);
@@ -161,11 +161,11 @@ TEST(DecidePhase, SurplusPodsBeingRemovedAreScalingAndAllRunningIsRunning) {
   job.status.phase = JobPhase::kRunning;
   const Observed o = with_pods({pod(0, "Running"), pod(1, "Running")});
   DecideState s(job, o, kNow);
-  Ranks r{{{0, &s.live[0]}, {1, &s.live[1]}}, {"resnet-node-2"}};
+  Ranks r{{{0, &s.live[0]}, {1, &s.live[1]}}, {"resnet-node-2"}, {}};
   decide_phase(s, 2, r, FailureVerdict{}, false);
   EXPECT_EQ(s.plan.status.phase, JobPhase::kScaling);
   DecideState done(job, o, kNow);
-  decide_phase(done, 2, Ranks{{{0, &done.live[0]}, {1, &done.live[1]}}, {}}, FailureVerdict{}, false);
+  decide_phase(done, 2, Ranks{{{0, &done.live[0]}, {1, &done.live[1]}}, {}, {}}, FailureVerdict{}, false);
   EXPECT_EQ(done.plan.status.phase, JobPhase::kRunning);
   EXPECT_EQ(find_condition(done.plan.status, ConditionType::kRunning)->message, "2/2 nodes running");
 }
@@ -173,13 +173,13 @@ TEST(DecidePhase, SurplusPodsBeingRemovedAreScalingAndAllRunningIsRunning) {
 TEST(DecidePhase, ALaunchersWorldSizeWinsOnlyWhileItRuns) {
   auto job = testing::example_job();
   Observed o = with_pods({pod(0, "Running")});
-  o.launcher = LauncherReport{"pod-0", 1, 0, {}, 1, 5, "running", "resnet", std::nullopt, 0, {}, std::nullopt};
+  o.launcher = LauncherReport{"pod-0", 1, 0, {}, 1, 5, "running", "resnet", std::nullopt, 0, {}, std::nullopt, {}, {}};
   DecideState s(job, o, kNow);
-  decide_phase(s, 1, Ranks{{{0, &s.live[0]}}, {}}, FailureVerdict{}, false);
+  decide_phase(s, 1, Ranks{{{0, &s.live[0]}}, {}, {}}, FailureVerdict{}, false);
   EXPECT_EQ(s.plan.status.world_size, 5);
   o.launcher->phase = "gathering";
   DecideState gathering(job, o, kNow);
-  decide_phase(gathering, 1, Ranks{{{0, &gathering.live[0]}}, {}}, FailureVerdict{}, false);
+  decide_phase(gathering, 1, Ranks{{{0, &gathering.live[0]}}, {}, {}}, FailureVerdict{}, false);
   EXPECT_EQ(gathering.plan.status.world_size, 8);  // 8 GPUs per node, as the pods say
 }
 

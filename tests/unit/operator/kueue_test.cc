@@ -162,6 +162,20 @@ TEST(RenderKueueWorkload, OnePodSetOfTheTemplateWithRequestsPriorityAndPartialAd
   EXPECT_FALSE(fixed["spec"].contains("priority"));
 }
 
+TEST(RenderKueueWorkload, SparesAreAPodSetOfTheirOwnAdmittedWithTheNodes) {
+  TrainingJob job = queued_job(4, 2);
+  EXPECT_EQ(render_kueue_workload(job, std::nullopt)["spec"]["podSets"].size(), 1u) << "no spares, no pod set";
+  job.spec.spares = 2;
+  const json wl = render_kueue_workload(job, std::nullopt);
+  ASSERT_EQ(wl["spec"]["podSets"].size(), 2u);
+  const json& spares = wl["spec"]["podSets"][1];
+  EXPECT_EQ(spares["name"], "spares");
+  EXPECT_EQ(spares["count"], 2);
+  EXPECT_FALSE(spares.contains("minCount")) << "all of them or the job waits: they are part of what it asks for";
+  EXPECT_EQ(spares["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"], 8);
+  EXPECT_EQ(wl["spec"]["podSets"][0]["count"], 4);
+}
+
 TEST(KueueStatusPatch, ReleasingQuotaClearsTheAdmissionAndRequeuesAPreemptedJob) {
   const auto wl = parse_kueue_workload_facts(workload_json({{"QuotaReserved", "True", "QuotaReserved"},
                                                             {"Admitted", "True", "Admitted"},

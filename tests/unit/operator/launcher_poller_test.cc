@@ -81,7 +81,15 @@ TEST(LauncherReport, KeepsEveryFieldOfTheStatusLineAndNamesThePod) {
   EXPECT_NEAR(report.polled_at, now_unix(), 5);
   report.polled_at = 0;
   EXPECT_EQ(report, (LauncherReport{"pod-0", 3, 4, {{"node_lost", 1}, {"scale", 2}, {"worker_crash", 1}}, 2, 8,
-                                    "running", "resnet", std::nullopt, 0, {1}, std::nullopt}));
+                                    "running", "resnet", std::nullopt, 0, {1}, std::nullopt, {}, {}}));
+  // The spares waiting and the places they took (spec.spares) reach the report as node 0 wrote them.
+  const auto spares = contract::parse_status_line(
+      "STATUS round=3 restarts=1 node_lost=1 nodes=2 world_size=8 phase=running run=resnet lost=[1] "
+      "spares=[10001] stand_ins=[1:10000]");
+  ASSERT_TRUE(spares.report) << spares.error;
+  const LauncherReport with_spares = launcher_report(*spares.report, "pod-0");
+  EXPECT_EQ(with_spares.spares, std::vector<int>{10001});
+  EXPECT_EQ(with_spares.stand_ins, (std::map<int, int>{{1, 10000}}));
   const auto with_progress = contract::parse_status_line(
       "STATUS round=3 restarts=4 hang=1 nodes=2 world_size=8 phase=running run=resnet step=7 sps=1.5 age_ms=0 "
       "up_ms=9 busy_ms=8 lost_ms=1 m.loss=0.5 hang_age_ms=3 hang_msg=stuck");

@@ -101,6 +101,12 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
   };
   const std::vector<Case> cases = {
       {"replicas zero", {{"replicas", 0}}, "spec.replicas: must be between 1 and"},
+      {"spares negative", {{"spares", -1}}, "spec.spares: must be between 0 and 64"},
+      {"spares too many", {{"spares", 65}}, "spec.spares: must be between 0 and 64"},
+      {"spares not a number", {{"spares", "two"}}, "spec.spares: must be an integer, got \"two\""},
+      {"spares of a one-node job", {{"replicas", 1}, {"spares", 1}},
+       "spec.spares: a spare takes the place of a lost node other than node 0 (which hosts the rendezvous), so it "
+       "needs a job of 2 or more nodes (replicas or maxReplicas)"},
       {"replicas string", {{"replicas", "four"}}, "spec.replicas: must be an integer, got \"four\""},
       {"replicas fractional", {{"replicas", 1.5}}, "spec.replicas: must be an integer"},
       {"min above replicas", {{"minReplicas", 5}}, "minReplicas <= replicas <= maxReplicas"},

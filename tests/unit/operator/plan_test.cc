@@ -1078,7 +1078,7 @@ TEST(Decide, PodsAScaleDownIsStillRemovingAreNotLostWhenScalingUpAgain) {
 
 LauncherReport report(const std::string& uid, int crash, int lost, int scale, const std::string& phase = "running") {
   return {uid, 5, crash + lost + scale, {{"worker_crash", crash}, {"node_lost", lost}, {"scale", scale}}, 4, 32,
-          phase, "resnet", std::nullopt, 0, {}, std::nullopt};
+          phase, "resnet", std::nullopt, 0, {}, std::nullopt, {}, {}};
 }
 
 TEST(Decide, LauncherRestartsAreFoldedInByReasonWithoutDoubleCounting) {

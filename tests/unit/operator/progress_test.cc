@@ -37,7 +37,7 @@ Observed reporting(contract::StatusProgress progress, std::map<std::string, int>
   o.pods = {pod(0), pod(1)};
   o.service_exists = true;
   o.launcher = LauncherReport{"pod-0", 0, 0, std::move(restarts), 2, 16, "running", "resnet", std::move(progress),
-                              kNow - 4, {}, std::nullopt};
+                              kNow - 4, {}, std::nullopt, {}, {}};
   return o;
 }
 

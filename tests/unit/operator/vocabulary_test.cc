@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "contract/pod_env.h"
 #include "contract/torchrun_vocabulary.h"
 #include "test_jobs.h"
 #include "trainingjob/api/parse_spec.h"
@@ -25,6 +26,10 @@ TEST(Vocabulary, TheCrdSpellsTheSameBounds) {
   EXPECT_NE(rule.find("int(self) <= " + std::to_string(contract::kMaxNprocPerNode) + ")"), std::string::npos) << rule;
   EXPECT_NE(rule.find("['auto', 'gpu', 'cpu']"), std::string::npos) << rule;
   for (const char* mode : {"auto", "gpu", "cpu"}) EXPECT_TRUE(contract::is_nproc_mode(mode)) << mode;
+  EXPECT_EQ(spec["spares"]["maximum"].as<long>(), contract::kMaxSpares);
+  // A spare's node rank starts above every member's, so the CRD's replica bounds must stay below it.
+  EXPECT_LE(spec["maxReplicas"]["maximum"].as<long>(), contract::kSpareNodeRankBase);
+  EXPECT_LE(spec["replicas"]["maximum"].as<long>(), contract::kSpareNodeRankBase);
 }
 
 TEST(Vocabulary, TheSpecParserTakesWhatTheCrdTakesUpToItsBounds) {
@@ -41,6 +46,8 @@ TEST(Vocabulary, TheSpecParserTakesWhatTheCrdTakesUpToItsBounds) {
   EXPECT_NE(nproc.error().message.find(contract::nproc_per_node_expected()), std::string::npos) << nproc.error().message;
   EXPECT_FALSE(spec({{"maxRestarts", contract::kMaxRestartsUpperBound + 1}}).ok());
   EXPECT_FALSE(spec({{"backoffLimit", contract::kMaxRestartsUpperBound + 1}}).ok());
+  EXPECT_TRUE(spec({{"spares", contract::kMaxSpares}}).ok());
+  EXPECT_FALSE(spec({{"spares", contract::kMaxSpares + 1}}).ok());
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ LauncherReport launcher_report(const contract::StatusReport& status, const std::
     progress->hang_message = valid_utf8(progress->hang_message);
   }
   return {pod_uid,   status.round, status.restarts, status.restarts_by_cause, status.nodes,       status.world_size,
-          valid_utf8(status.phase), valid_utf8(status.run_id), progress, now_unix(), status.lost_nodes, status.carried};
+          valid_utf8(status.phase), valid_utf8(status.run_id), progress, now_unix(), status.lost_nodes, status.carried,
+          status.spares, status.stand_ins};
 }
 
 std::optional<LauncherReport> final_launcher_report(const TrainingJob& job, const std::vector<PodFacts>& pods) {

@@ -3,6 +3,7 @@
 #include <regex>
 #include <string>
 
+#include "contract/pod_env.h"
 #include "contract/torchrun_vocabulary.h"
 #include "trainingjob/api/bounds.h"
 #include "trainingjob/api/json_fields.h"
@@ -180,6 +181,13 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
                           std::to_string(s.min_replicas) + " <= " + std::to_string(s.replicas) + " <= " +
                           std::to_string(s.max_replicas));
   }
+  auto spares = read_int(spec, "spares", 0, 0, contract::kMaxSpares);
+  if (!spares) return spares.error();
+  s.spares = static_cast<int>(*spares);
+  if (s.spares > 0 && s.max_replicas < 2) {
+    return Error::invalid("spec.spares: a spare takes the place of a lost node other than node 0 (which hosts the "
+                          "rendezvous), so it needs a job of 2 or more nodes (replicas or maxReplicas)");
+  }
   auto nproc = read_nproc(spec);
   if (!nproc) return nproc.error();
   s.nproc_per_node = *nproc;
@@ -252,7 +260,10 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   s.template_ = SharedJson(*tmpl);
 
   // Pod J-node-i must be a valid hostname and the Service J a DNS-1035 label.
-  const std::string longest = pod_name(job_name, s.max_replicas - 1);
+  std::string longest = pod_name(job_name, s.max_replicas - 1);
+  // A new spare takes the first index no pod of the job holds: at most 2 * spares while lost ones go.
+  if (s.spares > 0 && pod_name(job_name, contract::kSpareNodeRankBase + 2 * s.spares - 1).size() > longest.size())
+    longest = pod_name(job_name, contract::kSpareNodeRankBase + 2 * s.spares - 1);
   if (!is_dns1035_label(job_name) || longest.size() > 63) {
     return Error::invalid("metadata.name: \"" + job_name +
                           "\" must be a DNS-1035 label (lower-case letters, digits, '-', starting with a letter) "

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "contract/pod_env.h"
+#include "contract/status_line.h"
 #include "trainingjob/api/bounds.h"
 #include "trainingjob/api/json_fields.h"
 
@@ -180,6 +182,11 @@ void to_json(json& j, const Status& s) {
   j["rendezvousSecretKey"] = s.rendezvous_secret_key.empty() ? json(nullptr) : json(s.rendezvous_secret_key);
   j["nodeFailures"] = s.node_failures.empty() ? json(nullptr) : json(s.node_failures);
   j["avoidedNodes"] = s.avoided_nodes.empty() ? json(nullptr) : json(s.avoided_nodes);
+  j["spares"] = s.spares == 0 ? json(nullptr) : json(s.spares);
+  j["sparesReady"] = s.spares == 0 && s.spares_ready == 0 ? json(nullptr) : json(s.spares_ready);
+  json stand_ins = json::array();
+  for (const auto& [slot, rank] : s.stand_ins) stand_ins.push_back({{"nodeRank", slot}, {"podNodeRank", rank}});
+  j["standIns"] = s.stand_ins.empty() ? json(nullptr) : stand_ins;
 }
 
 void from_json(const json& st, Status& s) {
@@ -206,6 +213,17 @@ void from_json(const json& st, Status& s) {
   s.rendezvous_secret_key = string_at(st, "rendezvousSecretKey");
   s.node_failures = counts_at(st, "nodeFailures");
   s.avoided_nodes = strings_at(st, "avoidedNodes");
+  s.spares = restart_count(int64_at(st, "spares"));
+  s.spares_ready = restart_count(int64_at(st, "sparesReady"));
+  if (auto it = st.find("standIns"); it != st.end() && it->is_array()) {
+    for (const auto& e : *it) {
+      if (!e.is_object()) continue;
+      const auto slot = int64_at(e, "nodeRank"), rank = int64_at(e, "podNodeRank");
+      if (slot && rank && *slot > 0 && *slot < contract::kSpareNodeRankBase && *rank > 0 && *rank <= 1000000 &&
+          s.stand_ins.size() < contract::kMaxStatusSpares)
+        s.stand_ins[static_cast<int>(*slot)] = static_cast<int>(*rank);
+    }
+  }
 }
 
 Status parse_status(const json& st, const std::vector<ConditionType>& kept) {

@@ -90,6 +90,8 @@ struct Spec {
   int replicas = 1;
   int min_replicas = 1;
   int max_replicas = 1;
+  // spec.spares: pods J-spare-<i> that wait in the rendezvous, with no workers, to take a lost member's place.
+  int spares = 0;
   NprocPerNode nproc_per_node;
   int master_port = 29500;
   int max_restarts = 3;
@@ -223,6 +225,11 @@ struct Status {
   std::map<std::string, int> node_failures;
   // status.avoidedNodes: the nodes that reached the operator's --avoid-node-after-failures; new pods avoid them.
   std::vector<std::string> avoided_nodes;
+  // status.spares: the job's spare pods that exist (not standing in); status.sparesReady: of them, those node 0's
+  // rendezvous reports waiting; status.standIns: node rank (slot) -> the node rank of the pod that took its place.
+  int spares = 0;
+  int spares_ready = 0;
+  std::map<int, int> stand_ins;
   bool operator==(const Status&) const = default;
 };
 
@@ -316,6 +323,8 @@ struct LauncherReport {
   // The counts node 0's rendezvous took over from the node 0 before it (contract::StatusReport::carried), included
   // in restarts_by_reason; nullopt from launchers older than the field, whose counts start from zero.
   std::optional<std::map<std::string, int>> carried;
+  std::vector<int> spares;        // node ranks of the spares waiting (contract::StatusReport::spares)
+  std::map<int, int> stand_ins;   // slot -> node rank of the spare standing in
   bool operator==(const LauncherReport&) const = default;
 };
 

@@ -12,6 +12,7 @@
 #include "trainingjob/decide/ranks.h"
 #include "trainingjob/decide/rendezvous.h"
 #include "trainingjob/decide/decide_state.h"
+#include "trainingjob/decide/spares.h"
 #include "trainingjob/decide/stop.h"
 #include "trainingjob/decide/elastic.h"
 #include "trainingjob/api/status_json.h"
@@ -106,7 +107,9 @@ Plan active(DecideState& s) {
 
   const std::set<std::string> lost_uids = decide_lost_pods(s, target);
   if (const auto ending = node_loss_limit_reached(s)) return finish(s, *ending);
+  s.stand_ins = current_stand_ins(s, target);
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
+  note_spares(s, ranks);
   const auto node0 = ranks.by_rank.find(0);
   decide_progress(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
 

@@ -1,6 +1,7 @@
 // The working state decide()'s steps share: the job, what was observed of it, and the plan being built.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ class DecideState {
   // pods' launchers check the mounted one against (empty: an earlier operator's J-rdzv, whose secret it never held).
   std::string job_rdzv_secret_fingerprint;
   bool delete_job = false;               // ttlSecondsAfterFinished has passed
+  // spec.spares: node rank (slot) -> the node rank of the pod that took its place (spares.h: current_stand_ins).
+  std::map<int, int> stand_ins;
 
   void emit(const std::string& type, const std::string& reason, const std::string& message);
   void delete_pod(const PodFacts& pod, bool force = false);

@@ -1,5 +1,7 @@
 #include "trainingjob/decide/phase.h"
 
+#include <algorithm>
+
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -9,7 +11,13 @@ void decide_phase(DecideState& s, int target, const Ranks& ranks, const FailureV
   Status& st = s.plan.status;
   const TrainingJob& job = s.job;
   const auto& by_rank = ranks.by_rank;
-  observe_pods(st, s.spec, s.live);
+  // The spares (waiting, or a spare pod going) are no replicas of the job; a spare that took a place is.
+  std::vector<PodFacts> members;
+  for (const auto& pod : s.live) {
+    const bool holds_rank = std::any_of(by_rank.begin(), by_rank.end(), [&](const auto& r) { return r.second->uid == pod.uid; });
+    if (holds_rank || (!is_spare_rank(pod.rank) && !ranks.is_spare(pod))) members.push_back(pod);
+  }
+  observe_pods(st, s.spec, members);
   const auto node0 = by_rank.find(0);
   const bool launcher_current = s.obs.launcher && node0 != by_rank.end() && s.obs.launcher->pod_uid == node0->second->uid;
   if (launcher_current && s.obs.launcher->phase == "running") st.world_size = s.obs.launcher->world_size;

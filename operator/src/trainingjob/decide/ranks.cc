@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "common/backoff.h"
+#include "contract/pod_env.h"
 #include "trainingjob/render/render.h"
 #include "trainingjob/decide/rendezvous.h"
+#include "trainingjob/decide/spares.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -46,21 +48,70 @@ std::string refusal_reason(const std::string& message) {
   return "Forbidden";
 }
 
+bool Ranks::is_spare(const PodFacts& pod) const {
+  return std::any_of(spares.begin(), spares.end(), [&pod](const PodFacts* p) { return p->uid == pod.uid; });
+}
+
 Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost_uids, bool elastic_changed) {
   Ranks r;
-  for (const auto& pod : s.live) {
-    if (lost_uids.count(pod.uid) != 0) continue;
-    const bool in_range = pod.rank >= 0 && pod.rank < target && pod.name == pod_name(s.job.name, pod.rank);
-    if (!in_range || r.by_rank.count(pod.rank) != 0) {
-      s.delete_pod(pod);
-      r.surplus.push_back(pod.name);
-    } else {
-      r.by_rank[pod.rank] = &pod;
+  const std::string& job = s.job.name;
+  std::set<std::string> standing_in;  // uids of the pods that hold a place a spare took
+  for (const auto& [slot, rank] : s.stand_ins) {
+    for (const auto& pod : s.live) {
+      if (lost_uids.count(pod.uid) != 0 || pod.rank != rank || pod.name != pod_name(job, rank)) continue;
+      if (slot < target && r.by_rank.count(slot) == 0 && standing_in.insert(pod.uid).second) r.by_rank[slot] = &pod;
     }
+  }
+  std::vector<const PodFacts*> candidates;  // spares to keep, up to spec.spares
+  std::vector<std::string> failed_spares;
+  for (const auto& pod : s.live) {
+    if (lost_uids.count(pod.uid) != 0 || standing_in.count(pod.uid) != 0) continue;
+    const bool named = pod.rank >= 0 && pod.name == pod_name(job, pod.rank);
+    if (named && pod.rank < target && r.by_rank.count(pod.rank) == 0) {
+      r.by_rank[pod.rank] = &pod;
+      continue;
+    }
+    // A spare pod, or the member whose place a spare took (its launcher waits as a spare now).
+    const bool displaced = named && pod.rank < target && s.stand_ins.count(pod.rank) != 0;
+    if (named && (is_spare_rank(pod.rank) || displaced)) {
+      if (pod.phase != "Failed" && pod.phase != "Succeeded") {
+        candidates.push_back(&pod);
+        continue;
+      }
+      if (pod.phase == "Failed") failed_spares.push_back(pod.name);
+      s.delete_pod(pod);
+      continue;
+    }
+    s.delete_pod(pod);
+    r.surplus.push_back(pod.name);
   }
   if (!r.surplus.empty() && !elastic_changed) {
     s.emit("Normal", "ScaledDown",
            "deleting pods " + join_names(r.surplus) + " (spec.replicas=" + std::to_string(target) + ")");
+  }
+  if (!failed_spares.empty()) {
+    s.emit("Warning", "SpareFailed", "spare pods " + join_names(failed_spares) + " failed; making new ones");
+  }
+  // Node 0's rendezvous says which spares wait ready: those are kept first, then the lowest ranks.
+  const std::vector<int>* ready = s.obs.launcher ? &s.obs.launcher->spares : nullptr;
+  const auto is_ready = [ready](const PodFacts* p) {
+    return ready != nullptr && std::find(ready->begin(), ready->end(), p->rank) != ready->end();
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const PodFacts* a, const PodFacts* b) {
+    return is_ready(a) != is_ready(b) ? is_ready(a) : a->rank < b->rank;
+  });
+  std::vector<std::string> extra;
+  for (const PodFacts* pod : candidates) {
+    if (static_cast<int>(r.spares.size()) < s.spec.spares) {
+      r.spares.push_back(pod);
+    } else {
+      s.delete_pod(*pod);
+      extra.push_back(pod->name);
+    }
+  }
+  if (!extra.empty()) {
+    s.emit("Normal", "SparesDeleted",
+           "deleting spare pods " + join_names(extra) + " (spec.spares=" + std::to_string(s.spec.spares) + ")");
   }
   return r;
 }
@@ -80,7 +131,7 @@ void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::s
     for (const auto& pod : s.live) {  // lost now: deleted by this plan
       terminating = terminating || (lost_uids.count(pod.uid) != 0 && pod.name == pod_name(job.name, rank));
     }
-    if (terminating) continue;
+    if (terminating || spare_takes_place_of(s, rank)) continue;
     if (job.status.phase == JobPhase::kRunning && rank < job.status.replicas && !elastic_changed) {
       // Every pod ran at the last status write and this one vanished unseen (deleted at once, node gone).
       s.count_pod_loss(rank);
@@ -90,6 +141,18 @@ void decide_creates(DecideState& s, int target, const Ranks& ranks, const std::s
     }
     s.plan.create_ranks.push_back(rank);
     created.push_back(pod_name(job.name, rank));
+  }
+  // New spares take the first indices no pod of the job holds (one being deleted may still run: never its name).
+  int wanted = s.spec.spares - static_cast<int>(ranks.spares.size());
+  for (int index = 0; wanted > 0 && index < 2 * s.spec.spares; ++index) {
+    const int rank = contract::kSpareNodeRankBase + index;
+    bool taken = false;
+    for (const auto* pods : {&s.live, &s.terminating})
+      for (const auto& pod : *pods) taken = taken || pod.name == pod_name(job.name, rank);
+    if (taken) continue;
+    s.plan.create_ranks.push_back(rank);
+    created.push_back(pod_name(job.name, rank));
+    --wanted;
   }
   if (!created.empty() && hold_for_refused_key(s)) {
     s.plan.create_ranks.clear();  // nothing claimed: no Created condition, no Created Event

@@ -13,13 +13,19 @@ namespace kubedist::trainingjob {
 struct Ranks {
   std::map<int, const PodFacts*> by_rank;  // the pod holding each rank below the target (into DecideState::live)
   std::vector<std::string> surplus;        // pods deleted now: a rank at or past the target, a duplicate, a stray
+  std::vector<const PodFacts*> spares;     // spare pods kept (spec.spares), not holding a rank
+  bool is_spare(const PodFacts& pod) const;
 };
 
 // Keeps one pod per rank below target, named for its rank, and deletes the others (Event ScaledDown, unless
-// the elastic target changed now and said so itself). lost_uids: pods decide_lost_pods deletes, held by no rank.
+// the elastic target changed now and said so itself). A rank a spare took (s.stand_ins) is held by that spare's
+// pod; spare pods, and a member whose place a spare took, are kept as spares up to spec.spares (the ones node 0
+// reports waiting first), the others deleted (Event SparesDeleted; a failed one Event SpareFailed). lost_uids:
+// pods decide_lost_pods deletes, held by no rank.
 Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost_uids, bool elastic_changed);
 
-// Creates the ranks below target that hold no pod, once any old pod of the same name is gone (node 0 first), sets
+// Creates the ranks below target that hold no pod, once any old pod of the same name is gone (node 0 first), and
+// spare pods J-spare-<i> (the first indices no pod of the job holds) up to spec.spares; sets
 // the Created condition and says why with one Event; a rank whose pod vanished unseen from a Running job counts
 // as node_lost. After a refusal (Observed::pod_refused) it claims nothing: condition PodsRefused says why, with one
 // Warning Event, and the missing pods are created again only from the refusal's retry_at on.

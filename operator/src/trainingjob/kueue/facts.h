@@ -21,8 +21,10 @@ inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kPriorityClassLabel = "kueue.x-k8s.io/priority-class";
 inline constexpr const char* kKueueApiVersion = "kueue.x-k8s.io/v1beta2";
 inline std::string kueue_api_path() { return std::string("/apis/") + kKueueApiVersion; }
-// The Workload's one pod set: the job's node pods.
+// The Workload's pod set of the job's node pods.
 inline constexpr const char* kKueuePodSet = "nodes";
+// The pod set of the job's spec.spares (render.cc), admitted with the nodes'.
+inline constexpr const char* kKueueSparesPodSet = "spares";
 
 // The LocalQueue the job waits in (label kueue.x-k8s.io/queue-name), "" when it is not queued; and its
 // WorkloadPriorityClass (label kueue.x-k8s.io/priority-class), "" for none.

@@ -69,7 +69,10 @@ json render_kueue_workload(const TrainingJob& job, std::optional<PriorityClassFa
   if (pod_spec.contains("initContainers")) limits_as_requests(pod_spec["initContainers"]);
   json pod_set = {{"name", kKueuePodSet}, {"count", job.spec.replicas}, {"template", tmpl}};
   if (job.spec.min_replicas < job.spec.replicas) pod_set["minCount"] = job.spec.min_replicas;
-  json spec = {{"queueName", queue_name(job)}, {"podSets", json::array({pod_set})}};
+  json pod_sets = json::array({pod_set});
+  // Spares are part of what the job asks for: admitted (and charged to the quota) with it, never taken unasked.
+  if (job.spec.spares > 0) pod_sets.push_back({{"name", kKueueSparesPodSet}, {"count", job.spec.spares}, {"template", tmpl}});
+  json spec = {{"queueName", queue_name(job)}, {"podSets", pod_sets}};
   if (priority) {
     spec["priorityClassRef"] = {{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", priority->name}};
     spec["priority"] = priority->value;

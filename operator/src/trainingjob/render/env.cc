@@ -39,6 +39,8 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
   };
   // The launchers restart a group whose step stops advancing this long (the launcher's --hang-timeout).
   if (const auto hang = job.spec.hang_timeout_s) env.emplace_back(pet_name(contract::kFlagHangTimeout), std::to_string(*hang));
+  // A spare pod (J-spare-<i>): its launcher waits in the rendezvous for a lost member's place (--spare).
+  if (is_spare_rank(rank)) env.emplace_back(contract::kSpare, "1");
   return env;
 }
 

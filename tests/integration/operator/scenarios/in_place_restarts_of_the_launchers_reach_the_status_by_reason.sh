@@ -11,13 +11,7 @@ LAUNCHER=${2:-}  # kubedist-launcher: this scenario runs real launchers
 begin_scenario launcher
 
 [ -x "$LAUNCHER" ] || fail "usage: in_place_restarts_of_the_launchers_reach_the_status_by_reason.sh OPERATOR LAUNCHER"
-port=$(/usr/bin/python3 -c 'import socket
-for _ in range(50):
-    a, b = socket.socket(), socket.socket()
-    try:
-        a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b.bind(("127.0.0.1", p + 1)); print(p); break
-    except OSError: pass
-    finally: a.close(); b.close()')
+port=$(free_port_pair)
 start_operator --launcher-poll-interval=300ms
 job_yaml j 2 "  masterPort: $port
   minReplicas: 1
@@ -28,19 +22,7 @@ ip=$(jp pod/j-node-0 '{.status.podIP}')
 case "$ip" in 127.*) ;; *) fail "kwok pod IP $ip is not a loopback address" ;; esac
 work=$(mktemp -d /tmp/kubedist-op-launcher-XXXXXX)
 trap 'cleanup; rm -rf "$work"' EXIT
-# The pods' launchers sign the rendezvous with the job's secret, which their init container derives from the
-# namespace's Secret; the poller derives the same. The launchers here get it the pods' way: the namespace Secret
-# as its volume would hold it, and the launcher's own init container command (`--install`) as the pod runs it.
-[ "$(jp pod/j-node-0 '{.spec.volumes[?(@.name=="kubedist-rendezvous")].secret.secretName}')" = "kubedist-rendezvous" ] ||
-  fail "pod j-node-0 does not mount Secret kubedist-rendezvous"
-mkdir "$work/ns" "$work/bin"
-kubectl -n "$NS" get secret kubedist-rendezvous -o jsonpath='{.data.secret}' | base64 -d >"$work/ns/secret"
-init=$(jp pod/j-node-0 '{range .spec.initContainers[0].command[*]}{@}{"\n"}{end}' |
-  sed -e "s#^/kubedist/bin\$#$work/bin#" -e "s#^/kubedist/rendezvous/#$work/ns/#" | tail -n +2)
-mapfile -t init_args <<<"$init"
-"$LAUNCHER" "${init_args[@]}" >/dev/null || fail "the init container's command: ${init_args[*]}"
-cp "$work/bin/rdzv-secret" "$work/secret"
-[ "$(wc -c <"$work/secret")" = 64 ] || fail "the derived secret is not 32 bytes in hex"
+job_secret "$LAUNCHER" j-node-0 "$work"
 # Node 0's worker crashes once (worker_crash), then runs until stopped.
 script='if [ "$CRASH_ONCE" = 1 ] && [ ! -e "$WORK/crashed" ]; then touch "$WORK/crashed"; exit 3; fi; exec sleep 600'
 launch() {  # launch NODE_RANK: a launcher as j-node-NODE_RANK would run it; sets LPID

@@ -1,0 +1,207 @@
+// spec.spares: spare pods made, kept apart from the members, standing in for a lost member's rank, made again.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "test_jobs.h"
+#include "test_plans.h"
+#include "trainingjob/decide/plan.h"
+
+namespace kubedist::trainingjob {
+namespace {
+
+using nlohmann::json;
+
+constexpr UnixSeconds kNow = 1'800'000'000;
+
+TrainingJob job_with_spares(int spares) {
+  json j = testing::example_job_json();
+  j["spec"]["spares"] = spares;
+  return testing::job_from(j);
+}
+
+PodFacts member(int rank) {
+  PodFacts p = testing::example_pod(rank, "Running");
+  p.node_name = "n" + std::to_string(rank);
+  return p;
+}
+
+PodFacts spare(int index, const std::string& phase = "Running") {
+  PodFacts p = testing::example_pod(10000 + index, phase);
+  p.name = "resnet-spare-" + std::to_string(index);
+  p.uid = "spare-" + std::to_string(index);
+  p.node_name = "s" + std::to_string(index);
+  return p;
+}
+
+LauncherReport report(std::vector<int> spares, std::map<int, int> stand_ins, int lost = 0) {
+  LauncherReport r;
+  r.pod_uid = "pod-0";
+  r.round = 1;
+  r.restarts = lost;
+  r.restarts_by_reason = {{"worker_crash", 0}, {"node_lost", lost}, {"scale", 0}};
+  r.nodes = 4;
+  r.world_size = 32;
+  r.phase = "running";
+  r.run_id = "resnet";
+  r.spares = std::move(spares);
+  r.stand_ins = std::move(stand_ins);
+  return r;
+}
+
+Observed observed(std::vector<PodFacts> pods, std::optional<LauncherReport> launcher = std::nullopt) {
+  Observed o;
+  o.pods = std::move(pods);
+  o.service_exists = true;
+  o.nodes_watched = true;
+  for (const auto& p : o.pods) o.nodes.push_back(NodeFacts{p.node_name, true, "", false, ""});
+  o.node_lost_grace_s = 60;
+  o.launcher = std::move(launcher);
+  return o;
+}
+
+std::map<std::string, std::string> env_of(const Write& pod) {
+  std::map<std::string, std::string> env;
+  for (const auto& e : pod.body["spec"]["containers"][0]["env"]) env[e["name"]] = e.value("value", "");
+  return env;
+}
+
+// A job of 4 members and 2 spares, all running, as written after a pass that saw them so.
+TrainingJob running(std::vector<PodFacts>& pods) {
+  auto job = job_with_spares(2);
+  pods = {member(0), member(1), member(2), member(3), spare(0), spare(1)};
+  job.status = decide(job, observed(pods, report({10000, 10001}, {})), kNow).status;
+  EXPECT_EQ(job.status.phase, JobPhase::kRunning);
+  return job;
+}
+
+TEST(Spares, ANewJobMakesItsSparesBesideItsMembersEachAskedToWait) {
+  const Plan p = decide(job_with_spares(2), {}, false, kNow);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{0, 1, 2, 3, 10000, 10001}));
+  const auto pods = testing::writes(p, Write::Verb::kCreate, "Pod");
+  ASSERT_EQ(pods.size(), 6u);
+  EXPECT_EQ(pods[4].name, "resnet-spare-0");
+  EXPECT_EQ(env_of(pods[4])["KUBEDIST_SPARE"], "1");
+  EXPECT_EQ(env_of(pods[4])["NODE_RANK"], "10000");
+  EXPECT_EQ(env_of(pods[4])["NNODES"], "4");
+  EXPECT_EQ(env_of(pods[1]).count("KUBEDIST_SPARE"), 0u);
+  EXPECT_EQ(pods[5].body["spec"]["hostname"], "resnet-spare-1");
+}
+
+TEST(Spares, RunningSparesAreNoReplicasAndTheReadyOnesAreCounted) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  EXPECT_EQ(job.status.replicas, 4);
+  EXPECT_EQ(job.status.ready_replicas, 4);
+  EXPECT_EQ(job.status.spares, 2);
+  EXPECT_EQ(job.status.spares_ready, 2);
+  const Plan p = decide(job, observed(pods, report({10001}, {})), kNow + 5);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_EQ(p.status.spares_ready, 1);
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning);
+}
+
+TEST(Spares, ASpareHoldsTheRankItTookAndANewSpareIsMadeInsteadOfTheLostPod) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  Observed o = observed(pods, report({10001}, {{2, 10000}}, 1));
+  o.nodes.erase(o.nodes.begin() + 2);  // node n2 is gone
+  o.nodes_gone.insert("n2");
+  Plan p = decide(job, o, kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", true}}));
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{10002})) << "a new spare, not rank 2 again";
+  EXPECT_TRUE(testing::has_event(p, "SpareStoodIn"));
+  EXPECT_EQ(p.status.stand_ins, (std::map<int, int>{{2, 10000}}));
+  EXPECT_EQ(p.status.spares, 1);
+  EXPECT_EQ(p.status.restarts_by_reason["node_lost"], 1) << "one loss, counted once";
+  // The lost pod gone, node 0 not answering this time: the place stays the stand-in's, nothing is made again.
+  job.status = p.status;
+  pods.erase(pods.begin() + 2);
+  pods.push_back(spare(2, "Pending"));
+  p = decide(job, observed(pods), kNow + 10);
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_TRUE(p.delete_pods.empty());
+  EXPECT_FALSE(testing::has_event(p, "SpareStoodIn"));
+  EXPECT_EQ(p.status.spares, 2);
+  EXPECT_EQ(p.status.replicas, 4);
+}
+
+TEST(Spares, ARankLostWhileASpareWaitsIsLeftToTheSpareNotMadeAgain) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  pods.erase(pods.begin() + 2);  // gone before node 0's rendezvous re-formed the group
+  LauncherReport r = report({10000, 10001}, {}, 1);
+  r.lost_nodes = {2};
+  r.phase = "gathering";
+  Plan p = decide(job, observed(pods, r), kNow + 5);
+  EXPECT_TRUE(p.create_ranks.empty()) << "the spare takes node rank 2's place at the next round";
+  r.spares = {};  // no spare waits (none ready): the rank is made again
+  p = decide(job, observed(pods, r), kNow + 6);
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{2}));
+}
+
+TEST(Spares, TheLostMemberBackWaitsAsASpareAndTheSurplusSpareGoes) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  job.status.stand_ins = {{2, 10000}};
+  // Node 2's pod came back (its node was only cut off); the spare pods are resnet-spare-1 and -2.
+  pods = {member(0), member(1), member(2), member(3), spare(0), spare(1), spare(2)};
+  const Plan p = decide(job, observed(pods, report({2, 10002}, {{2, 10000}})), kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-spare-1", "spare-1", false}}))
+      << "the ones node 0 reports waiting are kept";
+  EXPECT_TRUE(testing::has_event(p, "SparesDeleted"));
+  EXPECT_EQ(p.status.spares, 2);
+  EXPECT_EQ(p.status.replicas, 4);
+  EXPECT_TRUE(p.create_ranks.empty());
+}
+
+TEST(Spares, FewerSparesDeletesTheWaitingOnesButNeverAStandIn) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  job.spec.spares = 0;
+  const Plan p = decide(job, observed(pods, report({10001}, {{3, 10000}})), kNow + 5);
+  std::vector<std::string> deleted;
+  for (const auto& d : p.delete_pods) deleted.push_back(d.name);
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"resnet-node-3", "resnet-spare-1"}));
+  EXPECT_EQ(p.status.spares, 0);
+  EXPECT_EQ(p.status.stand_ins, (std::map<int, int>{{3, 10000}}));
+}
+
+TEST(Spares, AFailedSpareIsReplacedUnderAnotherName) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  pods[5].phase = "Failed";
+  const Plan p = decide(job, observed(pods, report({10000}, {})), kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-spare-1", "spare-1", false}}));
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{10002}));
+  EXPECT_TRUE(testing::has_event(p, "SpareFailed"));
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning) << "a spare's failure restarts nothing";
+}
+
+TEST(Spares, ALostSpareIsReplacedWithoutCountingALossOfTheJob) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  Observed o = observed(pods, report({10000}, {}));
+  o.nodes.erase(o.nodes.begin() + 5);  // spare 1's node is gone
+  o.nodes_gone.insert("s1");
+  const Plan p = decide(job, o, kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-spare-1", "spare-1", true}}));
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{10002}));
+  EXPECT_EQ(p.status.restarts, 0);
+  EXPECT_EQ(p.status.phase, JobPhase::kRunning);
+}
+
+TEST(Spares, EverySparePodNameMustFitAHostname) {
+  json j = testing::example_job_json();
+  j["metadata"]["name"] = std::string(54, 'a');  // a-...-node-3 fits in 63 characters, a-...-spare-127 does not
+  j["spec"]["spares"] = 1;
+  EXPECT_EQ(testing::job_from(j).spec_error, "");
+  j["spec"]["spares"] = 64;
+  EXPECT_NE(testing::job_from(j).spec_error.find("-spare-127\" fits in 63 characters"), std::string::npos)
+      << testing::job_from(j).spec_error;
+}
+
+}  // namespace
+}  // namespace kubedist::trainingjob
