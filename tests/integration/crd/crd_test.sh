@@ -20,7 +20,7 @@ pass "kubectl explain describes the spec"
 kubectl -n "$NS" apply -f "$KUBEDIST_SOURCE_DIR/crd/examples/trainingjob.yaml" >/dev/null || fail "example refused"
 table=$(kubectl -n "$NS" get tj resnet 2>&1) || fail "kubectl get tj resnet: $table"
 cols=${table%%$'\n'*}
-for c in NAME PHASE NODES WORLD RESTARTS AGE; do
+for c in NAME PHASE NODES WORLD SPARES RESTARTS AGE; do
   [[ $cols == *"$c"* ]] || fail "kubectl get tj header '$cols' lacks $c"
 done
 pass "example accepted; kubectl get tj shows: $cols"
@@ -39,8 +39,8 @@ spec:
     spec:
       containers: [{name: trainer, image: busybox, command: [python, train.py]}]
 YAML
-got=$(kubectl -n "$NS" get tj minimal -o jsonpath='{.spec.replicas} {.spec.nprocPerNode} {.spec.masterPort} {.spec.maxRestarts} {.spec.backoffLimit} {.spec.restartPolicy} {.spec.suspend} {.spec.cleanPodPolicy}')
-[ "$got" = "1 auto 29500 3 6 OnFailure false Running" ] || fail "defaults: got '$got'"
+got=$(kubectl -n "$NS" get tj minimal -o jsonpath='{.spec.replicas} {.spec.nprocPerNode} {.spec.masterPort} {.spec.maxRestarts} {.spec.backoffLimit} {.spec.restartPolicy} {.spec.suspend} {.spec.cleanPodPolicy} {.spec.spares}')
+[ "$got" = "1 auto 29500 3 6 OnFailure false Running 0" ] || fail "defaults: got '$got'"
 pass "defaults applied: $got"
 
 # reject NAME PATTERN SPEC-YAML: the API server must refuse the job, with PATTERN in its message.
@@ -75,6 +75,19 @@ $tmpl"
 reject bad-restart-policy 'spec.restartPolicy: Unsupported value: "Always"' "  restartPolicy: Always
 $tmpl"
 reject bad-port 'spec.masterPort in body should be less than or equal to 65534' "  masterPort: 70000
+$tmpl"
+reject negative-spares 'spec.spares in body should be greater than or equal to 0' "  replicas: 2
+  spares: -1
+$tmpl"
+reject too-many-spares 'spec.spares in body should be less than or equal to 64' "  replicas: 2
+  spares: 65
+$tmpl"
+reject spares-of-one-node 'spares need a job of 2 or more nodes' "  replicas: 1
+  spares: 1
+$tmpl"
+reject spares-of-an-elastic-job-of-one-node 'spares need a job of 2 or more nodes' "  replicas: 1
+  maxReplicas: 1
+  spares: 2
 $tmpl"
 
 # Hostile templates: the types of what the operator reads, and the namespace's rendezvous key and the operator's
