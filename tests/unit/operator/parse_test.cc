@@ -385,6 +385,26 @@ TEST(StatusJson, TheRendezvousSecretAndLostKeyRoundTripAndClear) {
   EXPECT_TRUE(cleared["rendezvousSecretKey"].is_null());
 }
 
+TEST(StatusJson, TheSparesRoundTripClearAndForeignStandInsAreLeftOut) {
+  Status s;
+  s.spares = 2;
+  s.spares_ready = 1;
+  s.stand_ins = {{1, 10000}, {3, 10002}};
+  EXPECT_EQ(parse_status(status_to_json(s)), s);
+  const auto cleared = status_to_json(Status{});
+  EXPECT_TRUE(cleared["spares"].is_null());
+  EXPECT_TRUE(cleared["sparesReady"].is_null());
+  EXPECT_TRUE(cleared["standIns"].is_null());
+  // Someone else's writes: only places other than node 0's, below the spare ranks, held by a node rank, are read.
+  json st = json::parse(R"({"spares": "two", "standIns": [{"nodeRank": 2, "podNodeRank": 10001}, 7, null,
+      {"nodeRank": 0, "podNodeRank": 10000}, {"nodeRank": -1, "podNodeRank": 10000}, {"nodeRank": "3"},
+      {"nodeRank": 10000, "podNodeRank": 10003}, {"nodeRank": 4, "podNodeRank": 0}, {"nodeRank": 5, "podNodeRank": 1e12},
+      {"nodeRank": 6}]})");
+  const Status foreign = parse_status(st);
+  EXPECT_EQ(foreign.spares, 0);
+  EXPECT_EQ(foreign.stand_ins, (std::map<int, int>{{2, 10001}}));
+}
+
 TEST(StatusJson, ForeignValuesInTheRendezvousAndPrepaidFieldsAreLeftOut) {
   // Someone else's writes to the status: prepaidNodes keeps only node ranks (at most kMaxLostNodes), the key names
   // only strings.
