@@ -30,6 +30,9 @@ ACCEPT = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.dis
 NOBODY = "65532:65532"
 # As images.sh: crun refuses this machine's hybrid cgroup v1/v2 layout, buildah's chroot isolation needs no runtime.
 ISOLATION = os.environ.get("KUBEDIST_BUILDAH_ISOLATION", "chroot")
+# Where a worker of the examples dies of a signal, every thread's Python stack is printed (faulthandler): CI once saw
+# a torch 2.15 worker abort ("terminate called without an active exception") with nothing else to go on.
+TRAIN_ENV = ["--env", "GLOO_SOCKET_IFNAME=lo", "--env", "PYTHONFAULTHANDLER=1"]
 # What this test pushes to its own registry: all but the torch 2.15 example (5.2 GB), which is read in buildah's
 # storage here and pushed by the real-node cluster (tests/e2e/real) to its own.
 PUSHED = ["KUBEDIST_EXAMPLE_CPU_IMAGE", "KUBEDIST_LAUNCHER_IMAGE", "KUBEDIST_OPERATOR_IMAGE", "KUBEDIST_PAUSE_IMAGE"]
@@ -58,7 +61,8 @@ def images_sh(*args, timeout=BUILD_TIMEOUT):
 def buildah(*args, check=True):
     r = subprocess.run(["buildah", *args], capture_output=True, text=True, timeout=300)
     if check and r.returncode != 0:
-        raise AssertionError(f"buildah {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
+        raise AssertionError(f"buildah {' '.join(args)} exited {r.returncode}:\n{r.stdout.strip()[-4000:]}\n"
+                             f"{r.stderr.strip()}")
     return r
 
 
@@ -265,7 +269,7 @@ class Images(unittest.TestCase):
         command (one node of 2 workers here, gloo on 127.0.0.1)."""
         bin_dir = self.install_launcher("example-bin")
         r = buildah("run", "--isolation", ISOLATION, "--volume", f"{bin_dir}:/kubedist/bin:ro",
-                    "--env", "GLOO_SOCKET_IFNAME=lo", self.container("KUBEDIST_EXAMPLE_CPU_IMAGE"), "--",
+                    *TRAIN_ENV, self.container("KUBEDIST_EXAMPLE_CPU_IMAGE"), "--",
                     "/kubedist/bin/kubedist-launcher", "--standalone", "--nproc-per-node=2", "--no-python", "--",
                     "python3", "/workspace/train.py", "--epochs", "2")
         self.assertEqual(sorted(re.findall(r"^start: RANK=(\d) .* WORLD_SIZE=2 ", r.stdout, re.M)), ["0", "1"], r.stdout)
@@ -285,7 +289,7 @@ class Images(unittest.TestCase):
         self.assertEqual(buildah("run", "--isolation", ISOLATION, ctr, "--", "id", "-u").stdout.strip(), "65532")
         bin_dir = self.install_launcher("torch2-bin")
         r = buildah("run", "--isolation", ISOLATION, "--volume", f"{bin_dir}:/kubedist/bin:ro",
-                    "--env", "GLOO_SOCKET_IFNAME=lo", ctr, "--",
+                    *TRAIN_ENV, ctr, "--",
                     "/kubedist/bin/kubedist-launcher", "--standalone", "--nproc-per-node=2", "--",
                     "/workspace/train.py", "--epochs", "2")
         self.assertEqual(sorted(re.findall(r"^start: RANK=(\d) .* WORLD_SIZE=2 ", r.stdout, re.M)), ["0", "1"],
