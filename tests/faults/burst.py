@@ -8,8 +8,13 @@ needed; 0 missing: each job runs exactly <job>-node-0..NODES-1), and every job's
 happened, as the API server's audit log tells (the test's own status patches that failed a pod; any pod deleted by
 someone other than the operator): no restart or failure lost or counted twice; the finished jobs Succeeded.
 
-usage: burst.py OPERATOR_BINARY [--jobs 200] [--nodes 8] [--operator-kills 20] [--apiserver-restarts 0]
-                [--etcd-restarts 0] [--window 120] [--converge-deadline 300]
+With --spares N each job also keeps N spare pods (<job>-spare-i, spec.spares): the failures and losses fall on
+members and spares alike, and afterwards every running job again has exactly N spares (distinct names, none a
+duplicate), a spare's failure or loss counted as no restart, and a finished job's spares deleted; every pod's
+NODE_RANK is the one its name says (0 duplicate ranks).
+
+usage: burst.py OPERATOR_BINARY [--jobs 200] [--nodes 8] [--spares 0] [--operator-kills 20] [--apiserver-restarts 0]
+                [--etcd-restarts 0] [--failures JOBS] [--losses JOBS/4] [--window 120] [--converge-deadline 300]
 env: FAULTS_CLUSTER (the cluster's name, default faults; brought up fresh and down again), FAULTS_SEED (random
      seed, printed), KUBEDIST_CACHE."""
 import argparse
@@ -17,6 +22,7 @@ import collections
 import http.client
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -34,8 +40,24 @@ PODS = f"/api/v1/namespaces/{NS}/pods"
 JOBS = f"/apis/kubedist.io/v1alpha1/namespaces/{NS}/trainingjobs"
 
 
+POD_NAME = re.compile(r"^(.*)-(node|spare)-(\d+)$")
+SPARE_RANK_BASE = 10000  # a spare's NODE_RANK is this plus its index (contract/pod_env.h)
+
+
 def job_of(pod_name):
-    return pod_name.rsplit("-node-", 1)[0]
+    m = POD_NAME.match(pod_name)
+    return m.group(1) if m else pod_name
+
+
+def is_spare(pod_name):
+    m = POD_NAME.match(pod_name)
+    return bool(m) and m.group(2) == "spare"
+
+
+def rank_of(pod_name):
+    """The NODE_RANK a pod of this name has: its index, a spare's above SPARE_RANK_BASE."""
+    m = POD_NAME.match(pod_name)
+    return None if not m else int(m.group(3)) + (SPARE_RANK_BASE if m.group(2) == "spare" else 0)
 
 
 def end_patch(uid, exit_code):
@@ -90,9 +112,15 @@ class Burst:
         self.op.start()
 
     def job_body(self, name):
-        return {"apiVersion": "kubedist.io/v1alpha1", "kind": "TrainingJob", "metadata": {"name": name},
-                "spec": {"replicas": self.a.nodes, "backoffLimit": 10000, "template": {"spec": {"containers": [
-                    {"name": "trainer", "image": "busybox", "command": ["python", "train.py"]}]}}}}
+        spec = {"replicas": self.a.nodes, "backoffLimit": 10000, "template": {"spec": {"containers": [
+            {"name": "trainer", "image": "busybox", "command": ["python", "train.py"]}]}}}
+        if self.a.spares:
+            spec["spares"] = self.a.spares
+        return {"apiVersion": "kubedist.io/v1alpha1", "kind": "TrainingJob", "metadata": {"name": name}, "spec": spec}
+
+    def all_pods(self):
+        """A job's pods when all run: its members and its spares."""
+        return self.a.nodes + self.a.spares
 
     # -- what the test does meanwhile ---------------------------------------------------------------------------
 
@@ -138,7 +166,7 @@ class Burst:
             st = t.get("status", {})
             j = t["metadata"]["name"]
             if (st.get("phase") == "Running" and st.get("readyReplicas") == self.a.nodes and
-                    len(running.get(j, [])) == self.a.nodes):
+                    (st.get("spares") or 0) == self.a.spares and len(running.get(j, [])) == self.all_pods()):
                 out.add(j)
         return out
 
@@ -184,12 +212,20 @@ class Burst:
             if n_lost < losses:
                 stable = sorted(self.stable_jobs(running) - self.finishing)
                 for j in self.rng.sample(stable, min(len(stable), max(1, int(2 / pace) // 2))):
-                    pod, uid = self.rng.choice(running[j])
+                    spares = [p for p in running[j] if is_spare(p[0])]
+                    # As many spare losses as member losses, about: a spare's loss is the new path.
+                    pod, uid = self.rng.choice(spares if spares and self.rng.random() < 0.5 else running[j])
                     if n_lost < losses and self.lose_pod(pod, uid):
                         n_lost += 1
                         self.progress += 1
                         pool = [(k, p) for k, p in pool if k != j]  # no failure beside the loss this round
-            for j, (pod, uid) in self.rng.sample(pool, min(len(pool), max(1, int(2 / pace)))):
+            picks = self.rng.sample(pool, min(len(pool), max(1, int(2 / pace))))
+            # About a third of the failures on spares (of every fifth pod with 8 nodes and 2 spares, by chance).
+            spare_pool = [x for x in pool if is_spare(x[1][0]) and x not in picks]
+            for i in range(len(picks)):
+                if spare_pool and not is_spare(picks[i][1][0]) and self.rng.random() < 0.2:
+                    picks[i] = spare_pool.pop(self.rng.randrange(len(spare_pool)))
+            for j, (pod, uid) in picks:
                 if n_fail < failures and self.end_pod(pod, uid, 137, FAIL_AGENT):
                     self.injected_fail[j] += 1
                     n_fail += 1
@@ -198,17 +234,18 @@ class Burst:
         return n_fail, n_lost
 
     def finish_jobs(self, until):
-        """Every finishing job's pods exit 0, once all its NODES pods run."""
+        """Every finishing job's members exit 0, once all its NODES pods (and its spares) run."""
         left = set(self.finishing)
         while left:
             if time.monotonic() >= until:
-                raise ScenarioFailed(f"{len(left)} finishing jobs never had all {self.a.nodes} pods running")
+                raise ScenarioFailed(f"{len(left)} finishing jobs never had all {self.all_pods()} pods running")
             running = self.running_pods()
             for j in sorted(left):
-                if len(running.get(j, [])) != self.a.nodes:
+                if len(running.get(j, [])) != self.all_pods():
                     continue
                 for pod, uid in running[j]:
-                    self.end_pod(pod, uid, 0, FINISH_AGENT)
+                    if not is_spare(pod):
+                        self.end_pod(pod, uid, 0, FINISH_AGENT)
                 left.discard(j)
                 self.progress += 1
             time.sleep(1)
@@ -266,11 +303,14 @@ class Burst:
         test's failing patches that landed (pod_failure) and the pods someone other than the operator deleted while
         they ran (node_lost: kwok, playing the kubelets, deletes pods by name and now and then takes a same-named
         replacement along; one deleted while still Pending never joined a group and is no restart); and the
-        operator's pod creates by answer (201 taken, 409 already there) and its pod deletes by answer."""
+        operator's pod creates by answer (201 taken, 409 already there) and its pod deletes by answer. A spare's
+        failure or loss is no restart of its job: those are counted apart (self.spare_fails, self.spare_lost, and
+        the operator's deletes of spares in self.spare_op_deletes)."""
         fails = collections.Counter()
         foreign_deletes = collections.Counter()
         creates = collections.Counter()
         op_deletes = collections.Counter()
+        self.spare_fails, self.spare_lost, self.spare_op_deletes = 0, 0, collections.Counter()
         self.foreign_pending = 0  # deleted by others before they ran: recreated, no restart
         state = {}  # pod name: its current incarnation's state (Pending, Running, Ended)
         for e in audit_events(self.cluster.audit_log,
@@ -278,13 +318,15 @@ class Burst:
                               e.get("objectRef", {}).get("namespace") == NS):
             ref, agent, code = e["objectRef"], e.get("userAgent", ""), e.get("responseStatus", {}).get("code")
             name, sub = ref.get("name", ""), ref.get("subresource", "")
+            spare = is_spare(name)
+            deletes = self.spare_op_deletes if spare else op_deletes
             if code not in (200, 201):
                 if e["verb"] == "create" and not sub and agent.startswith(OPERATOR_AGENT):
                     creates[code] += 1
                     if code == 504:  # the API server's timeout: the pod may exist (kwok's Running patch will say)
                         state.setdefault(name, "Pending")
                 elif e["verb"] == "delete" and agent.startswith(OPERATOR_AGENT):
-                    op_deletes[code] += 1
+                    deletes[code] += 1
                 continue
             if e["verb"] == "create" and not sub:
                 state[name] = "Pending"
@@ -292,7 +334,10 @@ class Burst:
                     creates[code] += 1
             elif e["verb"] == "patch" and sub == "status":
                 if agent.startswith(FAIL_AGENT):
-                    fails[job_of(name)] += 1
+                    if spare:
+                        self.spare_fails += 1
+                    else:
+                        fails[job_of(name)] += 1
                     state[name] = "Ended"
                 elif agent.startswith(FINISH_AGENT):
                     state[name] = "Ended"
@@ -300,7 +345,9 @@ class Burst:
                     state[name] = "Running"
             elif e["verb"] == "delete" and not sub:
                 if agent.startswith(OPERATOR_AGENT):
-                    op_deletes[code] += 1
+                    deletes[code] += 1
+                elif spare and agent.startswith(LOSE_AGENT):
+                    self.spare_lost += 1
                 elif state.get(name) == "Running" or agent.startswith(LOSE_AGENT):  # the test lost a running pod
                     foreign_deletes[(job_of(name), agent.split("/")[0])] += 1
                 elif state.get(name) == "Pending":
@@ -320,6 +367,11 @@ class Burst:
         by_job, tjs = self.observed()
         bad = []
         want_names = lambda j: sorted(f"{j}-node-{r}" for r in range(self.a.nodes))  # noqa: E731
+        for p in (p for ps in by_job.values() for p in ps):
+            env = {e.get("name"): e.get("value") for c in p["spec"].get("containers", []) if c.get("name") == "trainer"
+                   for e in c.get("env", [])}
+            if env.get("NODE_RANK") != str(rank_of(p["metadata"]["name"])):
+                bad.append(f"{p['metadata']['name']}: NODE_RANK {env.get('NODE_RANK')}")
         for j in self.jobs:
             t = tjs.get(j)
             if t is None:
@@ -332,17 +384,25 @@ class Burst:
             if got != want_nz or st.get("restarts", 0) != sum(want.values()):
                 bad.append(f"{j}: restarts {st.get('restarts', 0)} {got}, happened {want_nz}")
             pods = by_job.get(j, [])
+            spares = sorted(p["metadata"]["name"] for p in pods if is_spare(p["metadata"]["name"]))
             if j in self.finishing:
                 if st.get("phase") != "Succeeded":
                     bad.append(f"{j}: phase {st.get('phase')}, want Succeeded")
+                elif spares:
+                    bad.append(f"{j}: finished with spare pods left: {spares}")
                 continue
-            names = sorted(p["metadata"]["name"] for p in pods)
+            names = sorted(p["metadata"]["name"] for p in pods if not is_spare(p["metadata"]["name"]))
             running = [p for p in pods if p["status"].get("phase") == "Running" and
                        not p["metadata"].get("deletionTimestamp")]
-            if names != want_names(j) or len(running) != self.a.nodes:
-                bad.append(f"{j}: pods {names} ({len(running)} running)")
+            spare_indices = [rank_of(n) - SPARE_RANK_BASE for n in spares]
+            if names != want_names(j) or len(running) != self.all_pods():
+                bad.append(f"{j}: pods {names + spares} ({len(running)} running)")
+            elif len(spares) != self.a.spares or not all(0 <= i < 2 * self.a.spares for i in spare_indices):
+                bad.append(f"{j}: spares {spares}, want {self.a.spares} of index below {2 * self.a.spares}")
             elif st.get("phase") != "Running" or st.get("readyReplicas") != self.a.nodes:
                 bad.append(f"{j}: phase {st.get('phase')} ready {st.get('readyReplicas')}")
+            elif (st.get("spares") or 0) != self.a.spares:
+                bad.append(f"{j}: status.spares {st.get('spares')}, want {self.a.spares}")
         strays = [p["metadata"]["name"] for k, ps in by_job.items() if k not in tjs for p in ps]
         if strays:
             bad.append(f"pods of no job: {strays[:5]}")
@@ -356,7 +416,8 @@ class Burst:
         plan = self.fault_plan(a.window)
         failures = a.failures if a.failures is not None else a.jobs
         say(f"injecting: {a.operator_kills} operator SIGKILLs, {a.apiserver_restarts} API server restarts, "
-            f"{a.etcd_restarts} etcd restarts at random moments over {a.window}s; {a.jobs} jobs x {a.nodes} pods; "
+            f"{a.etcd_restarts} etcd restarts at random moments over {a.window}s; {a.jobs} jobs x {a.nodes} pods"
+            f"{f' + {a.spares} spares' if a.spares else ''}; "
             f"about {failures} pod failures (exit 137) and {a.losses if a.losses is not None else a.jobs // 4} pod losses "
             f"(deleted at once); {len(self.finishing)} jobs finished (exit 0)")
         say("fault moments (s): " + ", ".join(f"{at:.1f} {kind}" for at, kind in plan))
@@ -408,10 +469,13 @@ class Burst:
         bad = self.mismatches(fails, lost)
         if bad:
             raise ScenarioFailed("changed after converging:\n  " + "\n  ".join(bad[:15]))
-        want_creates = a.jobs * a.nodes + sum(fails.values()) + sum(lost.values()) + self.foreign_pending
+        spare_churn = self.spare_fails + self.spare_lost  # each spare failed or lost is made again
+        want_creates = (a.jobs * self.all_pods() + sum(fails.values()) + sum(lost.values()) + spare_churn +
+                        self.foreign_pending)
         others = {k: c for k, c in foreign.items() if k[1] != "kubedist-faults"}
         say(f"what happened (audit log): {sum(fails.values())} pod failures, {sum(lost.values())} running pods "
-            f"deleted at once, {self.foreign_pending} pending ones")
+            f"deleted at once, {self.foreign_pending} pending ones" +
+            (f"; of the spares: {self.spare_fails} failed, {self.spare_lost} deleted at once" if a.spares else ""))
         if others or self.foreign_pending:
             raise ScenarioFailed(f"pods deleted that the test did not delete: {others}, {self.foreign_pending} pending")
         say(f"pods left terminating and confirmed by the test's kubelet part: {self.confirmed}")
@@ -425,14 +489,23 @@ class Burst:
         if not op_deletes[200] <= sum(fails.values()) <= op_deletes[200] + op_deletes[504]:
             raise ScenarioFailed(f"the operator deleted {op_deletes[200]} pods ({op_deletes[504]} answered 504), "
                                  f"{sum(fails.values())} failed")
-        say(f"checked: {a.jobs} jobs have exactly their pods (0 duplicates, 0 missing); every job's restarts equal "
-            f"what happened (pod_failure {sum(fails.values())}, node_lost {sum(lost.values())}: 0 lost, 0 counted "
-            f"twice); {len(self.finishing)} finished jobs Succeeded")
+        # Each failed spare deleted once, and each finished job's spares (cleanPodPolicy Running).
+        want_spare_deletes = self.spare_fails + len(self.finishing) * a.spares
+        spare_deletes = self.spare_op_deletes
+        if not spare_deletes[200] <= want_spare_deletes <= spare_deletes[200] + spare_deletes[504]:
+            raise ScenarioFailed(f"the operator deleted {spare_deletes[200]} spare pods ({spare_deletes[504]} "
+                                 f"answered 504): {self.spare_fails} failed, {len(self.finishing) * a.spares} of "
+                                 "finished jobs")
+        say(f"checked: {a.jobs} jobs have exactly their pods (0 duplicates, 0 missing" +
+            (f"; {a.spares} spares each, every spare failed or lost made again" if a.spares else "") +
+            f"); every job's restarts equal what happened (pod_failure {sum(fails.values())}, node_lost "
+            f"{sum(lost.values())}: 0 lost, 0 counted twice); {len(self.finishing)} finished jobs Succeeded")
         self.result = (sum(fails.values()), sum(lost.values()), creates[201], creates[409], converged)
         say(f"(the test's own last change was {t_work - self.last_fault_end:+.1f}s from the last fault)")
-        print(f"RESULT jobs={a.jobs} nodes={a.nodes} operator_kills={a.operator_kills} "
+        print(f"RESULT jobs={a.jobs} nodes={a.nodes} spares={a.spares} operator_kills={a.operator_kills} "
               f"apiserver_restarts={a.apiserver_restarts} etcd_restarts={a.etcd_restarts} "
-              f"pod_failures={sum(fails.values())} node_lost={sum(lost.values())} lost=0 duplicates=0 "
+              f"pod_failures={sum(fails.values())} node_lost={sum(lost.values())} spare_failures={self.spare_fails} "
+              f"spares_lost={self.spare_lost} lost=0 duplicates=0 "
               f"converged_s={converged:.1f}", flush=True)
 
 
@@ -441,6 +514,7 @@ def main(doc=__doc__, **defaults):
     p.add_argument("operator")
     p.add_argument("--jobs", type=int, default=200)
     p.add_argument("--nodes", type=int, default=8)
+    p.add_argument("--spares", type=int, default=0, help="spare pods per job (spec.spares)")
     p.add_argument("--operator-kills", type=int, default=0)
     p.add_argument("--apiserver-restarts", type=int, default=0)
     p.add_argument("--etcd-restarts", type=int, default=0)
@@ -453,6 +527,8 @@ def main(doc=__doc__, **defaults):
     for name in ("jobs", "nodes"):
         if getattr(a, name) < 1:
             p.error(f"--{name} must be at least 1")
+    if not 0 <= a.spares <= 64 or (a.spares and a.nodes < 2):
+        p.error("--spares must be 0 to 64, and spares need --nodes 2 or more (spec.spares)")
     if min(a.operator_kills, a.apiserver_restarts, a.etcd_restarts) < 0 or a.window <= 0:
         p.error("fault counts must be 0 or more and --window positive")
     if not os.access(a.operator, os.X_OK):

@@ -149,6 +149,24 @@ TEST(DecideGang, AGangJobCreatesItsWorkloadAndPodGroupWithItsPods) {
   EXPECT_FALSE(testing::writes_any(decide(job, o, kNow), Write::Verb::kCreate, "PodGroup"));
 }
 
+TEST(DecideGang, SparesJoinThePodGroupWhoseGangNeverWaitsForThem) {
+  // spec.spares: the spare pods are in the job's PodGroup (the scheduler sees all the job asks for), while the
+  // gang's minCount stays minReplicas: members are placed together without waiting for a spare.
+  const auto job = job_with({{"replicas", 4}, {"spares", 2}, {"scheduling", {{"gang", true}}}});
+  const auto p = decide(job, with_gang(true), kNow);
+  const auto pods = testing::writes(p, Write::Verb::kCreate, "Pod");
+  ASSERT_EQ(pods.size(), 6u);
+  int spares = 0;
+  for (const auto& w : pods) {
+    EXPECT_EQ(w.body["spec"].value("schedulingGroup", json()), (json{{"podGroupName", "resnet"}})) << w.name;
+    spares += w.name.find("-spare-") != std::string::npos;
+  }
+  EXPECT_EQ(spares, 2);
+  const auto groups = testing::writes(p, Write::Verb::kCreate, "PodGroup");
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].body["spec"]["schedulingPolicy"]["gang"]["minCount"], 4);
+}
+
 TEST(DecideGang, OnKubernetes136sAlphaApiTheObjectsAreWrittenInV1alpha2) {
   auto job = job_with({{"scheduling", {{"gang", true}}}});
   auto p = decide(job, with_gang(true, false, std::nullopt, GangApi::kV1Alpha2), kNow);
