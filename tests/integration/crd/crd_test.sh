@@ -89,6 +89,10 @@ reject spares-of-an-elastic-job-of-one-node 'spares need a job of 2 or more node
   maxReplicas: 1
   spares: 2
 $tmpl"
+reject topology-key-with-a-space 'spec.placement.topologyKey in body should match' "  placement: {topologyKey: my rack}
+$tmpl"
+reject topology-key-too-long 'spec.placement.topologyKey: Too long' "  placement: {topologyKey: $(printf 'r%.0s' $(seq 1 400))}
+$tmpl"
 
 # Hostile templates: the types of what the operator reads, and the namespace's rendezvous key and the operator's
 # volumes kept from job authors (the operator checks the same itself: trainingjob/api/template_check.cc).

@@ -56,6 +56,20 @@ TEST(ParseSpec, ReadsEveryField) {
   EXPECT_EQ(job.spec.clean_pod_policy, CleanPodPolicy::kAll);
 }
 
+TEST(ParseSpec, ReadsTheTopologyKeyOfEveryLabelKeyForm) {
+  EXPECT_EQ(testing::example_job().spec.topology_key, "");
+  const std::vector<std::string> keys = {"rack", "topology.kubernetes.io/zone", "nvidia.com/gpu.clique",
+                                         "kubedist.io/test-rack", "A_b.c-9",
+                                         std::string(253, 'p') + "/" + std::string(63, 'n')};
+  for (const std::string& key : keys) {
+    json j = example_job_json();
+    j["spec"]["placement"]["topologyKey"] = key;
+    auto job = testing::job_from(j);
+    ASSERT_TRUE(job.spec_error.empty()) << key << ": " << job.spec_error;
+    EXPECT_EQ(job.spec.topology_key, key);
+  }
+}
+
 TEST(ParseSpec, AcceptsEveryNprocForm) {
   struct Case {
     json value;
@@ -128,6 +142,22 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
       {"bad onePodPerNode", {{"placement", {{"onePodPerNode", "Always"}}}},
        "spec.placement.onePodPerNode: must be Preferred, Required or None, got \"Always\""},
       {"onePodPerNode bool", {{"placement", {{"onePodPerNode", true}}}}, "spec.placement.onePodPerNode: must be"},
+      {"topologyKey number", {{"placement", {{"topologyKey", 7}}}},
+       "spec.placement.topologyKey: must be a node label key (such as topology.kubernetes.io/zone), got 7"},
+      {"topologyKey empty", {{"placement", {{"topologyKey", ""}}}}, "spec.placement.topologyKey: must be a node"},
+      {"topologyKey spaces", {{"placement", {{"topologyKey", "my rack"}}}}, "spec.placement.topologyKey: must be"},
+      {"topologyKey empty prefix", {{"placement", {{"topologyKey", "/rack"}}}}, "spec.placement.topologyKey: must be"},
+      {"topologyKey empty name", {{"placement", {{"topologyKey", "example.com/"}}}},
+       "spec.placement.topologyKey: must be"},
+      {"topologyKey two slashes", {{"placement", {{"topologyKey", "a/b/c"}}}}, "spec.placement.topologyKey: must be"},
+      {"topologyKey upper-case prefix", {{"placement", {{"topologyKey", "Example.com/rack"}}}},
+       "spec.placement.topologyKey: must be"},
+      {"topologyKey name of 64", {{"placement", {{"topologyKey", std::string(64, 'r')}}}},
+       "spec.placement.topologyKey: must be"},
+      {"topologyKey prefix of 254", {{"placement", {{"topologyKey", std::string(254, 'p') + "/rack"}}}},
+       "spec.placement.topologyKey: must be"},
+      {"topologyKey of a megabyte", {{"placement", {{"topologyKey", std::string(1 << 20, 'r')}}}},
+       "spec.placement.topologyKey: must be"},
       {"zero deadline", {{"activeDeadlineSeconds", 0}}, "spec.activeDeadlineSeconds"},
       {"negative ttl", {{"ttlSecondsAfterFinished", -5}}, "spec.ttlSecondsAfterFinished"},
       {"no template", {{"template", nullptr}}, "spec.template: required"},

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "contract/pod_env.h"
 #include "test_jobs.h"
 #include "trainingjob/render/env.h"
 #include "trainingjob/api/parse.h"
@@ -417,6 +418,37 @@ TEST(RenderPod, SpreadsTheJobsPodsOverNodesAsThePlacementSays) {
   json odd = testing::example_job_json();
   odd["spec"]["template"]["spec"]["affinity"] = "anywhere";
   EXPECT_EQ(render_pod(testing::job_from(odd), 0, PodOptions{})["spec"]["affinity"], "anywhere");
+}
+
+// spec.placement.topologyKey: every pod of the job, a spare as a member, prefers the domain the job runs in, beside
+// the template's own pod affinity; nothing without the key, nothing for a pinned pod.
+TEST(RenderPod, GathersTheJobsPodsInTheDomainOfItsTopologyKey) {
+  const json term = {{"weight", 100},
+                     {"podAffinityTerm",
+                      {{"labelSelector", {{"matchLabels", {{"kubedist.io/job-name", "resnet"}}}}},
+                       {"topologyKey", "kubedist.io/rack"}}}};
+  json j = testing::example_job_json();
+  j["spec"]["placement"]["topologyKey"] = "kubedist.io/rack";
+  j["spec"]["spares"] = 1;
+  const json own = {{"weight", 5}, {"podAffinityTerm", {{"topologyKey", "zone"}}}};
+  j["spec"]["template"]["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({own});
+  const auto job = testing::job_from(j);
+  for (const int rank : {0, 3, contract::kSpareNodeRankBase}) {
+    const json affinity = render_pod(job, rank, PodOptions{})["spec"]["affinity"];
+    EXPECT_EQ(affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"], json::array({own, term}))
+        << rank;
+    EXPECT_TRUE(affinity.contains("podAntiAffinity")) << "one pod per node stays";
+  }
+  EXPECT_FALSE(render_pod(testing::example_job(), 0, PodOptions{})["spec"]["affinity"].contains("podAffinity"));
+  json pinned = j;
+  pinned["spec"]["template"]["spec"]["nodeName"] = "gpu-1";
+  EXPECT_EQ(render_pod(testing::job_from(pinned), 0, PodOptions{})["spec"]["affinity"]["podAffinity"]
+                ["preferredDuringSchedulingIgnoredDuringExecution"],
+            json::array({own}));
+  json odd = j;
+  odd["spec"]["template"]["spec"]["affinity"]["podAffinity"] = "close";
+  EXPECT_EQ(render_pod(testing::job_from(odd), 0, PodOptions{})["spec"]["affinity"]["podAffinity"], "close");
 }
 
 TEST(NodeEnv, ElasticJobsGetMinMaxNnodes) {

@@ -106,6 +106,9 @@ struct Spec {
   // gang scheduling, gang/); a switch the job leaves unset is absent (the integration's default).
   std::map<std::string, bool> scheduling;
   OnePodPerNode one_pod_per_node = OnePodPerNode::kPreferred;
+  // spec.placement.topologyKey: a node label (a rack, an NVLink domain) whose domain the job's pods, spares included,
+  // prefer to share; empty: none.
+  std::string topology_key;
   SharedJson template_;      // core/v1 PodTemplateSpec, validated to have containers with a command
   int trainer_index = 0;     // index of the container that runs under the launcher
 };

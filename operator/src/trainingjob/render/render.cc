@@ -97,6 +97,23 @@ void spread_over_nodes(json& spec, const TrainingJob& job) {
   terms.push_back(required ? term : json{{"weight", 100}, {"podAffinityTerm", term}});
 }
 
+// One domain (spec.placement.topologyKey): a preferred pod affinity to the job's other pods by that node label, so
+// that the job's pods, and its spares among them, go to the domain (rack, NVLink domain) the job already runs in.
+// Not for a pinned pod; a template's affinity of another shape is left for the API server to refuse.
+void gather_in_domain(json& spec, const TrainingJob& job) {
+  if (job.spec.topology_key.empty()) return;
+  if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
+  json* affinity = object_member(spec, "affinity");
+  json* pod_affinity = affinity ? object_member(*affinity, "podAffinity") : nullptr;
+  if (pod_affinity == nullptr) return;
+  json& terms = (*pod_affinity)["preferredDuringSchedulingIgnoredDuringExecution"];
+  if (terms.is_null()) terms = json::array();
+  if (!terms.is_array()) return;
+  terms.push_back({{"weight", 100},
+                   {"podAffinityTerm",
+                    {{"labelSelector", {{"matchLabels", labels_for(job)}}}, {"topologyKey", job.spec.topology_key}}}});
+}
+
 }  // namespace
 
 json render_namespace_rdzv_secret(const std::string& ns, const std::string& secret) {
@@ -219,6 +236,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   if (options.launcher_metrics_port > 0) declare_port(trainer, "kd-metrics", options.launcher_metrics_port);
   avoid_nodes(spec, options.avoided_nodes);
   spread_over_nodes(spec, job);
+  gather_in_domain(spec, job);
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", md}, {"spec", spec}};
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 40 item 3: one pod per node. On two nodes of the test's own with room for both pods on either (8 GPUs each,
+# Issue 40 item 3: one pod per node, and a topology key. On two nodes of the test's own with room for both pods on either (8 GPUs each,
 # 1 asked per pod), the real scheduler puts a job's two pods on distinct nodes by default (spec.placement.
 # onePodPerNode unset: Preferred); with Required and a third pod, the pod that finds no node of its own stays
 # Pending, Unschedulable for the job's anti-affinity; with None, nothing of the operator's keeps them apart.
@@ -46,3 +46,33 @@ YAML
 )
 [[ $bad == *'Unsupported value: "Always"'* ]] || fail "the schema took onePodPerNode: Always: $bad"
 pass "onePodPerNode: Always is refused by the schema"
+
+# spec.placement.topologyKey: two racks of three nodes (label kubedist.io/test-rack); each of three jobs of 2 nodes
+# and 1 spare, all three pods on distinct nodes, keeps to one rack, its spare beside the nodes it backs (by chance,
+# 3 pods on 3 of the 6 nodes share a rack 1 time in 10, all three jobs 1 in 1000).
+kubectl -n "$NS" delete tj spread strict packed --wait=false >/dev/null
+no_pods() { [ -z "$(kubectl -n "$NS" get pods -o name)" ]; }
+eventually 60 "the earlier jobs' pods gone" no_pods
+for n in c d e f; do add_test_node "$NS-$n" 8; done
+for n in a b c; do kubectl label node "$NS-$n" kubedist.io/test-rack=r1 >/dev/null; done
+for n in d e f; do kubectl label node "$NS-$n" kubedist.io/test-rack=r2 >/dev/null; done
+for j in rack-1 rack-2 rack-3; do
+  pool_job_yaml "$j" 2 1 "  spares: 1
+  placement: {topologyKey: kubedist.io/test-rack}" | kubectl -n "$NS" apply -f - >/dev/null
+done
+racks_of() { for n in $(nodes_of "$1"); do kubectl get node "$n" -o jsonpath='{.metadata.labels.kubedist\.io/test-rack}{"\n"}'; done | sort -u; }
+for j in rack-1 rack-2 rack-3; do
+  eventually 60 "$j's 2 pods and its spare scheduled" scheduled "$j" 3
+  [ "$(nodes_of "$j" | uniq | wc -l)" -eq 3 ] || fail "$j's pods share a node: $(nodes_of "$j" | tr '\n' ' ')"
+  [ "$(racks_of "$j" | wc -l)" -eq 1 ] || fail "$j's pods are in racks $(racks_of "$j" | tr '\n' ' ')"
+  key=$(jp "pod/$j-spare-0" '{.spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey}')
+  [ "$key" = kubedist.io/test-rack ] || fail "$j's spare has no preferred pod affinity by the rack: '$key'"
+done
+pass "topologyKey: each job's 2 pods and spare on 3 distinct nodes of one rack ($(for j in rack-1 rack-2 rack-3; do printf '%s:%s ' "$j" "$(racks_of "$j")"; done))"
+
+bad=$(kubectl -n "$NS" apply -f - 2>&1 <<YAML || true
+$(pool_job_yaml bad-key 2 1 "  placement: {topologyKey: 'my rack'}")
+YAML
+)
+[[ $bad == *'spec.placement.topologyKey in body should match'* ]] || fail "the schema took topologyKey 'my rack': $bad"
+pass "topologyKey 'my rack' is refused by the schema"
