@@ -156,6 +156,22 @@ TEST(Spares, TheLostMemberBackWaitsAsASpareAndTheSurplusSpareGoes) {
   EXPECT_TRUE(p.create_ranks.empty());
 }
 
+TEST(Spares, WhichSparesWaitIsTakenOnlyFromTheReportOfTheNodeZeroThatRunsNow) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  pods = {member(0), member(1), member(2), member(3), spare(0), spare(1), spare(2)};
+  // Node 0 says resnet-spare-2 waits and resnet-spare-0 does not: spare-0 goes (one too many).
+  LauncherReport now = report({10001, 10002}, {});
+  EXPECT_EQ(decide(job, observed(pods, now), kNow + 5).delete_pods,
+            (std::vector<PodDeletion>{{"resnet-spare-0", "spare-0", false}}));
+  // The same report from the pod that was node 0 before (replaced since): nothing known, the highest goes.
+  LauncherReport stale = now;
+  stale.pod_uid = "an-earlier-node-0";
+  const Plan p = decide(job, observed(pods, stale), kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-spare-2", "spare-2", false}}));
+  EXPECT_EQ(p.status.spares_ready, 2) << "as last written, of the spares still there";
+}
+
 TEST(Spares, FewerSparesDeletesTheWaitingOnesButNeverAStandIn) {
   std::vector<PodFacts> pods;
   auto job = running(pods);

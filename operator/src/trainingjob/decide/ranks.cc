@@ -93,7 +93,7 @@ Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost
     s.emit("Warning", "SpareFailed", "spare pods " + join_names(failed_spares) + " failed; making new ones");
   }
   // Node 0's rendezvous says which spares wait ready: those are kept first, then the lowest ranks.
-  const std::vector<int>* ready = s.obs.launcher ? &s.obs.launcher->spares : nullptr;
+  const std::vector<int>* ready = ready_spares(s);
   const auto is_ready = [ready](const PodFacts* p) {
     return ready != nullptr && std::find(ready->begin(), ready->end(), p->rank) != ready->end();
   };

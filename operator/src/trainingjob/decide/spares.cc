@@ -31,6 +31,11 @@ std::map<int, int> current_stand_ins(const DecideState& s, int target) {
   return out;
 }
 
+const std::vector<int>* ready_spares(const DecideState& s) {
+  const LauncherReport* report = node0_report(s);
+  return report != nullptr ? &report->spares : nullptr;
+}
+
 bool spare_takes_place_of(const DecideState& s, int rank) {
   const LauncherReport* report = node0_report(s);
   return report != nullptr && !report->spares.empty() &&
@@ -40,9 +45,9 @@ bool spare_takes_place_of(const DecideState& s, int rank) {
 void note_spares(DecideState& s, const Ranks& ranks) {
   Status& st = s.plan.status;
   st.spares = static_cast<int>(ranks.spares.size());
-  if (const LauncherReport* report = node0_report(s)) {
+  if (const std::vector<int>* ready = ready_spares(s)) {
     st.spares_ready = static_cast<int>(std::count_if(ranks.spares.begin(), ranks.spares.end(), [&](const PodFacts* p) {
-      return std::find(report->spares.begin(), report->spares.end(), p->rank) != report->spares.end();
+      return std::find(ready->begin(), ready->end(), p->rank) != ready->end();
     }));
   } else {
     st.spares_ready = std::min(st.spares_ready, st.spares);  // as last reported, of the spares still there

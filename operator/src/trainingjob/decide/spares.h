@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/ranks.h"
@@ -12,6 +13,10 @@ namespace kubedist::trainingjob {
 // pass' STATUS from the pod that is node 0), else as last written (status.standIns). Only places below target
 // other than node 0's, held by a pod of the job that is not being deleted.
 std::map<int, int> current_stand_ins(const DecideState& s, int target);
+
+// The node ranks of the spares node 0's rendezvous reports waiting, from this pass' STATUS of the pod that is node 0
+// now; null when there is none (an older node 0's report says nothing of today's spares).
+const std::vector<int>* ready_spares(const DecideState& s);
 
 // Whether node 0's rendezvous reports node rank `rank` lost while a spare waits: that spare takes its place at the
 // next round, so no pod of that rank is made meanwhile (it would only wait as a spare itself).
