@@ -25,17 +25,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from kube import kubectl  # noqa: E402,F401 - e2e_test.py reads it from here too
+
 PYTHON = "/usr/bin/python3"
-
-
-def kubectl(*args, input=None, check=True):
-    p = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
-    return p
 
 
 def now_rfc3339():

@@ -15,6 +15,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import kube  # noqa: E402
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 CLUSTER_SH = os.path.join(REPO, "deploy/local/cluster.sh")
 CRD = os.path.join(REPO, "crd/kubedist.io_trainingjobs.yaml")
@@ -166,10 +169,11 @@ class Cluster:
 
 
 def kubectl(*args, input=None, check=True):
-    r = subprocess.run(["kubectl", *args], input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if check and r.returncode != 0:
-        raise ScenarioFailed(f"kubectl {' '.join(args[:3])}: {r.stderr.strip()[-1000:]}")
-    return r.stdout
+    """kubectl's stdout; a failure is the scenario's."""
+    try:
+        return kube.kubectl(*args, input=input, check=check).stdout
+    except kube.CommandFailed as e:
+        raise ScenarioFailed(str(e)) from None
 
 
 def apply_crd():

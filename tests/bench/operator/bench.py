@@ -41,6 +41,9 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lib"))
+import kube  # noqa: E402
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
 CLUSTER_SH = os.path.join(REPO, "deploy/local/cluster.sh")
 NS = "bench"
@@ -71,10 +74,10 @@ def usage_error(message):
 
 def kubectl(*args, input=None, check=True):
     """Runs kubectl; returns its stdout (raises BenchError with its stderr when check and it fails)."""
-    proc = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise BenchError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
-    return proc.stdout
+    try:
+        return kube.kubectl(*args, input=input, check=check).stdout
+    except kube.CommandFailed as e:
+        raise BenchError(str(e)) from None
 
 
 def cpu_ticks(pid):

@@ -239,7 +239,7 @@ def scenario_dryrun(plugin):
         code, out = kubedist(env, project, "kubectl kubedist delete gitops")
         check(code == 0, "delete")
         eventually(60, "the applied ConfigMap deleted", lambda: rt.kubectl("-n", ns, "get", "configmap",
-                                                                             "gitops-workdir-0", ok=False).returncode != 0)
+                                                                             "gitops-workdir-0", check=False).returncode != 0)
 
 
 def wheel():

@@ -68,7 +68,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -78,6 +77,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import expect  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lib"))
+from kube import kubectl, run  # noqa: E402,F401 - plugin_test.py reads them from here too
 from expect import Failure, check, eventually, log  # noqa: E402
 
 expect.log.tag = "real"
@@ -88,17 +89,6 @@ CLUSTER_DIR = os.environ["KUBEDIST_CLUSTER_DIR"]
 REGISTRY = "10.250.0.1:5000"  # the registry as the nodes see it (deploy/local/nodes.sh)
 RELEASE, OPERATOR_NS = "kubedist", "kubedist-system"
 EXAMPLE = os.path.join(SOURCE, "crd/examples/cpu/trainingjob.yaml")
-
-
-def run(*args, input=None, ok=True):
-    p = subprocess.run(args, input=input, capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
-    return p
-
-
-def kubectl(*args, **kw):
-    return run("kubectl", *args, **kw)
 
 
 def kget(*args):
@@ -119,7 +109,7 @@ def new_namespace(prefix):
     ns = f"real-{prefix}-{int(time.time())}-{random.randrange(1000)}"
     kubectl("create", "namespace", ns)
     # The ServiceAccount admission plugin refuses pods until the namespace's default ServiceAccount exists.
-    eventually(60, f"serviceaccount default in {ns}", lambda: kubectl("-n", ns, "get", "sa", "default", ok=False)
+    eventually(60, f"serviceaccount default in {ns}", lambda: kubectl("-n", ns, "get", "sa", "default", check=False)
                .returncode == 0)
     return ns
 
@@ -134,22 +124,22 @@ def namespace(prefix):
         dump(ns)
         raise
     finally:
-        kubectl("delete", "namespace", ns, "--wait=false", ok=False)
+        kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 def dump(ns):
-    print(kubectl("-n", ns, "get", "tj,pods", "-o", "wide", ok=False).stdout)
-    print(kubectl("-n", ns, "get", "events", "--sort-by=.lastTimestamp", ok=False).stdout[-4000:])
-    for pod in kubectl("-n", ns, "get", "pods", "-o", "name", ok=False).stdout.split():
+    print(kubectl("-n", ns, "get", "tj,pods", "-o", "wide", check=False).stdout)
+    print(kubectl("-n", ns, "get", "events", "--sort-by=.lastTimestamp", check=False).stdout[-4000:])
+    for pod in kubectl("-n", ns, "get", "pods", "-o", "name", check=False).stdout.split():
         print(f"--- logs {pod} ---")
-        print(kubectl("-n", ns, "logs", pod, "--all-containers", "--tail=40", ok=False).stdout)
-    op = kubectl("-n", OPERATOR_NS, "logs", f"deploy/{RELEASE}", "--tail=40", ok=False)
+        print(kubectl("-n", ns, "logs", pod, "--all-containers", "--tail=40", check=False).stdout)
+    op = kubectl("-n", OPERATOR_NS, "logs", f"deploy/{RELEASE}", "--tail=40", check=False)
     print(f"--- operator ---\n{op.stdout}{op.stderr}")
     # Every operator pod (a rollout that stalls shows why: a pod Pending, not Ready, crashing) and their events.
-    print(kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "wide", ok=False).stdout)
-    print(kubectl("-n", OPERATOR_NS, "get", "events", "--sort-by=.lastTimestamp", ok=False).stdout[-3000:])
-    for pod in kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "name", ok=False).stdout.split():
-        out = kubectl("-n", OPERATOR_NS, "logs", pod, "--tail=15", ok=False)
+    print(kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "wide", check=False).stdout)
+    print(kubectl("-n", OPERATOR_NS, "get", "events", "--sort-by=.lastTimestamp", check=False).stdout[-3000:])
+    for pod in kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "name", check=False).stdout.split():
+        out = kubectl("-n", OPERATOR_NS, "logs", pod, "--tail=15", check=False)
         print(f"--- logs {OPERATOR_NS}/{pod} ---\n{out.stdout}{out.stderr}")
 
 
@@ -313,7 +303,7 @@ def scenario_chart():
                              ("patch", "trainingjobs.kubedist.io --subresource=status", "yes"),
                              ("update", "trainingjobs.kubedist.io", "no"), ("update", "secrets", "no"),
                              ("delete", "nodes", "no"), ("create", "deployments.apps", "no")):
-        got = kubectl("auth", "can-i", verb, *what.split(), "--all-namespaces", "--as", sa, ok=False).stdout.strip()
+        got = kubectl("auth", "can-i", verb, *what.split(), "--all-namespaces", "--as", sa, check=False).stdout.strip()
         check(got == want, f"its ServiceAccount may {verb} {what}: {got}")
 
 
@@ -633,7 +623,7 @@ def cluster_sh(*args):
 
 def stamped_lines(ns, pod, pattern, after=0.0):
     """(time, line) of the trainer's log lines matching pattern, by the kubelet's timestamps, later than after."""
-    out = kubectl("-n", ns, "logs", pod, "-c", "trainer", "--timestamps", ok=False).stdout
+    out = kubectl("-n", ns, "logs", pod, "-c", "trainer", "--timestamps", check=False).stdout
     found = []
     for line in out.splitlines():
         stamp, _, text = line.partition(" ")

@@ -28,6 +28,9 @@ import urllib.request
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lib"))
+from kube import run  # noqa: E402
+
 SRC = os.environ["KUBEDIST_SOURCE_DIR"]
 DASHBOARD = os.path.join(SRC, "deploy", "dashboards", "kubedist.json")
 RATE_INTERVAL = "30s"  # what Grafana's $__rate_interval is for a 1s scrape interval, with room to spare
@@ -40,13 +43,6 @@ def fail(msg):
 
 def ok(msg):
     print("ok: " + msg, flush=True)
-
-
-def run(*args, check=True, **kw):
-    p = subprocess.run(args, capture_output=True, text=True, **kw)
-    if check and p.returncode != 0:
-        fail(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
-    return p
 
 
 def eventually(seconds, what, fn):

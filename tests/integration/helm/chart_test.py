@@ -7,11 +7,13 @@ creates is allowed exactly what the operator needs (asked of the API server's ow
 """
 import json
 import os
-import subprocess
 import sys
 import time
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lib"))
+from kube import run  # noqa: E402
 
 SRC = os.environ["KUBEDIST_SOURCE_DIR"]
 CHART = os.path.join(SRC, "helm", "kubedist")
@@ -22,13 +24,6 @@ def check(cond, what):
     print(("ok: " if cond else "FAIL: ") + what, flush=True)
     if not cond:
         failures.append(what)
-
-
-def run(*args, ok=True):
-    p = subprocess.run(args, capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
-    return p
 
 
 def render(*sets, include_crds=False, set_json=()):
@@ -52,7 +47,7 @@ def operator_args(docs):
 
 
 # helm lint: no warnings, no errors.
-lint = run("helm", "lint", "--strict", CHART, ok=False)
+lint = run("helm", "lint", "--strict", CHART, check=False)
 check(lint.returncode == 0 and "[WARNING]" not in lint.stdout and "[ERROR]" not in lint.stdout,
       "helm lint --strict is clean" + ("" if lint.returncode == 0 else ": " + lint.stdout + lint.stderr))
 
@@ -66,10 +61,10 @@ with open(os.path.join(CHART, "Chart.yaml")) as f:
 check(kube_version == f">=1.{oldest_minor}.0-0",
       f"Chart.yaml's kubeVersion {kube_version} starts at the matrix's oldest release 1.{oldest_minor}")
 for v in (f"v1.{oldest_minor}.0", f"v1.{oldest_minor}.2-eks-4096f2b", "v1.37.2", "v1.40.0"):
-    p = run("helm", "template", "kd", CHART, "--kube-version", v, ok=False)
+    p = run("helm", "template", "kd", CHART, "--kube-version", v, check=False)
     check(p.returncode == 0, f"the chart renders for Kubernetes {v}" + ("" if p.returncode == 0 else ": " + p.stderr))
 too_old = f"v1.{oldest_minor - 1}.9"
-p = run("helm", "template", "kd", CHART, "--kube-version", too_old, ok=False)
+p = run("helm", "template", "kd", CHART, "--kube-version", too_old, check=False)
 check(p.returncode != 0 and f"chart requires kubeVersion: {kube_version}" in p.stderr and too_old in p.stderr,
       f"the chart refuses Kubernetes {too_old}, naming the releases it needs: {p.stderr.strip()}")
 
@@ -142,7 +137,7 @@ custom = render("affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExec
                 "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists")
 check(list(find(custom, "Deployment")[0]["spec"]["template"]["spec"]["affinity"]) == ["nodeAffinity"],
       "a user's affinity replaces the default spread")
-lone = run("helm", "template", "kd", CHART, "--set", "leaderElection.enabled=false", ok=False)
+lone = run("helm", "template", "kd", CHART, "--set", "leaderElection.enabled=false", check=False)
 check(lone.returncode != 0 and "leaderElection.enabled" in lone.stderr,
       "two replicas without leader election are refused: both would reconcile")
 dep = find(docs, "Deployment")[0]["spec"]["template"]["spec"]
@@ -189,7 +184,7 @@ check(dep["spec"]["replicas"] == 1 and dep["spec"]["template"]["spec"]["containe
 for bad_value, field in [("replicaCount=two", "replicaCount"), ("workers=0", "workers"), ("logLevel=loud", "logLevel"),
                          ("metrics.launcherPort=70000", "launcherPort"), ("gangScheduling=sometimes", "gangScheduling"),
                          ("kueue.enabled=yes", "kueue")]:
-    bad = run("helm", "template", "kd", CHART, "--set", bad_value, ok=False)
+    bad = run("helm", "template", "kd", CHART, "--set", bad_value, check=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}: {' '.join(bad.stderr.split())[-100:]}")
 
 # networkPolicy: enabled "auto" by default: on where the cluster serves a network plugin's API known to enforce
@@ -257,14 +252,14 @@ check(same and "--network-policy-per-job" not in operator_args(shared_docs) and 
 ns_pols = find(render("watchNamespace=team-a", "networkPolicy.enabled=true", "networkPolicy.perJob=false"), "NetworkPolicy")
 check([p["metadata"]["namespace"] for p in ns_pols] == ["team-a"], "perJob=false, namespaced: the policy is in watchNamespace")
 nothing = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.perJob=false",
-              ok=False)
+              check=False)
 check(nothing.returncode != 0 and "networkPolicy.namespaces" in nothing.stderr,
       f"perJob=false, cluster-wide, no namespaces listed: refused: {' '.join(nothing.stderr.split())[-120:]}")
 check(all(r.get("from") for v in list(rules.values()) + [want, shared_want] for r in v),
       "every rule names its peers (no rule without a from, which would admit everybody)")
 for bad_value, field in [("networkPolicy.namespaces={Team_A}", "namespaces"), ("networkPolicy.perJob=sometimes", "perJob"),
                          ("networkPolicy.enabled=yes", "enabled")]:
-    bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set", bad_value, ok=False)
+    bad = run("helm", "template", "kd", CHART, "--set", "networkPolicy.enabled=true", "--set", bad_value, check=False)
     check(bad.returncode != 0 and field in bad.stderr, f"values.schema.json refuses {bad_value}")
 
 # Bad nodes: the operator's limit is the chart's; tainting them for everyone is asked for, and only then may the
@@ -279,10 +274,10 @@ check("--avoid-node-after-failures=3" in operator_args(tainting) and "--taint-av
       and node_verbs(tainting) == [["get", "list", "watch", "patch"]],
       "avoidNodeAfterFailures and taintAvoidedNodes reach the flags; tainting grants patch on nodes")
 refused = run("helm", "template", "kd", CHART, "--set", "watchNamespace=team-a", "--set", "taintAvoidedNodes=true",
-              ok=False)
+              check=False)
 check(refused.returncode != 0 and "taintAvoidedNodes: tainting nodes needs the cluster-wide install" in refused.stderr,
       f"a namespaced install that asks to taint nodes is refused: {' '.join(refused.stderr.split())[-140:]}")
-negative = run("helm", "template", "kd", CHART, "--set", "avoidNodeAfterFailures=-1", ok=False)
+negative = run("helm", "template", "kd", CHART, "--set", "avoidNodeAfterFailures=-1", check=False)
 check(negative.returncode != 0 and "avoidNodeAfterFailures" in negative.stderr,
       "values.schema.json refuses a negative avoidNodeAfterFailures")
 
@@ -293,19 +288,19 @@ with tempfile.TemporaryDirectory() as tmp:
     run(os.path.join(SRC, "deploy", "manifests", "generate.sh"), fresh)
     with open(fresh) as a, open(os.path.join(SRC, "deploy", "manifests", "kubedist.yaml")) as b:
         check(a.read() == b.read(), "deploy/manifests/kubedist.yaml is up to date (deploy/manifests/generate.sh)")
-applied = run("kubectl", "apply", "-k", os.path.join(SRC, "deploy", "manifests"), ok=False)
+applied = run("kubectl", "apply", "-k", os.path.join(SRC, "deploy", "manifests"), check=False)
 check(applied.returncode == 0, "kubectl apply -k deploy/manifests is accepted by the API server" +
       ("" if applied.returncode == 0 else ": " + applied.stderr))
 # Remove what it made, except the CRD that other tests share.
-run("kubectl", "delete", "namespace", "kubedist-system", "--wait=false", ok=False)
-run("kubectl", "delete", "clusterrole,clusterrolebinding", "kubedist", ok=False)
+run("kubectl", "delete", "namespace", "kubedist-system", "--wait=false", check=False)
+run("kubectl", "delete", "clusterrole,clusterrolebinding", "kubedist", check=False)
 
 # Installed into the real API server: the ServiceAccount may do what the operator does, and no more.
 ns = f"kubedist-helm-{int(time.time())}"
 release = "kd"
 try:
     run("kubectl", "create", "namespace", ns)
-    inst = run("helm", "install", release, CHART, "--namespace", ns, "--wait=false", ok=False)
+    inst = run("helm", "install", release, CHART, "--namespace", ns, "--wait=false", check=False)
     check(inst.returncode == 0, "helm install into the local control plane" + ("" if inst.returncode == 0 else ": " + inst.stderr))
     sa = f"system:serviceaccount:{ns}:{release}-kubedist"
 
@@ -316,7 +311,7 @@ try:
             resource, name = resource.split("=")
             resource += "/" + name
         p = run("kubectl", "auth", "can-i", verb, resource, "--as", sa, "-n", namespace,
-                *(["--subresource", sub] if sub else []), ok=False)
+                *(["--subresource", sub] if sub else []), check=False)
         return p.stdout.strip() == "yes"
 
     needed = [("list", "trainingjobs.kubedist.io"), ("watch", "trainingjobs.kubedist.io"),
@@ -353,12 +348,12 @@ try:
           and not can("get", "secrets", ns) and not can("get", "secrets=another", ns)
           and not can("patch", "secrets=kubedist-rendezvous", "default"),
           f"kubectl auth can-i: in its own namespace it may read and patch its keyring Secret {keyring} only")
-    dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", ok=False)
+    dep = run("kubectl", "-n", ns, "get", "deployment", f"{release}-kubedist", "-o", "json", check=False)
     check(dep.returncode == 0, "the operator Deployment exists in the cluster")
     if dep.returncode == 0:
         args = json.loads(dep.stdout)["spec"]["template"]["spec"]["containers"][0]["args"]
         check(f"--keyring-secret={ns}/{keyring}" in args, f"the operator is told its keyring ({args})")
-    secret = run("kubectl", "-n", ns, "get", "secret", keyring, "-o", "json", ok=False)
+    secret = run("kubectl", "-n", ns, "get", "secret", keyring, "-o", "json", check=False)
     check(secret.returncode == 0 and json.loads(secret.stdout)["metadata"]["annotations"].get(
         "helm.sh/resource-policy") == "keep", f"the chart made the keyring Secret {keyring}, kept on uninstall")
 
@@ -366,10 +361,10 @@ try:
     jobs_ns = f"{ns}-jobs"
     run("kubectl", "create", "namespace", jobs_ns)
     inst = run("helm", "install", "kdns", CHART, "--namespace", ns, "--set", f"watchNamespace={jobs_ns}",
-               "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.perJob=false", "--wait=false", ok=False)
+               "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.perJob=false", "--wait=false", check=False)
     check(inst.returncode == 0, "helm install of the namespaced mode, with networkPolicy.enabled and perJob=false" +
           ("" if inst.returncode == 0 else ": " + inst.stderr))
-    pol = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", "-o", "json", ok=False)
+    pol = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", "-o", "json", check=False)
     check(pol.returncode == 0 and json.loads(pol.stdout)["spec"]["ingress"][1]["from"][0]["namespaceSelector"] ==
           {"matchLabels": {"kubernetes.io/metadata.name": ns}},
           "the API server took its NetworkPolicy in the watched namespace, the operator's namespace in its rules" +
@@ -380,9 +375,9 @@ try:
     check(not any(can(v, r, jobs_ns, nsa) for v, r in netpol),
           "perJob=false: the operator may not touch NetworkPolicies")
     up = run("helm", "upgrade", "kdns", CHART, "--namespace", ns, "--reuse-values", "--set", "networkPolicy.perJob=true",
-             "--wait=false", ok=False)
+             "--wait=false", check=False)
     check(up.returncode == 0, "helm upgrade to networkPolicy.perJob=true" + ("" if up.returncode == 0 else ": " + up.stderr))
-    gone = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", ok=False)
+    gone = run("kubectl", "-n", jobs_ns, "get", "networkpolicy", "kdns-kubedist-training-pods", check=False)
     check(gone.returncode != 0, "perJob: the namespace's policy is gone (each job's own takes its place)")
     check(all(can(v, r, jobs_ns, nsa) for v, r in netpol)
           and not any(can(v, "networkpolicies.networking.k8s.io", jobs_ns, nsa) for v in ("update", "patch", "delete"))
@@ -401,14 +396,14 @@ try:
     check(not readable and can("get", "secrets=kubedist-rendezvous", jobs_ns, nsa),
           "namespaced, kubectl auth can-i: it may read Secret kubedist-rendezvous of the watched namespace and no "
           "other Secret" + (f" (it may: {readable})" if readable else ""))
-    run("helm", "uninstall", release, "--namespace", ns, ok=False)
-    check(run("kubectl", "-n", ns, "get", "secret", keyring, ok=False).returncode == 0,
+    run("helm", "uninstall", release, "--namespace", ns, check=False)
+    check(run("kubectl", "-n", ns, "get", "secret", keyring, check=False).returncode == 0,
           "helm uninstall left the keyring Secret (a reinstall gives running jobs their keys back)")
 finally:
-    run("helm", "uninstall", "kdns", "--namespace", ns, ok=False)
-    run("helm", "uninstall", release, "--namespace", ns, ok=False)
-    run("kubectl", "delete", "namespace", f"{ns}-jobs", "--wait=false", ok=False)
-    run("kubectl", "delete", "namespace", ns, "--wait=false", ok=False)
+    run("helm", "uninstall", "kdns", "--namespace", ns, check=False)
+    run("helm", "uninstall", release, "--namespace", ns, check=False)
+    run("kubectl", "delete", "namespace", f"{ns}-jobs", "--wait=false", check=False)
+    run("kubectl", "delete", "namespace", ns, "--wait=false", check=False)
 
 print(f"chart_test: {'all checks passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)

@@ -28,6 +28,9 @@ import time
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lib"))
+from kube import kubectl, run  # noqa: E402
+
 OPERATOR = sys.argv[1]
 SRC = os.environ["KUBEDIST_SOURCE_DIR"]
 CHART = os.path.join(SRC, "helm", "kubedist")
@@ -47,23 +50,12 @@ def check(cond, what):
         failures.append(what)
 
 
-def run(*args, input=None, ok=True):
-    p = subprocess.run(args, input=input, capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
-    return p
-
-
-def kubectl(*args, **kw):
-    return run("kubectl", *args, **kw)
-
-
 def apply(obj, ns=None):
     kubectl(*(["-n", ns] if ns else []), "apply", "-f", "-", input=json.dumps(obj))
 
 
 def jp(ns, what, path):
-    return kubectl("-n", ns, "get", what, "-o", f"jsonpath={path}", ok=False).stdout
+    return kubectl("-n", ns, "get", what, "-o", f"jsonpath={path}", check=False).stdout
 
 
 def eventually(seconds, what, fn):
@@ -108,13 +100,13 @@ def finish(ns, pod):
 
 def has_event(ns, obj, reason):
     return kubectl("-n", ns, "get", "events", "--field-selector", f"involvedObject.name={obj},reason={reason}",
-                   "--no-headers", ok=False).stdout.strip() != ""
+                   "--no-headers", check=False).stdout.strip() != ""
 
 
 def event_count(ns, obj, reason):
     """The largest count of obj's Events of this reason (a repeat is counted on the first Event: a patch)."""
     counts = kubectl("-n", ns, "get", "events", "--field-selector", f"involvedObject.name={obj},reason={reason}",
-                     "-o", "jsonpath={.items[*].count}", ok=False).stdout.split()
+                     "-o", "jsonpath={.items[*].count}", check=False).stdout.split()
     return max([int(c) for c in counts if c.isdigit()], default=0)
 
 
@@ -140,7 +132,7 @@ def scenario(ns, mode):
     # Finished, then deleted after its TTL.
     eventually(30, "a-node-0 running", lambda: jp(ns, "pod/a-node-0", "{.status.phase}") == "Running")
     finish(ns, "a-node-0")
-    eventually(60, "a deleted after its TTL", lambda: kubectl("-n", ns, "get", "tj", "a", ok=False).returncode != 0)
+    eventually(60, "a deleted after its TTL", lambda: kubectl("-n", ns, "get", "tj", "a", check=False).returncode != 0)
     # Gang scheduling: Workload and PodGroup created, then replaced for a new minReplicas.
     apply(job("g", 2, {"minReplicas": 1, "maxReplicas": 2, "scheduling": {"gang": True}}), ns)
     eventually(30, "PodGroup g", lambda: jp(ns, "podgroups.scheduling.k8s.io/g",
@@ -171,9 +163,9 @@ def scenario(ns, mode):
     eventually(60, "s admitted", lambda: jp(ns, "tj/s", '{.status.conditions[?(@.type=="Admitted")].status}') == "True")
     kubectl("-n", ns, "patch", "tj", "s", "--type=merge", "-p", '{"spec":{"suspend":true}}')
     eventually(30, "s's Kueue Workload deleted",
-               lambda: kubectl("-n", ns, "get", "workloads.kueue.x-k8s.io", "s", ok=False).returncode != 0)
-    kubectl("delete", "clusterqueue", flavor, "--wait=false", ok=False)
-    kubectl("delete", "resourceflavor", flavor, "--wait=false", ok=False)
+               lambda: kubectl("-n", ns, "get", "workloads.kueue.x-k8s.io", "s", check=False).returncode != 0)
+    kubectl("delete", "clusterqueue", flavor, "--wait=false", check=False)
+    kubectl("delete", "resourceflavor", flavor, "--wait=false", check=False)
     if mode == "cluster":
         # A node deleted under a job's pod (nodes are watched cluster-wide only): the operator asks for the node
         # (a 404 confirms it gone) before it force-deletes the pod.
@@ -300,7 +292,7 @@ def run_mode(mode):
                          ).get("data", {})
     check(any(e.startswith(jobs_ns + ".") for e in entries),
           f"{mode}: the keyring Secret holds the key the operator made for {jobs_ns} ({sorted(entries)})")
-    kubectl("-n", AUDIT_NS, "delete", "secret", keyring["metadata"]["name"], "--wait=false", ok=False)
+    kubectl("-n", AUDIT_NS, "delete", "secret", keyring["metadata"]["name"], "--wait=false", check=False)
     time.sleep(2)  # the API server writes an audit event once the response is complete
     requests, non_resource, refused = audited_requests(user, start)
     rules = granted_rules(rbac, AUDIT_NS)
@@ -322,11 +314,11 @@ def run_mode(mode):
           (f"; unused: {unused}" if unused else ""))
     bad_paths = sorted(p for p in non_resource if not (p in ("/api", "/apis") or p.startswith("/apis/")))
     check(not bad_paths, f"{mode}: its only non-resource requests are API discovery ({sorted(non_resource)})")
-    kubectl("-n", AUDIT_NS, "delete", "lease", dep["metadata"]["name"], "--wait=false", ok=False)  # made anew next
+    kubectl("-n", AUDIT_NS, "delete", "lease", dep["metadata"]["name"], "--wait=false", check=False)  # made anew next
     for d in rbac:
         if d["kind"] in ("ClusterRole", "ClusterRoleBinding"):
-            kubectl("delete", d["kind"].lower(), d["metadata"]["name"], "--wait=false", ok=False)
-    kubectl("delete", "namespace", jobs_ns, "--wait=false", ok=False)
+            kubectl("delete", d["kind"].lower(), d["metadata"]["name"], "--wait=false", check=False)
+    kubectl("delete", "namespace", jobs_ns, "--wait=false", check=False)
 
 
 if not os.path.exists(AUDIT_LOG):
@@ -336,16 +328,16 @@ run("kubectl", "apply", "--server-side", "--force-conflicts", "-f", os.path.join
 run("kubectl", "wait", "--for=condition=Established", "--timeout=60s", "crd/trainingjobs.kubedist.io")
 # An earlier run's namespace may still be going away.
 eventually(120, f"namespace {AUDIT_NS} of an earlier run gone", lambda: kubectl(
-    "get", "namespace", AUDIT_NS, "-o", "jsonpath={.status.phase}", ok=False).stdout != "Terminating")
-if kubectl("get", "namespace", AUDIT_NS, ok=False).returncode != 0:
+    "get", "namespace", AUDIT_NS, "-o", "jsonpath={.status.phase}", check=False).stdout != "Terminating")
+if kubectl("get", "namespace", AUDIT_NS, check=False).returncode != 0:
     kubectl("create", "namespace", AUDIT_NS)
 run(CLUSTER_SH, "kueue-up", CLUSTER)
 try:
     for mode in ("cluster", "namespaced"):
         run_mode(mode)
 finally:
-    run(CLUSTER_SH, "kueue-down", CLUSTER, ok=False)
-    kubectl("delete", "namespace", AUDIT_NS, "--wait=false", ok=False)
+    run(CLUSTER_SH, "kueue-down", CLUSTER, check=False)
+    kubectl("delete", "namespace", AUDIT_NS, "--wait=false", check=False)
 
 print(f"rbac_audit_test: {'all checks passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)
