@@ -3,6 +3,7 @@
 #include <regex>
 #include <sstream>
 
+#include "contract/pod_env.h"
 #include "trainingjob/api/names.h"
 
 namespace kubedist::kubectl {
@@ -84,6 +85,13 @@ Result<void> parse_run(const std::vector<std::string>& args, size_t start, RunOp
     if (flag == "--image") r = take(o.image);
     else if (flag == "--name") r = take(o.name);
     else if (flag == "--queue") r = take(o.queue);
+    else if (flag == "--topology-key") {
+      r = take(o.topology_key);
+      if (r && !is_label_key(o.topology_key)) {
+        return Error::invalid(flag + ": expected a node label's key (e.g. topology.kubernetes.io/zone), got '" +
+                              o.topology_key + "'");
+      }
+    }
     else if (flag == "--workdir") r = take(o.workdir);
     else if (flag == "--pip-index-url") r = take(o.pip_index_url);
     else if (flag == "--cpu") r = take(o.cpu);
@@ -100,6 +108,14 @@ Result<void> parse_run(const std::vector<std::string>& args, size_t start, RunOp
         auto n = positive_int(flag, v, 1024);
         if (!n) return n.error();
         o.gpus_per_node = *n;
+      }
+    } else if (flag == "--spares") {
+      std::string v;
+      r = take(v);
+      if (r) {
+        auto n = positive_int(flag, v, contract::kMaxSpares);
+        if (!n) return n.error();
+        o.spares = *n;
       }
     } else if (flag == "--pip") {
       std::string v;
@@ -268,6 +284,8 @@ run options:
   --gpus-per-node N      nvidia.com/gpu per pod           --cpu Q / --memory Q   requests (memory also the limit)
   --queue NAME           a Kueue LocalQueue               --gang                 gang-schedule the pods
   --node-selector KEY=VALUE  the pods' nodes carry this label (repeatable, or KEY=VALUE,KEY=VALUE)
+  --spares N             N spare pods that take a lost node's place (spec.spares; 2 or more nodes)
+  --topology-key KEY     the pods prefer one domain of this node label, a rack or zone (spec.placement)
   --name NAME            the job's name (default: the script's name and a random suffix)
   --workdir DIR          the directory shipped as the workers' working directory (default: the script's);
                          .kubedistignore and .gitignore are respected; at most 6 MiB (else build an image, --image)

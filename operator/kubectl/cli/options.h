@@ -26,6 +26,8 @@ struct RunOptions {
   std::string queue;            // Kueue LocalQueue (label kueue.x-k8s.io/queue-name)
   std::vector<std::pair<std::string, std::string>> node_selector;  // --node-selector KEY=VALUE, in order
   bool gang = false;            // spec.scheduling.gang
+  int spares = 0;               // spec.spares: spare pods that take a lost node's place
+  std::string topology_key;     // spec.placement.topologyKey: a node label whose domain the pods prefer to share
   std::string name;             // empty: from the script's name and a random suffix
   std::string workdir;          // empty: the script's directory (the current one for -m)
   bool no_workdir = false;      // ship nothing: the code is in the image

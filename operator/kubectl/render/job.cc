@@ -202,6 +202,8 @@ Result<RenderedJob> render_job(const JobInputs& in) {
   // recreate the pod. With restarts, the launcher's in-place restarts come first (OnFailure).
   if (cmd.max_restarts.value_or(0) == 0) spec["restartPolicy"] = "ExitCode";
   if (o.gang) spec["scheduling"] = {{"gang", true}};
+  if (o.spares > 0) spec["spares"] = o.spares;
+  if (!o.topology_key.empty()) spec["placement"] = {{"topologyKey", o.topology_key}};
 
   std::string line;
   for (const auto& w : o.command) line += (line.empty() ? "" : " ") + w;

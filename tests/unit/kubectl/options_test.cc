@@ -39,6 +39,25 @@ TEST(Options, RunTakesItsOptionsThenTheCommand) {
   EXPECT_EQ(o.command, (std::vector<std::string>{"torchrun", "train.py"}));
 }
 
+TEST(Options, SparesAndTheTopologyKey) {
+  auto r = parse({"run", "--spares", "2", "--topology-key=kubedist.io/rack", "--", "torchrun", "--nnodes=4", "x.py"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->run.spares, 2);
+  EXPECT_EQ(r->run.topology_key, "kubedist.io/rack");
+  EXPECT_EQ(parse({"run", "--", "x.py"})->run.spares, 0);
+  for (const std::string bad : {"65", "-1", "two", "", "1e3"}) {
+    EXPECT_NE(error_of({"run", "--spares=" + bad, "--", "x.py"}).find("--spares: expected a whole number from 0 to 64"),
+              std::string::npos)
+        << bad;
+  }
+  for (const std::string bad : {"my rack", "", "/rack", "a/b/c", "Rack.Example/x"}) {
+    EXPECT_NE(error_of({"run", "--topology-key=" + bad, "--", "x.py"})
+                  .find("--topology-key: expected a node label's key"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 TEST(Options, TheCommandMayStartWithoutDashDash) {
   auto r = parse({"run", "--dry-run", "torchrun", "--nnodes=2", "train.py"});
   ASSERT_TRUE(r.ok());

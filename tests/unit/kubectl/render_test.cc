@@ -138,6 +138,25 @@ TEST(RenderJob, OptionsBecomeResourcesQueueGangNodeSelectorAndEnvironment) {
   EXPECT_NE(refused.error().message.find("-e NNODES"), std::string::npos);
 }
 
+TEST(RenderJob, SparesAndTheTopologyKeyGoToTheSpecAndAOneNodeJobIsRefusedSparesAtOnce) {
+  RunOptions o;
+  o.spares = 2;
+  o.topology_key = "topology.kubernetes.io/zone";
+  auto r = render_job(inputs({"torchrun", "--nnodes=4", "train.py"}, o));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->job["spec"]["spares"], 2);
+  EXPECT_EQ(r->job["spec"]["placement"], (json{{"topologyKey", "topology.kubernetes.io/zone"}}));
+  auto plain = render_job(inputs({"torchrun", "--nnodes=4", "train.py"}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->job["spec"].contains("spares"));
+  EXPECT_FALSE(plain->job["spec"].contains("placement"));
+  // The operator's own message, before anything exists: a spare never takes node 0's place.
+  auto refused = render_job(inputs({"torchrun", "--nproc-per-node=2", "train.py"}, o));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("spec.spares: a spare takes the place of a lost node other than node 0"),
+            std::string::npos) << refused.error().message;
+}
+
 TEST(RenderJob, ShippedCodeIsUnpackedByTheSetupContainerFromConfigMaps) {
   JobInputs in = inputs({"torchrun", "train.py"});
   in.chunks = {std::string("ab\0c", 4), "d"};
