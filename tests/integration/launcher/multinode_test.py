@@ -80,8 +80,13 @@ class MultiNode(LauncherTest):
         self.assertEqual(sorted(self.lines("log")), ["0", "1"])
 
     def status(self):
-        """One STATUS request to node 0's rendezvous service, as the operator's poller sends it."""
-        with socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5) as s:
+        """One STATUS request to node 0's rendezvous service, as the operator's poller sends it; {} while the
+        service does not listen yet (node 0's launcher starting)."""
+        try:
+            s = socket.create_connection(("127.0.0.1", self.rdzv_port), timeout=5)
+        except ConnectionRefusedError:
+            return {}
+        with s:
             s.sendall(b"STATUS\n")
             answer = b""
             while not answer.endswith(b"\n"):
@@ -154,6 +159,28 @@ class MultiNode(LauncherTest):
             self.assertEqual(n.wait(), 0, n.stderr())
         self.assertEqual(spare.wait(), 0, spare.stderr())
         self.assertEqual(sorted(self.lines("log")), ["0", "1"])
+
+    def test_one_domains_nodes_take_consecutive_group_ranks_once_each_node_knows_its_own(self):
+        # As in a pod with spec.placement.topologyKey: each node's domain in a file (the operator's annotation,
+        # projected by the kubelet); node 2's file is still empty when it starts, so it waits for it (had it joined
+        # without, it would be group rank 2: a node of no known domain goes before the named ones).
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$TAG $GROUP_RANK $RANK" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'
+        files = {n: self.path(f"domain-{n}") for n in range(4)}
+        for n, domain in ((0, "rack-b\n"), (1, "rack-a"), (2, ""), (3, "rack-b")):
+            with open(files[n], "w") as f:
+                f.write(domain)
+        nodes = [self.node(n, 4, script, "--rdzv-conf=join_timeout=60",
+                           env={"TAG": f"node{n}", "KUBEDIST_TOPOLOGY_DOMAIN_FILE": files[n]}) for n in range(4)]
+        wait_until(lambda: "topology domain in" in nodes[2].stderr(), what="node 2 waiting for its domain")
+        with open(files[2], "w") as f:
+            f.write("rack-c")
+        wait_until(lambda: len(self.lines("log")) == 4, what="the group of four formed")
+        self.assertEqual(sorted(self.lines("log")), ["node0 0 0", "node1 2 2", "node2 3 3", "node3 1 1"],
+                         "node 0, node 3 of its rack, then rack-a's node 1 and rack-c's node 2")
+        open(go, "w").close()
+        for n in nodes:
+            self.assertEqual(n.wait(), 0, n.stderr())
 
     def test_a_replaced_node_0_goes_on_from_the_restart_counts_of_the_one_before(self):
         # Node 1's worker crashes twice; node 0's launcher is then killed before anyone asked its STATUS (as a node
