@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <sstream>
 
+#include "contract/pod_env.h"
 #include "process/descendants.h"
 #include "progress/python_helper.h"
 #include "progress/stacks.h"
@@ -26,6 +28,8 @@ std::string host_name() {
 }
 
 constexpr auto kForwardEvery = std::chrono::milliseconds(250);
+constexpr auto kDomainPoll = std::chrono::milliseconds(100);
+constexpr int kDomainPolls = 300;  // 30 s for the operator's annotation to reach the pod's file
 constexpr auto kStackPoll = std::chrono::milliseconds(100);
 constexpr int kStackPolls = 20;  // 2 s for the workers' faulthandler to write
 
@@ -97,6 +101,35 @@ void Agent::start(RendezvousMember& member) {
   if (config_.spare)
     say("node rank " + std::to_string(config_.node_rank) + " is a spare: it runs no worker until a lost node's place "
         "is open");
+  domain_polls_left_ = config_.topology_domain_file.empty() ? 0 : kDomainPolls;
+  wait_for_domain_then_join();
+}
+
+std::string Agent::read_domain() const {
+  if (config_.topology_domain_file.empty()) return "";
+  std::istringstream in(read_file_prefix(config_.topology_domain_file, 256));
+  std::string word;
+  in >> word;
+  return word;
+}
+
+void Agent::wait_for_domain_then_join() {
+  const std::string word = read_domain();
+  if (word.empty() && domain_polls_left_ > 0) {
+    if (domain_polls_left_-- == kDomainPolls) {
+      say("waiting up to " + std::to_string(kDomainPolls * kDomainPoll.count() / 1000) +
+          " s for this node's topology domain in " + config_.topology_domain_file);
+    }
+    loop_.after(kDomainPoll, [this] { wait_for_domain_then_join(); });
+    return;
+  }
+  if (word.empty() && !config_.topology_domain_file.empty()) {
+    say("no topology domain in " + config_.topology_domain_file + " after " +
+        std::to_string(kDomainPolls * kDomainPoll.count() / 1000) + " s: this node's group rank follows its node rank");
+  } else if (!word.empty() && word != contract::kNoTopologyDomain && !contract::is_topology_domain(word)) {
+    say("ignoring the topology domain '" + word.substr(0, 80) + "' in " + config_.topology_domain_file +
+        ": not a node label's value");
+  }
   join();
 }
 
@@ -106,6 +139,9 @@ void Agent::join() {
   JoinRequest request{config_.run_id, config_.node_rank, local_world_size_, coordinator_settings(config_)};
   request.spare = config_.spare && stand_in_slot_ < 0;
   request.stand_in = stand_in_slot_;
+  const std::string word = read_domain();  // read again at each JOIN: a domain known later is used from then on
+  if (contract::is_topology_domain(word)) domain_ = word;
+  request.domain = domain_;
   member_->join(request);
 }
 

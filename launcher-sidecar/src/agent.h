@@ -49,6 +49,9 @@ class Agent {
   void finish(int code);
   void write_termination_log(int code);
   void join();
+  // Reads --topology-domain-file: its first word if it is a domain ("-" or nothing: none).
+  std::string read_domain() const;
+  void wait_for_domain_then_join();
   // Progress: a worker's report arrived; node 0 hears of it at most every kForwardEvery (at once for a round's
   // first); DUMP takes the workers' stacks; node 0's hang message goes to the termination log at once.
   void on_report(int local_rank, std::string_view datagram, size_t size);
@@ -74,6 +77,10 @@ class Agent {
   std::unique_ptr<WorkerGroup> group_;
   State state_ = State::Joining;
   Assignment assignment_;
+  // The topology domain (--topology-domain-file) as this node last read it, and how long start() still waits for
+  // the file to say one (the operator writes it once the pod is bound).
+  std::string domain_;
+  int domain_polls_left_ = 0;
   int stand_in_slot_ = -1;  // a spare (--spare) standing in: the slot its ROUND named (JOINs name it from then on)
   bool started_once_ = false;
   std::optional<std::chrono::steady_clock::time_point> failure_seen_at_;

@@ -36,6 +36,22 @@ inline constexpr int kMaxSpares = 64;
 // A spare pod's node rank: this plus its index (pod J-spare-<index>), above every member's (maxReplicas <= 10000),
 // so that scaling a job never gives a member's rank to a spare.
 inline constexpr int kSpareNodeRankBase = 10000;
+// spec.placement.topologyKey: the operator writes the value of that label of the pod's node into the pod's annotation
+// kTopologyDomainAnnotation once the pod is bound ("-" for a node without it), the kubelet projects the annotation
+// into a file (downward API), and the trainer's KUBEDIST_TOPOLOGY_DOMAIN_FILE names it (--topology-domain-file): the
+// rendezvous gives one domain's nodes consecutive group ranks.
+inline constexpr const char* kTopologyDomainFile = "KUBEDIST_TOPOLOGY_DOMAIN_FILE";
+inline constexpr const char* kTopologyDomainAnnotation = "kubedist.io/topology-domain";
+inline constexpr std::string_view kNoTopologyDomain = "-";
+// A domain as a node label's value: 1 to 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric
+// (no space: it travels as one word of a JOIN).
+inline bool is_topology_domain(std::string_view v) {
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) return false;
+  for (char c : v)
+    if (!alnum(c) && c != '-' && c != '_' && c != '.') return false;
+  return true;
+}
 // The legacy torch.distributed.launch form, asked for through the pod's env (the operator passes a template's env
 // on; `kubectl kubedist run -- python -m torch.distributed.launch ...` sets them) rather than a CRD field.
 inline constexpr const char* kLegacyLaunch = "KUBEDIST_LEGACY_LAUNCH";        // --legacy-launch (1/true)

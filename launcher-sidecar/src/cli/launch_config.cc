@@ -332,6 +332,10 @@ const std::vector<FlagSpec>& flag_table() {
       {"standalone", nullptr, nullptr, nullptr, false, boolean(&C::standalone), "one node, a free store port"},
       {"spare", nullptr, nullptr, contract::kSpare, false, boolean(&C::spare),
        "wait as a spare, with no workers, and take a lost node's place at the next round (spec.spares)"},
+      {"topology-domain-file", "PATH", nullptr, contract::kTopologyDomainFile, false,
+       text(&C::topology_domain_file, "a file path"),
+       "a file holding this node's topology domain (spec.placement.topologyKey): one domain's nodes take "
+       "consecutive group ranks"},
       {contract::kFlagMaxRestarts, "N", nullptr, nullptr, false,
        integer(&C::max_restarts, 0, contract::kMaxRestartsUpperBound, contract::max_restarts_expected()),
        "in-place restarts of the group (default 0)"},

@@ -43,6 +43,8 @@ struct LaunchConfig {
   std::string run_id = "none";
   bool standalone = false;
   bool spare = false;  // --spare: joins as a spare (rendezvous/coordinator.h); its node rank may be >= max nodes
+  // --topology-domain-file: a file holding this node's topology domain (contract/pod_env.h), read at every JOIN.
+  std::string topology_domain_file;
   int max_restarts = 0;
   bool permanent_exit_codes = false;  // --restart-policy=ExitCode: worker exit codes 1-127 are never restarted
   double monitor_interval = 0.1;  // accepted for torchrun compatibility; the launcher never polls

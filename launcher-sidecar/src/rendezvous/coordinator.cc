@@ -1,6 +1,7 @@
 #include "rendezvous/coordinator.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace kubedist::launcher {
 namespace {
@@ -231,6 +232,23 @@ void RendezvousCoordinator::evaluate(Clock::time_point now) {
   }
 }
 
+void RendezvousCoordinator::order_by_domain(std::vector<std::pair<int, MemberId>>& order) {
+  for (const auto& [slot, id] : order) {
+    const Member& m = members_[id];
+    if (slot == m.info.node_rank) slot_domains_[slot] = m.info.domain;  // a stand-in keeps the slot's domain
+  }
+  const auto domain_of = [this](int slot) {
+    const auto it = slot_domains_.find(slot);
+    return it == slot_domains_.end() ? std::string() : it->second;
+  };
+  // Node 0 first (it hosts the store), then the nodes of its domain, then the other domains by name; by slot within
+  // one domain. Without domains this is the order by slot.
+  const std::string first = order.empty() ? std::string() : domain_of(order.front().first);
+  const auto key = [&](int slot) { return std::make_tuple(slot != 0, domain_of(slot) != first, domain_of(slot), slot); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+}
+
 void RendezvousCoordinator::form_round() {
   // (slot, id): node rank 0 becomes group rank 0; a spare standing in takes the lost member's slot.
   std::vector<std::pair<int, MemberId>> order, spares;
@@ -252,6 +270,7 @@ void RendezvousCoordinator::form_round() {
     order.emplace_back(m.slot, id);
   }
   std::sort(order.begin(), order.end());
+  order_by_domain(order);
   ++round_;
   int world = 0;
   for (auto& [rank, id] : order) world += members_[id].info.nproc;

@@ -87,6 +87,9 @@ struct JoinRequest {
   bool spare = false;
   // A spare that stood in: the slot its ROUND named (Assignment::stand_in_slot), -1 otherwise.
   int stand_in = -1;
+  // The node's topology domain (--topology-domain-file; empty: none): one domain's nodes take consecutive group
+  // ranks, node 0's domain first (see form_round).
+  std::string domain{};
 };
 
 struct RendezvousMessage {
@@ -165,6 +168,8 @@ class RendezvousCoordinator {
   void claim_slot(MemberId id, Member& m, int slot);
   void evaluate(Clock::time_point now);
   void form_round();
+  // Orders a round's (slot, member) pairs for their group ranks: one topology domain's nodes together.
+  void order_by_domain(std::vector<std::pair<int, MemberId>>& order);
   // charged: counts against --max-restarts (a failure or a leave; a joiner is free).
   void new_round(const std::string& reason, int exit_code, const char* cause, Clock::time_point now,
                  bool charged = true);
@@ -186,6 +191,9 @@ class RendezvousCoordinator {
   std::set<int> lost_nodes_;  // node ranks lost from a round (node_lost) that have not joined again: report()
   std::set<int> open_slots_;  // slots of members lost from a round that no member holds: what spares may take
   std::map<int, int> stand_ins_;  // slot -> node rank of the spare that holds it: report()
+  // slot -> the topology domain of the node whose own place it is (JoinRequest::domain), as that node last said:
+  // a spare standing in keeps the slot's domain, hence its group rank (form_round).
+  std::map<int, std::string> slot_domains_;
   std::map<std::string, int> carried_;  // carry(): counts of the node 0 before this one, added in report()
   Clock::time_point below_min_since_;
   std::optional<Clock::time_point> last_call_deadline_;

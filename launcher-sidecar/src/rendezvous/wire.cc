@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "contract/pod_env.h"
 #include "contract/status_line.h"
 
 namespace kubedist::launcher {
@@ -137,6 +138,7 @@ std::string encode_join(const JoinRequest& join) {
     line << ' ' << g->min_nodes << ' ' << g->max_nodes << ' ' << g->max_restarts << ' ' << g->last_call.count()
          << ' ' << g->join_timeout.count() << ' ' << (g->permanent_exit_codes ? 1 : 0);
   }
+  if (!join.domain.empty()) line << " domain=" << join.domain;
   if (join.stand_in >= 0) line << " stand_in=" << join.stand_in;
   else if (join.spare) line << " spare";
   line << '\n';
@@ -190,10 +192,10 @@ Result<MemberRequest> parse_request(const std::string& line) {
     r.kind = MemberRequest::Kind::Join;
     if (in >> r.join.run_id >> r.join.node_rank >> r.join.nproc && r.join.nproc > 0 && r.join.node_rank >= 0) {
       // Optional: the joiner's settings "MIN MAX MAX_RESTARTS LAST_CALL_MS JOIN_TIMEOUT_MS PERMANENT(0|1)", then
-      // optional "spare" (the last word).
+      // optional "domain=D", then optional "spare" or "stand_in=K" (the last word).
       std::string tail = rest_of(in);
-      const size_t space = tail.rfind(' ');
-      const std::string last = tail.substr(space == std::string::npos ? 0 : space + 1);
+      size_t space = tail.rfind(' ');
+      std::string last = tail.substr(space == std::string::npos ? 0 : space + 1);
       const bool stand_in = last.rfind("stand_in=", 0) == 0;
       if (last == "spare" || stand_in) {
         if (stand_in) {
@@ -202,6 +204,15 @@ Result<MemberRequest> parse_request(const std::string& line) {
           r.join.stand_in = std::stoi(slot);
         }
         r.join.spare = !stand_in;
+        tail.resize(space == std::string::npos ? 0 : space);
+        space = tail.rfind(' ');
+        last = tail.substr(space == std::string::npos ? 0 : space + 1);
+      }
+      if (last.rfind("domain=", 0) == 0) {
+        if (!contract::is_topology_domain(std::string_view(last).substr(7))) {
+          return make_error("bad rendezvous request: '" + line + "'");
+        }
+        r.join.domain = last.substr(7);
         tail.resize(space == std::string::npos ? 0 : space);
       }
       std::istringstream settings(tail);

@@ -24,9 +24,10 @@ struct MemberRequest {
   std::map<std::string, int> carried;   // Carry: restarts by cause
 };
 
-// The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0][ spare]\n" (the optional joiner's
-// settings: min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes; then " spare"
-// for a spare, or " stand_in=K" for one that stood in for slot K), "FAILED 2 3 text\n",
+// The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0][ domain=D][ spare]\n" (the optional
+// joiner's settings: min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes; then
+// its topology domain, if it knows one; then " spare" for a spare, or " stand_in=K" for one that stood in for slot
+// K), "FAILED 2 3 text\n",
 // "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
 // A node's progress for node 0 (only to a host whose STATUS counts hangs, which knows the verb):
 // "PROGRESS round rank:step:step_seconds... [total=N] [epoch=N] [samples=N] [m.name=value...]\n"; the stacks it

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "rendezvous/coordinator.h"
@@ -36,5 +37,19 @@ inline std::map<MemberId, RendezvousMessage> by_member(const std::vector<Outgoin
   for (auto& o : out) m[o.to] = o.message;
   return m;
 }
+
+// The harness whose out() gives the last message to each member, and whose join() takes a whole request (a spare,
+// a stand-in, a domain): the spares' and the domains' tests.
+struct ByMember : Harness {
+  using Harness::Harness;
+  std::map<MemberId, RendezvousMessage> out() { return by_member(Harness::out()); }
+  void join(MemberId id, int node_rank, bool spare = false, int stand_in = -1, const std::string& domain = "") {
+    JoinRequest r{"job", node_rank, 2};
+    r.spare = spare;
+    r.stand_in = stand_in;
+    r.domain = domain;
+    c.join(id, r, t);
+  }
+};
 
 }  // namespace kubedist::launcher::testing

@@ -13,15 +13,8 @@ using Kind = RendezvousMessage::Kind;
 using namespace std::chrono_literals;
 
 // The coordinator harness, with spares: out() by member, join() also as a spare or naming the slot it stood in for.
-struct Harness : testing::Harness {
-  using testing::Harness::Harness;
-  std::map<MemberId, RendezvousMessage> out() { return testing::by_member(testing::Harness::out()); }
-  void join(MemberId id, int node_rank, bool spare = false, int stand_in = -1) {
-    JoinRequest r{"job", node_rank, 2};
-    r.spare = spare;
-    r.stand_in = stand_in;
-    c.join(id, r, t);
-  }
+struct Harness : testing::ByMember {
+  using testing::ByMember::ByMember;
   // Nodes 0, 1 and 2 (ids 1, 2, 3) of a rigid job of three, and spare node 3 (id 9), which joined first.
   void run_three_and_a_spare() {
     join(9, 3, true);
