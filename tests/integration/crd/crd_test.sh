@@ -120,10 +120,13 @@ reject mounts-operator-volume 'a container of the template may not mount them' \
   "$(tmpl_with ', volumeMounts: [{name: kubedist-rendezvous, mountPath: /key}]')"
 reject init-mounts-operator-volume 'a container of the template may not mount them' \
   "$(tmpl_with '' ', initContainers: [{name: peek, image: x, volumeMounts: [{name: kubedist-bin, mountPath: /b}]}]')"
-reject mount-under-kubedist "mount paths /kubedist/bin, /kubedist/rdzv and /kubedist/rendezvous are the operator's" \
+reject mount-under-kubedist "mount paths /kubedist/bin, /kubedist/rdzv, /kubedist/rendezvous and /kubedist/podinfo are the operator's" \
   "$(tmpl_with ', volumeMounts: [{name: data, mountPath: /kubedist/bin}]' ', volumes: [{name: data, emptyDir: {}}]')"
-reject reserved-volume-name 'volume names kubedist-bin, kubedist-rendezvous and kubedist-rdzv are reserved' \
+reject reserved-volume-name 'volume names kubedist-bin, kubedist-rendezvous, kubedist-rdzv and kubedist-podinfo are reserved' \
   "$(tmpl_with '' ', volumes: [{name: kubedist-rdzv, emptyDir: {}}]')"
+reject reserved-podinfo-name 'kubedist-podinfo are reserved' "$(tmpl_with '' ', volumes: [{name: kubedist-podinfo, emptyDir: {}}]')"
+reject mount-under-podinfo "/kubedist/podinfo are the operator's" \
+  "$(tmpl_with ', volumeMounts: [{name: data, mountPath: /kubedist/podinfo/x}]' ', volumes: [{name: data, emptyDir: {}}]')"
 reject reserved-init-name 'the init container name kubedist-launcher is the operator' \
   "$(tmpl_with '' ', initContainers: [{name: kubedist-launcher, image: x}]')"
 printf 'apiVersion: kubedist.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: other-secret}\nspec:\n%s\n' \

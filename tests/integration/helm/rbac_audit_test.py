@@ -168,7 +168,8 @@ def scenario(ns, mode):
     kubectl("delete", "resourceflavor", flavor, "--wait=false", check=False)
     if mode == "cluster":
         # A node deleted under a job's pod (nodes are watched cluster-wide only): the operator asks for the node
-        # (a 404 confirms it gone) before it force-deletes the pod.
+        # (a 404 confirms it gone) before it force-deletes the pod. Before that, with spec.placement.topologyKey, it
+        # reads the node's label once the pod is bound and patches the pod's topology-domain annotation.
         node = f"{ns}-lost"
         apply({"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": node, "annotations": {"kwok.x-k8s.io/node": "fake"},
@@ -176,13 +177,15 @@ def scenario(ns, mode):
                "spec": {"taints": [{"key": "kubedist.io/test-pool", "value": ns, "effect": "NoSchedule"}]},
                "status": {"capacity": {"cpu": "8", "memory": "64Gi", "pods": "10"},
                           "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "10"}}})
-        lost = job("n", 1)
+        lost = job("n", 1, {"placement": {"topologyKey": "kubernetes.io/hostname"}})
         lost["spec"]["template"]["spec"].update({
             "nodeSelector": {"kubedist.io/test-pool": ns},
             "tolerations": [{"key": "kubedist.io/test-pool", "operator": "Equal", "value": ns, "effect": "NoSchedule"}]})
         apply(lost, ns)
         eventually(60, "n-node-0 running on its own node",
                    lambda: jp(ns, "pod/n-node-0", "{.spec.nodeName} {.status.phase}") == f"{node} Running")
+        eventually(30, "n-node-0 annotated with its node's domain", lambda: jp(
+            ns, "pod/n-node-0", "{.metadata.annotations.kubedist\\.io/topology-domain}") == node)
         kubectl("delete", "node", node, "--wait=false")
         eventually(60, "n-node-0 lost with its deleted node", lambda: has_event(ns, "n", "PodLost"))
         kubectl("-n", ns, "delete", "tj", "n")

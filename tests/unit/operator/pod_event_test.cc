@@ -55,6 +55,11 @@ const char* const kPods[] = {
     R"({"metadata": {"name": "k", "annotations": {"a": {"b": 1}, "kubedist.io/rendezvous-key": "0123456789abcdef"}}})",
     R"({"metadata": {"name": "k2", "annotations": {"kubedist.io/rendezvous-key": 7}}})",
     R"({"metadata": {"name": "k3", "annotations": ["kubedist.io/rendezvous-key"]}})",
+    // its node's topology domain (annotation): written, empty, of another type, or too long (kept cut)
+    R"({"metadata": {"name": "d", "annotations": {"kubedist.io/topology-domain": "rack-a"}}})",
+    R"({"metadata": {"name": "d2", "annotations": {"kubedist.io/topology-domain": ""}}})",
+    R"({"metadata": {"name": "d3", "annotations": {"kubedist.io/topology-domain": {"rack": "a"}}}})",
+    R"({"metadata": {"name": "d4", "annotations": {"kubedist.io/topology-domain": "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"}}})",
 };
 
 json event_of(const char* pod, const char* type = "MODIFIED") {
@@ -79,6 +84,15 @@ TEST(ReadPodEvent, ReadsWhatTheDomPathReadsFromPodsOfEveryShape) {
 }
 
 // A pod of a list page (kube/list_page.h) is read as an ADDED event's object: the same facts, key and version.
+TEST(ReadPodEvent, ReadsTheTopologyDomainAnnotationAsTheDomPathDoes) {
+  const auto domain = [](const char* pod) { return parse_pod_facts(json::parse(pod)).topology_domain; };
+  EXPECT_EQ(domain(kPods[10]), std::optional<std::string>("rack-a"));
+  EXPECT_EQ(domain(kPods[11]), std::optional<std::string>(""));
+  EXPECT_EQ(domain(kPods[12]), std::nullopt);
+  EXPECT_EQ(domain(kPods[13]), std::optional<std::string>(std::string(kMaxTopologyDomain, 'r')));
+  EXPECT_EQ(domain(kPods[0]), std::nullopt);
+}
+
 TEST(ReadPodObject, ReadsAListsPodAsTheEventsObject) {
   for (const char* pod : kPods) {
     PodEvent as_event, as_object;

@@ -543,6 +543,49 @@ struct TaintingReconciler {
   std::unique_ptr<Reconciler> reconciler;
 };
 
+// spec.placement.topologyKey: a bound pod gets its node's domain in an annotation, by a patch naming its uid; the
+// pod is patched, never deleted (every pod write but a create once went down the delete path).
+TEST_F(ReconcilerTest, ABoundPodIsAnnotatedWithItsNodesDomainAndNeverDeletedForIt) {
+  json job = testing::example_job_json();
+  job["spec"]["placement"]["topologyKey"] = "kubedist.io/rack";
+  api.put(kJobPath, job);
+  jobs.set(kKey, testing::job_from(job));
+  FakeCache<NodeFacts> nodes;
+  ReconcilerExtras extras;
+  extras.nodes = &nodes;
+  PodOptions options;
+  options.topology_domains = true;
+  Reconciler r(api, jobs, pods, services, recorder, options, std::move(extras));
+  const json node = json::parse(R"({"metadata": {"name": "gpu-7", "labels": {"kubedist.io/rack": "r1"}},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})");
+  api.put("/api/v1/nodes/gpu-7", node);
+  nodes.set("gpu-7", parse_node_facts(node));
+  r.reconcile(kKey);
+  sync();
+  pods_run();
+  PodFacts bound = cached_pod("resnet-node-0");
+  bound.node_name = "gpu-7";
+  pods.set("team-a/resnet-node-0", bound);
+  api.clear_calls();
+  r.reconcile(kKey);
+  const auto patches = api.calls("patch", kPods + "/resnet-node-0");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].body, (json{{"metadata", {{"uid", bound.uid},
+                                                 {"annotations", {{"kubedist.io/topology-domain", "r1"}}}}}}));
+  EXPECT_TRUE(api.calls("delete", kPods).empty());
+  EXPECT_EQ(api.object(kPods + "/resnet-node-0")->at("metadata")["annotations"]["kubedist.io/topology-domain"], "r1");
+  sync();
+  pods_run();
+  bound = cached_pod("resnet-node-0");
+  EXPECT_EQ(bound.topology_domain, std::optional<std::string>("r1"));
+  bound.node_name = "gpu-7";
+  pods.set("team-a/resnet-node-0", bound);
+  api.clear_calls();
+  r.reconcile(kKey);
+  EXPECT_TRUE(api.calls("patch", kPods).empty()) << "written once";
+  EXPECT_TRUE(api.calls("get", "/api/v1/nodes/").empty()) << "the node read once per pod";
+}
+
 TEST_F(ReconcilerTest, AnAvoidedNodeIsTaintedOnTheVersionItsTaintsWereReadFromBeforeTheStatusNamesIt) {
   TaintingReconciler tainting(*this);
   EXPECT_NE(tainting.fail_on_the_node().kind, ReconcileResult::Kind::kError);

@@ -1,6 +1,7 @@
 #include "trainingjob/act/reconciler.h"
 
 #include "common/log.h"
+#include "contract/pod_env.h"
 #include "contract/signed_line.h"
 #include "rendezvous/rdzv_auth.h"
 #include "kube/config.h"
@@ -196,6 +197,7 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
     o.nodes_watched = true;
     o.nodes = extras_.nodes->by_index("");
     confirm_missing_nodes(o);
+    observe_node_domains(job, o);
   }
   if (extras_.launcher) o.launcher = extras_.launcher(job.ns + "/" + job.name);
   if (auto last = final_launcher_report(job, o.pods)) o.launcher = std::move(last);  // newer than any poll
@@ -229,6 +231,26 @@ void Reconciler::observe_bus_errors(const TrainingJob& job, Observed& o) {
     if (pod.node_name.empty() || o.bus_error_namespaces.count(pod.node_name) != 0) continue;
     auto seen = signals->namespaces(pod.node_name, now);
     if (!seen.empty()) o.bus_error_namespaces.emplace(pod.node_name, std::move(seen));
+  }
+}
+
+void Reconciler::observe_node_domains(const TrainingJob& job, Observed& o) {
+  if (job.spec.topology_key.empty()) return;
+  for (const auto& pod : o.pods) {
+    if (pod.node_name.empty() || pod.deleting || pod.topology_domain || o.node_domains.count(pod.node_name) != 0 ||
+        o.nodes_gone.count(pod.node_name) != 0)
+      continue;
+    // One GET per pod bound since the last pass (its annotation ends the need): the node cache keeps no labels.
+    auto r = api_.get("/api/v1/nodes/" + pod.node_name);
+    if (!r) {
+      log_warn("reconciler", "cannot read node " + pod.node_name + "'s " + job.spec.topology_key + ": " +
+                                 r.error().message);
+      continue;
+    }
+    const json* md = object_at(*r, "metadata");
+    const json* labels = md ? object_at(*md, "labels") : nullptr;
+    const std::string value = labels ? string_at(*labels, job.spec.topology_key.c_str()) : "";
+    o.node_domains[pod.node_name] = value.empty() ? std::string(contract::kNoTopologyDomain) : value;
   }
 }
 
@@ -383,7 +405,10 @@ std::optional<ReconcileResult> Reconciler::carry_out(const TrainingJob& job, con
   if (w.kind == kKind && w.name == job.name && w.verb == Write::Verb::kPatchStatus) {
     return write_status(job, plan, w, observed.pods, pass);
   }
-  if (w.kind == "Pod") return w.verb == Write::Verb::kCreate ? create_pod(job, observed, w, pass) : delete_pod(w, pass);
+  // A pod's create and delete are expected by the next pass; any other write of a pod (its topology-domain
+  // annotation) is a plain one.
+  if (w.kind == "Pod" && w.verb == Write::Verb::kCreate) return create_pod(job, observed, w, pass);
+  if (w.kind == "Pod" && w.verb == Write::Verb::kDelete) return delete_pod(w, pass);
   if (w.kind == "Secret" && w.name == kNamespaceRdzvSecret && w.verb == Write::Verb::kCreate) {
     return create_namespace_secret(job, w);
   }

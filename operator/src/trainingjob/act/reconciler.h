@@ -112,6 +112,8 @@ class Reconciler {
   // Asks the API server about each node a pod of o is bound to that the node cache lacks: a 404 confirms it gone
   // (o.nodes_gone), an answer adds it to o.nodes, an error leaves it unknown (its pods are not judged lost).
   void confirm_missing_nodes(Observed& o);
+  // spec.placement.topologyKey: the label's value on the nodes of the job's pods that have no domain annotation yet.
+  void observe_node_domains(const TrainingJob& job, Observed& o);
   void observe_bus_errors(const TrainingJob& job, Observed& o);
 
   // Carries out the plan's writes in order; what to ask of the controller then.

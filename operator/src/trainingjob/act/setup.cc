@@ -230,6 +230,7 @@ Result<void> run_manager(const OperatorOptions& options, std::stop_token stop) {
   JobMetrics job_metrics(metrics);
   PodOptions pod_options = options.pods;
   pod_options.rdzv_secret = true;  // every new pod's launcher signs its rendezvous with the job's secret
+  pod_options.topology_domains = caches.nodes != nullptr;  // Reconciler::observe_node_domains reads them
   Reconciler reconciler(api, *caches.jobs, *caches.pods, *caches.services, recorder, pod_options,
                         reconciler_extras(options, caches, rendezvous_keys, keyring ? &*keyring : nullptr,
                                           integrations, poller, node_signals),

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "contract/pod_env.h"
 #include "trainingjob/api/json_fields.h"
 
 namespace kubedist::trainingjob {
@@ -38,7 +39,11 @@ PodFacts parse_pod_facts(const json& pod) {
   f.uid = string_at(md, "uid");
   if (auto ts = md.find("deletionTimestamp"); ts != md.end()) f.deleting = !ts->is_null();
   f.owner_uid = controller_uid(pod);
-  if (const json* annotations = object_at(md, "annotations")) f.rdzv_key = string_at(*annotations, kRdzvKeyAnnotation);
+  if (const json* annotations = object_at(md, "annotations")) {
+    f.rdzv_key = string_at(*annotations, kRdzvKeyAnnotation);
+    if (auto d = annotations->find(contract::kTopologyDomainAnnotation); d != annotations->end() && d->is_string())
+      f.topology_domain = d->get<std::string>().substr(0, kMaxTopologyDomain);
+  }
   if (const json* labels = object_at(md, "labels")) {
     f.job_name = string_at(*labels, kJobNameLabel);
     f.rank = node_rank_from_label(text_at(*labels, kNodeRankLabel));

@@ -5,6 +5,7 @@
 
 #include "common/json_reader.h"
 #include "trainingjob/api/facts.h"
+#include "contract/pod_env.h"
 #include "trainingjob/api/json_fields.h"
 
 namespace kubedist::trainingjob {
@@ -54,6 +55,7 @@ class PodEventReader {
       case F::kDelTs: deleting_ = true; break;
       case F::kJobLabel: f.job_name = s; break;
       case F::kRdzvKey: f.rdzv_key = s; break;
+      case F::kTopologyDomain: f.topology_domain = std::string(s).substr(0, kMaxTopologyDomain); break;
       case F::kRankLabel: rank_ = s; break;
       case F::kOwnerUid: owner_.uid = s; break;
       case F::kNodeName: f.node_name = s; break;
@@ -106,7 +108,7 @@ class PodEventReader {
  private:
   enum class F : uint8_t {
     kOther, kRoot, kType, kObject, kErrCode, kErrMessage, kMd, kNs, kName, kUid, kRv, kDelTs, kAnnotations, kRdzvKey,
-    kLabels, kJobLabel,
+    kTopologyDomain, kLabels, kJobLabel,
     kRankLabel, kOwners, kOwner, kOwnerCtrl, kOwnerUid, kSpec, kNodeName, kVolumes, kVolume, kVolumeName,
     kContainers, kContainer, kContainerName, kStatus, kPhase, kStartTime, kPodIp, kReason, kConds, kCond, kCondType,
     kCondStatus, kCondReason, kCondLtt, kCStatuses, kCStatus, kCsName, kCsState, kTerminated, kTExit, kTReason,
@@ -157,6 +159,7 @@ class PodEventReader {
         break;
       case F::kAnnotations:
         if (k == kRdzvKeyAnnotation) return F::kRdzvKey;
+        if (k == contract::kTopologyDomainAnnotation) return F::kTopologyDomain;
         break;
       case F::kLabels:
         if (k == kJobNameLabel) return F::kJobLabel;

@@ -104,14 +104,16 @@ Check check_mount(const json& mount, const std::string& where) {
   const std::string name = mount.at("name").get<std::string>();
   if (reserved_volume(name)) {
     return Error::invalid(where + ".name: volume \"" + name +
-                          "\" is the operator's (kubedist-bin, kubedist-rendezvous and kubedist-rdzv hold the "
-                          "launcher and the rendezvous key): a container of the template may not mount it");
+                          "\" is the operator's (kubedist-bin, kubedist-rendezvous, kubedist-rdzv and kubedist-podinfo "
+                          "hold the launcher, the rendezvous key and the node's topology domain): a container of the "
+                          "template may not mount it");
   }
   const std::string path = mount.at("mountPath").get<std::string>();
   for (const std::string dir : kReservedMountDirs) {
     if (path == dir || path.rfind(dir + "/", 0) == 0) {
       return Error::invalid(where + ".mountPath: \"" + path + "\" lies under " + dir +
-                            ", where the operator mounts the launcher or the rendezvous key");
+                            ", where the operator mounts the launcher, the rendezvous key or the node's topology "
+                            "domain");
     }
   }
   return std::nullopt;
@@ -149,7 +151,7 @@ Check check_volume(const json& v, const std::string& where) {
   const std::string name = v.at("name").get<std::string>();
   if (reserved_volume(name)) {
     return Error::invalid(where + ".name: \"" + name + "\" is reserved for the operator's volumes (" +
-                          "kubedist-bin, kubedist-rendezvous, kubedist-rdzv)");
+                          "kubedist-bin, kubedist-rendezvous, kubedist-rdzv, kubedist-podinfo)");
   }
   if (auto e = object_field(v, "secret", where, [](const json& secret, const std::string& field) {
         return not_the_rendezvous_secret(secret, field, "secretName");

@@ -11,8 +11,10 @@ namespace kubedist::trainingjob {
 // an earlier operator's per-job Secret) and the directories it mounts them at (render.h's kBinDir, kRdzvSecretDir,
 // kNamespaceRdzvDir): a template may use none of them. Other paths under /kubedist stay the user's (the kubectl
 // plugin mounts its working directory and pip packages there).
-inline constexpr const char* kReservedVolumes[] = {"kubedist-bin", "kubedist-rendezvous", "kubedist-rdzv"};
-inline constexpr const char* kReservedMountDirs[] = {"/kubedist/bin", "/kubedist/rdzv", "/kubedist/rendezvous"};
+inline constexpr const char* kReservedVolumes[] = {"kubedist-bin", "kubedist-rendezvous", "kubedist-rdzv",
+                                                   "kubedist-podinfo"};
+inline constexpr const char* kReservedMountDirs[] = {"/kubedist/bin", "/kubedist/rdzv", "/kubedist/rendezvous",
+                                                     "/kubedist/podinfo"};
 inline constexpr const char* kLauncherContainer = "kubedist-launcher";  // the operator's init container
 
 // Checks spec.template (a core/v1 PodTemplateSpec) before the operator renders pods from it:

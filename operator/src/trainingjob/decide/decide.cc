@@ -12,6 +12,7 @@
 #include "trainingjob/decide/ranks.h"
 #include "trainingjob/decide/rendezvous.h"
 #include "trainingjob/decide/decide_state.h"
+#include "trainingjob/decide/domains.h"
 #include "trainingjob/decide/spares.h"
 #include "trainingjob/decide/stop.h"
 #include "trainingjob/decide/elastic.h"
@@ -110,6 +111,7 @@ Plan active(DecideState& s) {
   s.stand_ins = current_stand_ins(s, target);
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
   note_spares(s, ranks);
+  annotate_domains(s);
   const auto node0 = ranks.by_rank.find(0);
   decide_progress(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);
 

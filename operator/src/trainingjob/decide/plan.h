@@ -77,6 +77,10 @@ struct Observed {
   // Nodes the job's pods are bound to that the API server says do not exist (a GET answered 404): deleted for
   // certain, not merely missing from a node cache that has not caught up.
   std::set<std::string> nodes_gone;
+  // spec.placement.topologyKey: node -> the value of that label (kNoTopologyDomain without it), for the nodes of the
+  // job's pods that have no topology-domain annotation yet (read only where nodes are watched: the cluster-wide
+  // operator's RBAC).
+  std::map<std::string, std::string> node_domains;
   std::optional<LauncherReport> launcher;  // the latest STATUS of the rendezvous service on node 0
   // Each integration's facts about the job (gang scheduling, Kueue admission: hook.h), in registration order.
   std::vector<std::shared_ptr<const IntegrationFacts>> integrations;

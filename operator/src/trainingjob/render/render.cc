@@ -177,6 +177,7 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
   if (tmpl_md.contains("annotations") && tmpl_md["annotations"].is_object()) {
     md["annotations"] = tmpl_md["annotations"];
     md["annotations"].erase(kRdzvKeyAnnotation);  // the operator's alone: it says which key the pod derives from
+    md["annotations"].erase(contract::kTopologyDomainAnnotation);  // the operator's: written once the pod is bound
   }
   md["ownerReferences"] = json::array({owner_reference(job)});
 
@@ -229,6 +230,19 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
     spec["volumes"].push_back(
         {{"name", kRdzvSecretVolume}, {"secret", {{"secretName", rdzv_secret_name(job.name)}, {"defaultMode", 0444}}}});
     trainer["volumeMounts"].push_back({{"name", kRdzvSecretVolume}, {"mountPath", kRdzvSecretDir}, {"readOnly", true}});
+  }
+  if (!job.spec.topology_key.empty() && options.topology_domains) {
+    // The node's topology domain, which the operator writes into the pod's annotation once it is bound; the kubelet
+    // keeps the file up to date, and the launcher reads it at each JOIN (it waits for it at its start).
+    spec["volumes"].push_back(
+        {{"name", kPodInfoVolume},
+         {"downwardAPI",
+          {{"items", json::array({{{"path", kTopologyDomainFileName},
+                                   {"fieldRef",
+                                    {{"apiVersion", "v1"},
+                                     {"fieldPath", std::string("metadata.annotations['") +
+                                                       contract::kTopologyDomainAnnotation + "']"}}}}})}}}});
+    trainer["volumeMounts"].push_back({{"name", kPodInfoVolume}, {"mountPath", kPodInfoDir}, {"readOnly", true}});
   }
   trainer["env"] = trainer_env(trainer, job, rank, options);  // env.h decides it
   declare_port(trainer, "master", job.spec.master_port);

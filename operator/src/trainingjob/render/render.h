@@ -37,6 +37,9 @@ struct PodOptions {
   // Nodes the pod must not be scheduled on (status.avoidedNodes: decide/bad_nodes.h), added to every term of the
   // template's required node affinity as metadata.name NotIn.
   std::vector<std::string> avoided_nodes{};
+  // The operator reads nodes (the cluster-wide install) and so writes each bound pod's topology domain: a job with
+  // spec.placement.topologyKey gets the file its launcher waits for (without, the launcher would wait for nothing).
+  bool topology_domains = false;
 };
 
 inline constexpr const char* kRdzvSecretDir = "/kubedist/rdzv";  // the trainer's read-only mount of Secret J-rdzv

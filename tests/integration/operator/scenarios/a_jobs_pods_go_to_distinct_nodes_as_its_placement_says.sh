@@ -11,7 +11,7 @@ OPERATOR=$1
 begin_scenario placement
 add_test_node "$NS-a" 8
 add_test_node "$NS-b" 8
-start_operator
+start_operator --watch-nodes  # it reads nodes: a topologyKey job's pods learn their node's domain (below)
 
 nodes_of() { kubectl -n "$NS" get pods -l "kubedist.io/job-name=$1" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep . | sort; }
 scheduled() { [ "$(nodes_of "$1" | grep -c .)" -eq "$2" ]; }
@@ -67,8 +67,18 @@ for j in rack-1 rack-2 rack-3; do
   [ "$(racks_of "$j" | wc -l)" -eq 1 ] || fail "$j's pods are in racks $(racks_of "$j" | tr '\n' ' ')"
   key=$(jp "pod/$j-spare-0" '{.spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey}')
   [ "$key" = kubedist.io/test-rack ] || fail "$j's spare has no preferred pod affinity by the rack: '$key'"
+  # Each bound pod learns its node's rack (an annotation the kubelet projects into its launcher's domain file).
+  annotated() {
+    local p
+    for p in "$1-node-0" "$1-node-1" "$1-spare-0"; do
+      [ "$(jp "pod/$p" '{.metadata.annotations.kubedist\.io/topology-domain}')" = "$(racks_of "$1")" ] || return 1
+    done
+  }
+  eventually 30 "$j's pods annotated with their rack" annotated "$j"
+  file=$(jp "pod/$j-node-1" '{.spec.containers[0].env[?(@.name=="KUBEDIST_TOPOLOGY_DOMAIN_FILE")].value}')
+  [ "$file" = /kubedist/podinfo/topology-domain ] || fail "$j-node-1's launcher is not told its domain file: '$file'"
 done
-pass "topologyKey: each job's 2 pods and spare on 3 distinct nodes of one rack ($(for j in rack-1 rack-2 rack-3; do printf '%s:%s ' "$j" "$(racks_of "$j")"; done))"
+pass "topologyKey: each job's 2 pods and spare on 3 distinct nodes of one rack, each pod annotated with it ($(for j in rack-1 rack-2 rack-3; do printf '%s:%s ' "$j" "$(racks_of "$j")"; done))"
 
 bad=$(kubectl -n "$NS" apply -f - 2>&1 <<YAML || true
 $(pool_job_yaml bad-key 2 1 "  placement: {topologyKey: 'my rack'}")
