@@ -140,7 +140,10 @@ void Agent::join() {
   request.spare = config_.spare && stand_in_slot_ < 0;
   request.stand_in = stand_in_slot_;
   const std::string word = read_domain();  // read again at each JOIN: a domain known later is used from then on
-  if (contract::is_topology_domain(word)) domain_ = word;
+  if (contract::is_topology_domain(word) && word != domain_) {
+    domain_ = word;
+    say("this node's topology domain is " + domain_ + " (its group rank follows it)");
+  }
   request.domain = domain_;
   member_->join(request);
 }

@@ -309,7 +309,9 @@ def scenario_chart():
 
 def scenario_train():
     with namespace("train") as ns:
-        name = apply_example(ns)
+        # By host name, each node is a domain of its own: the launchers learn theirs from the operator's annotation,
+        # projected into their file by the kubelet (issue 40), and node 0's domain comes first.
+        name = apply_example(ns, spec={"placement": {"topologyKey": "kubernetes.io/hostname"}})
         st = wait_phase(ns, name, "Succeeded", 480)
         node0, node1 = logs(ns, f"{name}-node-0"), logs(ns, f"{name}-node-1")
         check(ranks_in(node0) == [0, 1] and ranks_in(node1) == [2, 3],
@@ -326,6 +328,14 @@ def scenario_train():
         ip0, ip1 = (pods[f"{name}-node-{i}"]["status"]["podIP"] for i in (0, 1))
         check(pods[f"{name}-node-0"]["spec"]["nodeName"] != pods[f"{name}-node-1"]["spec"]["nodeName"],
               "the two pods ran on different nodes")
+        for i, text in ((0, node0), (1, node1)):
+            pod = pods[f"{name}-node-{i}"]
+            host = pod["spec"]["nodeName"]
+            annotation = pod["metadata"].get("annotations", {}).get("kubedist.io/topology-domain")
+            said = re.search(r"^kubedist-launcher: this node's topology domain is (\S+)", text, re.M)
+            check(annotation == host and said is not None and said.group(1) == host,
+                  f"node {i}'s pod is annotated with its node's host name {host} ({annotation}) and its launcher read "
+                  f"it from the file the kubelet projected ({said.group(0) if said else 'no such line'})")
         joined = re.search(r"^kubedist-launcher: joined the rendezvous at (\S+) \((\S+)\)", node1, re.M)
         check(joined is not None and joined.group(1) == f"{master}:29501" and joined.group(2) == ip0,
               f"node 1's launcher reached node 0's rendezvous by name, at node 0's pod IP {ip0} "
