@@ -7,6 +7,9 @@
 #include "trainingjob/api/names.h"
 
 namespace kubedist::kubectl {
+
+using trainingjob::is_label_key;
+using trainingjob::is_label_value;
 namespace {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -215,20 +218,6 @@ Result<void> parse_job(const std::vector<std::string>& args, size_t start, const
 }
 
 }  // namespace
-
-bool is_label_value(const std::string& s) {
-  static const std::regex re("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
-  return s.size() <= 63 && std::regex_match(s, re);
-}
-
-bool is_label_key(const std::string& s) {
-  const auto slash = s.find('/');
-  const std::string name = slash == std::string::npos ? s : s.substr(slash + 1);
-  if (name.empty() || !is_label_value(name)) return false;
-  if (slash == std::string::npos) return true;
-  static const std::regex prefix("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  return slash <= 253 && std::regex_match(s.substr(0, slash), prefix);
-}
 
 bool is_quantity(const std::string& s) {
   static const std::regex re("[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?");

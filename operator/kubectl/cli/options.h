@@ -60,10 +60,6 @@ Result<Invocation> parse_invocation(const std::vector<std::string>& args);
 // A DNS-1035 label short enough for pod J-node-<max_nodes-1> (63 characters): the operator's rule, said early.
 Result<void> check_job_name(const std::string& name, int max_nodes);
 
-// A label's key ([prefix/]name) and value, by Kubernetes' rules; a node selector's parts.
-bool is_label_key(const std::string& s);
-bool is_label_value(const std::string& s);
-
 // A Kubernetes resource quantity (e.g. 500m, 2, 4Gi).
 bool is_quantity(const std::string& s);
 

@@ -13,4 +13,9 @@ std::string rdzv_secret_name(const std::string& job);  // J-rdzv
 // J-node-0.J.NS.svc: resolvable through the headless Service J once node 0 has an IP.
 std::string master_addr(const std::string& job, const std::string& ns);
 
+// A label's key ([prefix/]name) and value, by Kubernetes' rules: spec.placement.topologyKey, the kubectl plugin's
+// node selectors. A non-empty value is contract::is_topology_domain's grammar.
+bool is_label_key(const std::string& s);
+bool is_label_value(const std::string& s);
+
 }  // namespace kubedist::trainingjob

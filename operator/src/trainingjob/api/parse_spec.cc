@@ -65,20 +65,6 @@ bool is_dns1035_label(const std::string& s) {
   return s.size() <= 63 && std::regex_match(s, re);
 }
 
-// A label key as Kubernetes takes it: an optional DNS subdomain prefix (253 at most) and '/', then a name of 1 to 63
-// alphanumerics, '-', '_' and '.', beginning and ending alphanumeric.
-bool is_label_key(const std::string& s) {
-  static const std::regex prefix_re("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  static const std::regex name_re("[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?");
-  const auto slash = s.find('/');
-  const std::string name = slash == std::string::npos ? s : s.substr(slash + 1);
-  if (slash != std::string::npos) {
-    const std::string prefix = s.substr(0, slash);
-    if (prefix.empty() || prefix.size() > 253 || !std::regex_match(prefix, prefix_re)) return false;
-  }
-  return !name.empty() && name.size() <= 63 && std::regex_match(name, name_re);
-}
-
 Result<NprocPerNode> read_nproc(const json& spec) {
   NprocPerNode n;
   auto it = spec.find("nprocPerNode");

@@ -40,12 +40,12 @@ inline constexpr const char* kNamespaceRdzvLabel = "kubedist.io/rendezvous-secre
 // rdzv_auth.h), never the key. A job whose running pods' key is no longer the namespace's is moved to a Secret of
 // its own (decide/rendezvous.h).
 inline constexpr const char* kRdzvKeyAnnotation = "kubedist.io/rendezvous-key";
-inline constexpr size_t kMaxTopologyDomain = 64;
+inline constexpr size_t kMaxTopologyDomain = 64;  // of a pod's topology-domain annotation, kept (a label value: 63)
 // spec.placement.topologyKey: the downward API volume that projects the pod's topology-domain annotation into the
 // trainer, at kPodInfoDir/kTopologyDomainFileName (the launcher's KUBEDIST_TOPOLOGY_DOMAIN_FILE).
 inline constexpr const char* kPodInfoVolume = "kubedist-podinfo";
 inline constexpr const char* kPodInfoDir = "/kubedist/podinfo";
-inline constexpr const char* kTopologyDomainFileName = "topology-domain";  // of a pod's topology-domain annotation, kept (a label value: 63)
+inline constexpr const char* kTopologyDomainFileName = "topology-domain";
 inline constexpr const char* kRendezvousSecretChanged = "RendezvousSecretChanged";  // the Event's reason
 // The Event's and the condition PodsRefused's reason when the namespace key is refused (decide/rendezvous.h).
 inline constexpr const char* kRendezvousKeyInvalid = "RendezvousKeyInvalid";

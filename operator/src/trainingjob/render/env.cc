@@ -82,7 +82,8 @@ json trainer_env(const json& trainer, const TrainingJob& job, int rank, const Po
     if (options.job_rdzv_secret && !options.rdzv_secret_fingerprint.empty())
       ours.push_back({{"name", contract::kRdzvSecretFingerprint}, {"value", options.rdzv_secret_fingerprint}});
   }
-  if (!job.spec.topology_key.empty() && options.topology_domains) {  // render.cc's downward API volume: the node's domain, once the pod is bound
+  if (!job.spec.topology_key.empty() && options.topology_domains) {
+    // render.cc's downward API volume: the node's domain, once the pod is bound
     ours.push_back({{"name", contract::kTopologyDomainFile},
                     {"value", std::string(kPodInfoDir) + "/" + kTopologyDomainFileName}});
   }

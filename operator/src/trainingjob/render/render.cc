@@ -51,13 +51,29 @@ json* object_member(json& parent, const char* key) {
   return member.is_object() ? &member : nullptr;
 }
 
+// Whether the template pins the pod to a node (spec.nodeName): no scheduler places it, so no placement rule of the
+// operator's applies (and a node affinity it cannot meet would make its kubelet refuse it each time).
+bool pinned_to_node(const json& spec) {
+  const auto pinned = spec.find("nodeName");
+  return pinned != spec.end() && pinned->is_string() && !pinned->empty();
+}
+
+// Appends term to spec.affinity.<kind>.<list>, made where absent; nothing where the template gives any of them
+// another shape, which the API server refuses with its own message.
+void add_affinity_term(json& spec, const char* kind, const char* list, json term) {
+  json* affinity = object_member(spec, "affinity");
+  json* section = affinity ? object_member(*affinity, kind) : nullptr;
+  if (section == nullptr) return;
+  json& terms = (*section)[list];
+  if (terms.is_null()) terms = json::array();
+  if (terms.is_array()) terms.push_back(std::move(term));
+}
+
 // Keeps the pod off `nodes`: the required node affinity's terms are ORed, so each gets the exclusion (a template
-// without one gets a term of its own); not a pod the template pins to a node. A template whose affinity has another shape is left as it is: the API server
-// refuses it with its own message.
+// without one gets a term of its own); not a pod the template pins to a node. A template whose affinity has another
+// shape is left as it is: the API server refuses it with its own message.
 void avoid_nodes(json& spec, const std::vector<std::string>& nodes) {
-  if (nodes.empty()) return;
-  // A pod pinned to a node (spec.nodeName) never avoids one: its kubelet would refuse it (NodeAffinity) each time.
-  if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
+  if (nodes.empty() || pinned_to_node(spec)) return;
   const json exclusion = {{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", nodes}};
   json* affinity = object_member(spec, "affinity");
   json* node_affinity = affinity ? object_member(*affinity, "nodeAffinity") : nullptr;
@@ -83,35 +99,25 @@ void avoid_nodes(json& spec, const std::vector<std::string>& nodes) {
 // a node, which no scheduler places. A template whose affinity has another shape is left as it is: the API server
 // refuses it with its own message.
 void spread_over_nodes(json& spec, const TrainingJob& job) {
-  if (job.spec.one_pod_per_node == OnePodPerNode::kNone) return;
-  if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
+  if (job.spec.one_pod_per_node == OnePodPerNode::kNone || pinned_to_node(spec)) return;
   const json term = {{"labelSelector", {{"matchLabels", labels_for(job)}}}, {"topologyKey", kHostnameLabel}};
-  json* affinity = object_member(spec, "affinity");
-  json* anti = affinity ? object_member(*affinity, "podAntiAffinity") : nullptr;
-  if (anti == nullptr) return;
-  const bool required = job.spec.one_pod_per_node == OnePodPerNode::kRequired;
-  json& terms = (*anti)[required ? "requiredDuringSchedulingIgnoredDuringExecution"
-                                 : "preferredDuringSchedulingIgnoredDuringExecution"];
-  if (terms.is_null()) terms = json::array();
-  if (!terms.is_array()) return;
-  terms.push_back(required ? term : json{{"weight", 100}, {"podAffinityTerm", term}});
+  if (job.spec.one_pod_per_node == OnePodPerNode::kRequired) {
+    add_affinity_term(spec, "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", term);
+  } else {
+    add_affinity_term(spec, "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution",
+                      {{"weight", 100}, {"podAffinityTerm", term}});
+  }
 }
 
 // One domain (spec.placement.topologyKey): a preferred pod affinity to the job's other pods by that node label, so
 // that the job's pods, and its spares among them, go to the domain (rack, NVLink domain) the job already runs in.
 // Not for a pinned pod; a template's affinity of another shape is left for the API server to refuse.
 void gather_in_domain(json& spec, const TrainingJob& job) {
-  if (job.spec.topology_key.empty()) return;
-  if (auto pinned = spec.find("nodeName"); pinned != spec.end() && pinned->is_string() && !pinned->empty()) return;
-  json* affinity = object_member(spec, "affinity");
-  json* pod_affinity = affinity ? object_member(*affinity, "podAffinity") : nullptr;
-  if (pod_affinity == nullptr) return;
-  json& terms = (*pod_affinity)["preferredDuringSchedulingIgnoredDuringExecution"];
-  if (terms.is_null()) terms = json::array();
-  if (!terms.is_array()) return;
-  terms.push_back({{"weight", 100},
-                   {"podAffinityTerm",
-                    {{"labelSelector", {{"matchLabels", labels_for(job)}}}, {"topologyKey", job.spec.topology_key}}}});
+  if (job.spec.topology_key.empty() || pinned_to_node(spec)) return;
+  add_affinity_term(spec, "podAffinity", "preferredDuringSchedulingIgnoredDuringExecution",
+                    {{"weight", 100},
+                     {"podAffinityTerm",
+                      {{"labelSelector", {{"matchLabels", labels_for(job)}}}, {"topologyKey", job.spec.topology_key}}}});
 }
 
 }  // namespace
