@@ -179,6 +179,16 @@ class MultiNode(LauncherTest):
         for n in nodes:
             self.assertEqual(n.wait(), 0, n.stderr())
 
+    def test_a_domain_file_that_holds_no_label_value_is_said_and_ignored(self):
+        log, domain = self.path("log"), self.path("domain")
+        with open(domain, "w") as f:
+            f.write("rack/a")  # not a node label's value
+        n0 = self.node(0, 1, f'echo "$GROUP_RANK" >> {log}', env={"KUBEDIST_TOPOLOGY_DOMAIN_FILE": domain})
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertIn("ignoring the topology domain 'rack/a' in " + domain + ": not a node label's value", n0.stderr())
+        self.assertNotIn("this node's topology domain is", n0.stderr())
+        self.assertEqual(self.lines("log"), ["0"], "the job runs as without a domain")
+
     def test_a_replaced_node_0_goes_on_from_the_restart_counts_of_the_one_before(self):
         # Node 1's worker crashes twice; node 0's launcher is then killed before anyone asked its STATUS (as a node
         # losing its power takes it), and a new one takes its place: node 1 carries the counts it last saw.
