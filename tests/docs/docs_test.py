@@ -174,6 +174,8 @@ NOT_REASONS = {
     "Secret", "Service", "TCP", "TrainingJob", "TrainingJobs", "Workload", "WorkloadPriorityClass", "True", "False",
     "Unknown", "Normal", "Warning", "Ready", "PodScheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled",
     "RuntimeDefault", "NotIn", "Node", "NoSchedule", "NetworkPolicy", "Ingress",
+    # a taint key the operator reads as a termination notice (decide/spares.h)
+    "ToBeDeletedByClusterAutoscaler",
     # spec.placement.onePodPerNode's values (the CRD's reference has them)
     "Preferred", "Required",
     # pod and container reasons the operator reads to tell a lost pod from a failed one (lost_pods.cc), and the

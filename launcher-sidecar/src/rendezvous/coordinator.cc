@@ -54,12 +54,21 @@ void RendezvousCoordinator::claim_slot(MemberId id, Member& m, int slot) {
     if (other_id != id && !other.info.spare && other.slot == slot) other.info.spare = true;
 }
 
+bool RendezvousCoordinator::can_stand_in(const Member& m) const {
+  return m.info.spare && m.joined && released_.count(m.info.node_rank) == 0;
+}
+
+int RendezvousCoordinator::unclaimed_spares() const {
+  const auto ready = std::count_if(members_.begin(), members_.end(), [this](const auto& m) { return can_stand_in(m.second); });
+  return static_cast<int>(ready) - static_cast<int>(open_slots_.size());
+}
+
 RendezvousCoordinator::Gathered RendezvousCoordinator::gathered() const {
   Gathered g;
   int spares_ready = 0;
   for (const auto& [id, m] : members_) {
     if (m.info.spare) {
-      spares_ready += m.joined ? 1 : 0;
+      spares_ready += can_stand_in(m) ? 1 : 0;
     } else {
       ++g.regular;
       g.regular_joined += m.joined ? 1 : 0;
@@ -89,18 +98,23 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
   Member& m = members_[id];
   const bool placed = m.placed;  // a member of the last round joining again after its workers stopped
   m = Member{request, true, false, false, placed, request.node_rank};
-  lost_nodes_.erase(request.node_rank);  // back: a later loss of it is a new one
-  for (const auto& [slot, node_rank] : stand_ins_) {
-    if (node_rank == request.node_rank) {  // a stand-in joining again (the group restarts): a member, in its slot
-      m.info.spare = false;
-      m.slot = slot;
+  // Back: a later loss of it is a new one; a released node is not back, whatever it does.
+  if (released_.count(request.node_rank) == 0) lost_nodes_.erase(request.node_rank);
+  if (released_.count(request.node_rank) != 0) {
+    m.info.spare = true;  // its node goes away (release()): it waits, and is never given a place
+  } else {
+    for (const auto& [slot, node_rank] : stand_ins_) {
+      if (node_rank == request.node_rank) {  // a stand-in joining again (the group restarts): a member, in its slot
+        m.info.spare = false;
+        m.slot = slot;
+      }
     }
-  }
-  if (request.stand_in >= 0 && m.slot == request.node_rank) claim_slot(id, m, request.stand_in);
-  if (!m.info.spare && m.slot == request.node_rank) {
-    // A lost node back: its place is its own again, unless a spare took it meanwhile; then it waits as a spare.
-    if (stand_ins_.count(request.node_rank)) m.info.spare = true;
-    else open_slots_.erase(request.node_rank);
+    if (request.stand_in >= 0 && m.slot == request.node_rank) claim_slot(id, m, request.stand_in);
+    if (!m.info.spare && m.slot == request.node_rank) {
+      // A lost node back: its place is its own again, unless a spare took it meanwhile; then it waits as a spare.
+      if (stand_ins_.count(request.node_rank)) m.info.spare = true;
+      else open_slots_.erase(request.node_rank);
+    }
   }
   if (phase_ == Phase::Gathering) {
     evaluate(now);
@@ -110,7 +124,7 @@ void RendezvousCoordinator::join(MemberId id, const JoinRequest& request, Clock:
   // not charged to --max-restarts (a node can only join again after leaving, and leaving is charged). Once a node
   // has finished the group cannot re-form: the joiner waits, and is told at the end that it was not admitted.
   // A spare only fills the place of a member lost from the group.
-  if (round_nodes_ < settings_.max_nodes && !any_done_ && (!m.info.spare || !open_slots_.empty())) {
+  if (round_nodes_ < settings_.max_nodes && !any_done_ && (!m.info.spare || (can_stand_in(m) && !open_slots_.empty()))) {
     new_round((m.info.spare ? "spare node " : "node ") + std::to_string(request.node_rank) + " joined", 0,
               kCauseScale, now, false);
   }
@@ -122,17 +136,26 @@ void RendezvousCoordinator::leave(MemberId id, Clock::time_point now, bool grace
   Member m = it->second;
   members_.erase(it);
   if (m.slot != m.info.node_rank) stand_ins_.erase(m.slot);
+  const int node_rank = m.info.node_rank;
+  if (std::none_of(members_.begin(), members_.end(), [&](const auto& o) { return o.second.info.node_rank == node_rank; }))
+    released_.erase(node_rank);  // gone: a new launcher of that node rank runs on another node
   // A member of the last round gone without LEAVE: a spare may take its place (also while the group re-forms).
-  if (!graceful && m.placed && (m.in_round || phase_ == Phase::Gathering) && !m.done) open_slots_.insert(m.slot);
+  // With LEAVE too in a rigid job, which is never scaled down, when a ready spare waits: the node is going away.
+  const bool placed = m.placed && (m.in_round || phase_ == Phase::Gathering) && !m.done;
+  const bool handed = graceful && placed && settings_.min_nodes == settings_.max_nodes && unclaimed_spares() > 0;
+  if ((!graceful && placed) || handed) open_slots_.insert(m.slot);
+  const bool lost = !graceful || handed;
+  if (handed && lost_nodes_.size() < contract::kMaxLostNodes) lost_nodes_.insert(node_rank);
   if (phase_ == Phase::Gathering) {
     evaluate(now);
   } else if (phase_ == Phase::Running && m.in_round && !m.done) {
-    std::string reason = "node " + std::to_string(m.info.node_rank) +
-                         (graceful ? " left the job (scaled down)"
-                                   : " left the job (its launcher exited or lost the connection)");
+    std::string reason = "node " + std::to_string(node_rank) +
+                         (handed     ? " left the job (its pod is being removed); a spare takes its place"
+                          : graceful ? " left the job (scaled down)"
+                                     : " left the job (its launcher exited or lost the connection)");
     if (any_done_) return end(1, reason + " after other nodes had finished");
-    if (!graceful && lost_nodes_.size() < contract::kMaxLostNodes) lost_nodes_.insert(m.info.node_rank);
-    new_round(reason, 1, graceful ? kCauseScale : kCauseNodeLost, now);
+    if (!graceful && lost_nodes_.size() < contract::kMaxLostNodes) lost_nodes_.insert(node_rank);
+    new_round(reason, 1, lost ? kCauseNodeLost : kCauseScale, now);
   } else if (phase_ == Phase::Running && round_finished()) {
     end(0, "job finished");
   }
@@ -263,6 +286,7 @@ void RendezvousCoordinator::form_round() {
   for (const auto& [node_rank, id] : spares) {
     if (order.size() >= max_nodes || open_slots_.empty()) break;
     Member& m = members_[id];
+    if (released_.count(node_rank) != 0) continue;  // its node goes away
     m.info.spare = false;
     m.slot = *open_slots_.begin();
     open_slots_.erase(open_slots_.begin());
@@ -340,11 +364,46 @@ RendezvousReport RendezvousCoordinator::report() const {
                      round_world_size_, phase,   settings_.run_id, std::nullopt,
                      std::vector<int>(lost_nodes_.begin(), lost_nodes_.end()), carried_, {}, {}};
   for (const auto& [id, m] : members_)
-    if (m.info.spare && m.joined && r.spares.size() < contract::kMaxStatusSpares) r.spares.push_back(m.info.node_rank);
+    if (can_stand_in(m) && r.spares.size() < contract::kMaxStatusSpares) r.spares.push_back(m.info.node_rank);
   std::sort(r.spares.begin(), r.spares.end());
   for (const auto& [slot, node_rank] : stand_ins_)
     if (r.stand_ins.size() < contract::kMaxStatusSpares) r.stand_ins[slot] = node_rank;
   return r;
+}
+
+contract::ReleaseAnswer RendezvousCoordinator::release(const contract::ReleaseNotice& notice, Clock::time_point now) {
+  const int node_rank = notice.node_rank;
+  const auto kept = [node_rank](std::string why) { return contract::ReleaseAnswer{node_rank, false, std::move(why)}; };
+  if (phase_ == Phase::Over) return kept("the job is over");
+  auto it = std::find_if(members_.begin(), members_.end(),
+                         [node_rank](const auto& m) { return m.second.info.node_rank == node_rank; });
+  if (it == members_.end()) return kept("no launcher of that node rank is connected");
+  Member& m = it->second;
+  const contract::ReleaseAnswer released{node_rank, true, ""};
+  if (released_.count(node_rank) != 0) return released;  // the same notice again
+  if (m.info.spare || !m.placed) {  // waits outside the group: it only must never be given a place
+    released_.insert(node_rank);
+    m.info.spare = true;
+    return released;
+  }
+  if (m.slot == 0) return kept("node rank 0 hosts the rendezvous");
+  if (m.done || any_done_) return kept("nodes have finished");
+  if (unclaimed_spares() <= 0) return kept("no spare waits ready");
+  released_.insert(node_rank);
+  m.info.spare = true;
+  if (m.slot != node_rank) stand_ins_.erase(m.slot);  // a stand-in gives back the place it held
+  open_slots_.insert(m.slot);
+  // Reported lost (and kept so while its launcher stays): the operator makes no pod of that node rank again when the
+  // pod goes, whether or not the spare holds the place yet.
+  if (lost_nodes_.size() < contract::kMaxLostNodes) lost_nodes_.insert(node_rank);
+  if (phase_ == Phase::Running && m.in_round) {
+    new_round("node " + std::to_string(node_rank) + "'s node is going away (" + contract::to_string(notice.why) +
+                  "); a spare takes its place",
+              1, kCauseNodeLost, now);
+  } else {
+    evaluate(now);
+  }
+  return released;
 }
 
 void RendezvousCoordinator::tick(Clock::time_point now) { evaluate(now); }

@@ -9,6 +9,7 @@
 //                      CARRY run_id cause=n...       before its JOIN, to a node 0 whose STATUS says carried=: the
 //                                                     restart counts it last saw of the node 0 before (carry())
 //                      (closing the connection)      the node left: its launcher died or lost the network
+//   operator -> service RELEASE node_rank why         that launcher's node goes away (contract/notice.h): release()
 //   anyone  -> service  STATUS                        one STATUS report line back (round, restarts by cause,
 //                                                     nodes, world size); the operator polls this
 //                      PROGRESS round ranks...       how far this node's workers are (progress/job_progress.h)
@@ -39,6 +40,11 @@
 // new node 0, which knows nothing of the old one's stand-ins, gives it the same place again (a lost node with that
 // node rank waits as a spare, unless it is in the running group). A spare that waits when the job finishes ends
 // with 0 (it was not needed), never "not admitted".
+// A member that leaves on purpose (LEAVE: its pod is evicted or deleted) opens its place to a ready spare too when
+// the job is rigid (MIN = MAX: a rigid job is never scaled down, so a LEAVE is always a node going away); an
+// elastic job shrinks instead, as without spares, unless the operator said first that the node goes away
+// (RELEASE: cordoned, NotReady, a termination taint), which hands the member's place to a spare while its workers
+// still run. A released launcher waits as a spare and is never given a place again.
 // Every restart has a cause: worker_crash (FAILED), node_lost (a node vanished without LEAVE), scale (a node
 // joined the running group, or left it with LEAVE) or hang (the job's step stopped advancing: the host's
 // JobProgress decides, hang() restarts, charged like a failure). STATUS reports the counts by cause.
@@ -52,6 +58,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/notice.h"
 #include "contract/restart_cause.h"
 #include "contract/status_line.h"
 #include "workers/worker_env.h"
@@ -131,6 +138,12 @@ class RendezvousCoordinator {
   // cause) until the first round forms, so that report() goes on from them; ignored after (a member that merely
   // lost its connection carries this rendezvous' own counts).
   void carry(const std::map<std::string, int>& counts);
+  // The operator's RELEASE (contract/notice.h): node rank `notice.node_rank`'s node goes away. A member placed in
+  // the last round gives its place (slot) to a ready spare at once: a new round, cause node_lost, charged like a
+  // loss; it waits as a spare from then on. A spare is marked: it never stands in. Kept, changing nothing, when no
+  // other spare waits ready, for the member holding slot 0 (it hosts the rendezvous), once a node has finished, or
+  // for a node rank no launcher of this job has.
+  contract::ReleaseAnswer release(const contract::ReleaseNotice& notice, Clock::time_point now);
   void tick(Clock::time_point now);  // call at next_deadline()
   std::optional<Clock::time_point> next_deadline() const;
   std::vector<Outgoing> take_outbox();
@@ -164,6 +177,10 @@ class RendezvousCoordinator {
     int usable = 0;          // regular_joined plus the ready spares the open slots take
   };
   Gathered gathered() const;
+  // A spare that may take an open place: joined, and its node not released.
+  bool can_stand_in(const Member& m) const;
+  // The ready spares no open place has claimed yet: what a member going away may still count on.
+  int unclaimed_spares() const;
   // A JOIN naming the slot it stood in for (JoinRequest::stand_in): the member takes it unless it was given away.
   void claim_slot(MemberId id, Member& m, int slot);
   void evaluate(Clock::time_point now);
@@ -194,6 +211,7 @@ class RendezvousCoordinator {
   // slot -> the topology domain of the node whose own place it is (JoinRequest::domain), as that node last said:
   // a spare standing in keeps the slot's domain, hence its group rank (form_round).
   std::map<int, std::string> slot_domains_;
+  std::set<int> released_;  // node ranks the operator released (RELEASE) whose launcher is still connected
   std::map<std::string, int> carried_;  // carry(): counts of the node 0 before this one, added in report()
   Clock::time_point below_min_since_;
   std::optional<Clock::time_point> last_call_deadline_;

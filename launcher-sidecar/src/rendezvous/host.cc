@@ -401,9 +401,10 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     write_all(2, "kubedist-launcher: rendezvous: " + request.error() + "\n");
     return drop(fd);
   }
-  // A member stays as long as the job; a STATUS asker is served but stays on the idle clock (and may be pushed
-  // out), so that asking for STATUS cannot hold a connection that a member needs.
-  if (request->kind != MemberRequest::Kind::Status && !admission_.member(fd)) {
+  // A member stays as long as the job; a STATUS asker (or the operator with a notice) is served but stays on the
+  // idle clock (and may be pushed out), so that asking cannot hold a connection that a member needs.
+  const bool asker = request->kind == MemberRequest::Kind::Status || request->kind == MemberRequest::Kind::Release;
+  if (!asker && !admission_.member(fd)) {
     if (!admission_.promote(fd))
       return refuse(fd, std::to_string(guard_.max_members) + " members are connected, the most this job takes");
     if (c.idle_timer) loop_.cancel(c.idle_timer);
@@ -416,6 +417,18 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     c.asked_status = true;
     if (c.out.size() > kMaxPendingReplies) return refuse(fd, "asks for STATUS without reading the answers");
     send_line(fd, contract::encode_status_line(status_report()));
+    return;
+  }
+  if (r.kind == MemberRequest::Kind::Release) {
+    // The operator's notice that a node goes away (contract/notice.h), for this launcher's own job: answered once
+    // what it changed is sent, so that the operator's next STATUS shows it.
+    if (c.out.size() > kMaxPendingReplies) return refuse(fd, "sends notices without reading the answers");
+    const contract::ReleaseAnswer answer = own_->coordinator.release(r.release, now);
+    write_all(2, "kubedist-launcher: rendezvous: the operator says node " + std::to_string(r.release.node_rank) +
+                     "'s node goes away (" + contract::to_string(r.release.why) + "): " +
+                     (answer.released ? "released" : "kept: " + answer.why) + "\n");
+    flush();
+    send_line(fd, contract::encode_release_answer(answer));
     return;
   }
   if (r.kind == MemberRequest::Kind::Carry) {
@@ -449,7 +462,8 @@ void RendezvousHost::handle_line(int fd, const std::string& line) {
     case MemberRequest::Kind::Status:
     case MemberRequest::Kind::Progress:
     case MemberRequest::Kind::Stacks:
-    case MemberRequest::Kind::Carry: break;
+    case MemberRequest::Kind::Carry:
+    case MemberRequest::Kind::Release: break;
   }
   flush();
 }

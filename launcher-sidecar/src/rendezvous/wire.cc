@@ -263,6 +263,12 @@ Result<MemberRequest> parse_request(const std::string& line) {
       if (ok) r.carried[cause] = std::stoi(count);
     }
     if (ok) return r;
+  } else if (verb == contract::kReleaseVerb) {
+    r.kind = MemberRequest::Kind::Release;
+    if (auto notice = contract::parse_release_words(in)) {
+      r.release = *notice;
+      return r;
+    }
   } else if (verb == "LEAVE" || verb == contract::kStatusVerb) {
     r.kind = verb == "LEAVE" ? MemberRequest::Kind::Leave : MemberRequest::Kind::Status;
     std::string extra;

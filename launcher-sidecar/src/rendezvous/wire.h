@@ -13,7 +13,7 @@
 namespace kubedist::launcher {
 
 struct MemberRequest {
-  enum class Kind { Join, Failed, Done, Leave, Status, Progress, Stacks, Carry } kind = Kind::Join;
+  enum class Kind { Join, Failed, Done, Leave, Status, Progress, Stacks, Carry, Release } kind = Kind::Join;
   JoinRequest join;
   int round = 0;
   int exit_code = 0;
@@ -22,13 +22,15 @@ struct MemberRequest {
   std::map<int, StackSummary> stacks;   // Stacks, by rank
   std::string run_id;                   // Carry: whose counts
   std::map<std::string, int> carried;   // Carry: restarts by cause
+  contract::ReleaseNotice release{};    // Release: the operator's notice (contract/notice.h)
 };
 
 // The requests, one encoder per kind: "JOIN run 1 4[ 1 2 0 1000 600000 0][ domain=D][ spare]\n" (the optional
 // joiner's settings: min and max nodes, max restarts, last call and join timeout in ms, permanent exit codes; then
 // its topology domain, if it knows one; then " spare" for a spare, or " stand_in=K" for one that stood in for slot
 // K), "FAILED 2 3 text\n",
-// "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h).
+// "DONE 2\n", "LEAVE\n", "STATUS\n" (its answer: contract/status_line.h); the operator's "RELEASE 1 cordoned\n"
+// (and its answer: contract/notice.h).
 // A node's progress for node 0 (only to a host whose STATUS counts hangs, which knows the verb):
 // "PROGRESS round rank:step:step_seconds... [total=N] [epoch=N] [samples=N] [m.name=value...]\n"; the stacks it
 // took when told DUMP: "STACKS round rank :host :where :trace ...\n" (each text percent-escaped after its ':').

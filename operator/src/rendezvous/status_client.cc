@@ -44,13 +44,12 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 }
 
 Error fail(const std::string& where, const std::string& what) {
-  return Error{Error::Kind::kOther, "rendezvous STATUS from " + where + ": " + what, 0};
+  return Error{Error::Kind::kOther, "rendezvous at " + where + ": " + what, 0};
 }
 
-}  // namespace
-
-Result<contract::StatusReport> query_status(const std::string& ip, int port, std::chrono::milliseconds timeout,
-                                      const std::string& secret) {
+// One request line to ip:port and its one answer line, signed and checked with a secret (see the header).
+Result<std::string> exchange(const std::string& ip, int port, std::chrono::milliseconds timeout,
+                             const std::string& secret, const std::string& request_line) {
   const std::string where = ip + ":" + std::to_string(port);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -96,8 +95,7 @@ Result<contract::StatusReport> query_status(const std::string& ip, int port, std
     if (!parsed) return fail(where, parsed.error().message);
     challenge = *parsed;
   }
-  const std::string request = secret.empty() ? std::string(contract::kStatusVerb) + "\n"
-                                              : seal_rdzv_request(secret, challenge, 1, contract::kStatusVerb);
+  const std::string request = secret.empty() ? request_line + "\n" : seal_rdzv_request(secret, challenge, 1, request_line);
   if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
     return fail(where, "cannot send the request");
   }
@@ -109,9 +107,30 @@ Result<contract::StatusReport> query_status(const std::string& ip, int port, std
     if (!plain) return fail(where, plain.error().message);
     line = *plain;
   }
-  contract::ParsedStatusLine parsed = contract::parse_status_line(line);
+  return line;
+}
+
+}  // namespace
+
+Result<contract::StatusReport> query_status(const std::string& ip, int port, std::chrono::milliseconds timeout,
+                                            const std::string& secret) {
+  auto line = exchange(ip, port, timeout, secret, contract::kStatusVerb);
+  if (!line) return line.error();
+  contract::ParsedStatusLine parsed = contract::parse_status_line(*line);
   if (!parsed.report) return Error::invalid(parsed.error);
   return *parsed.report;
+}
+
+Result<contract::ReleaseAnswer> send_release(const std::string& ip, int port, std::chrono::milliseconds timeout,
+                                             const std::string& secret, const contract::ReleaseNotice& notice) {
+  auto line = exchange(ip, port, timeout, secret, contract::encode_release(notice));
+  if (!line) return line.error();
+  auto answer = contract::parse_release_answer(*line);
+  if (!answer || answer->node_rank != notice.node_rank) {
+    return Error::invalid("node 0 answered the release of node rank " + std::to_string(notice.node_rank) + " with '" +
+                          line->substr(0, 200) + "' (a launcher older than notices answers none)");
+  }
+  return *answer;
 }
 
 }  // namespace kubedist::rendezvous

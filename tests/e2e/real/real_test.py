@@ -53,6 +53,12 @@ scenarios:
            spare (replicas 2, spares 1, one pod per node required): the spare takes node 1's place at once, the
            group re-forms at world size 4 without waiting for the node, a new spare is made, the job Succeeds with
            one node_lost; prints the times from the launchers noticing the loss to the group re-formed
+  drain_spare  (faults, manual; three real nodes) kubectl drain of node 1's node (the job's pods only) under a
+           rigid job with a spare (replicas 2, spares 1, one pod per node required): the spare takes node 1's
+           place (by the operator's notice of the cordon, or node 1's launcher leaving on SIGTERM), node 1's pod
+           is not made again, a new spare is, one node_lost, Succeeded; prints the times from the drain
+  drain_rigid  (faults, manual; three real nodes) the same drain without a spare: node 1's pod is made again on
+           the third node; prints the same times, for the comparison
   netcut   (faults, manual) node 1's node loses its link to the network for 20 s (cluster.sh node-link) while a rigid
            job trains, less than the controller-manager's 60 s before NotReady: the launchers notice, the group
            re-forms at world size 4 once the link is back, no pod is recreated, and the job Succeeds; prints the
@@ -780,6 +786,67 @@ def scenario_powerloss_spare():
               f"{by_reason}", flush=True)
 
 
+def drained(ns, name, spares):
+    """kubectl drain of node 1's node under a rigid job of 2 nodes (spares 1 or 0, one pod per node required, three
+    real nodes), evicting the job's pods only (--pod-selector: the cluster's own pods stay): with the spare, node 0's
+    rendezvous gives node 1's place to it, by the operator's notice of the cordon or by node 1's launcher leaving on
+    SIGTERM, whichever comes first; without, the evicted pod is made again on the third node. Returns the times."""
+    lost = lost_node_of(ns, name)
+    if spares:
+        eventually(300, "the spare waiting in the rendezvous", lambda: kget("-n", ns, "tj", name)["status"]
+                   .get("sparesReady") == 1, 1)
+    pod0 = f"{name}-node-0"
+    t = time.time()
+    try:
+        kubectl("drain", lost, "--pod-selector", f"kubedist.io/job-name={name}", "--delete-emptydir-data",
+                "--timeout=300s")
+        log(f"injected: kubectl drain of {lost} (node 1's pod) returned after {time.time() - t:.1f} s")
+        restarted = eventually(300, "the group re-formed at world size 4", lambda: stamped_lines(
+            ns, pod0, r"^start: RANK=0 .*WORLD_SIZE=4 .*restart=[1-9]", t), 1)[0][0]
+        resumed = eventually(120, "an epoch trained at world size 4", lambda: stamped_lines(
+            ns, pod0, r"^epoch \d+/", restarted), 1)[0][0]
+        pods = {p["metadata"]["name"]: p["spec"].get("nodeName")
+                for p in kget("-n", ns, "pods", "-l", f"kubedist.io/job-name={name}")["items"]}
+        if spares:
+            st = kget("-n", ns, "tj", name)["status"]
+            check(st.get("standIns") == [{"nodeRank": 1, "podNodeRank": 10000}],
+                  f"status.standIns names the spare in node rank 1's place ({st.get('standIns')})")
+            eventually(60, "the spare's workers at ranks 2 and 3", lambda: stamped_lines(
+                ns, f"{name}-spare-0", r"^start: RANK=[23] .*WORLD_SIZE=4 ", t), 1)
+            check(f"{name}-node-1" not in pods, f"node 1's pod is not made again ({sorted(pods)})")
+            eventually(120, "a new spare made", lambda: f"{name}-spare-1" in pod_uids(ns, name), 1)
+        else:
+            check(pods.get(f"{name}-node-1") not in (None, lost), f"node 1's pod made again elsewhere ({pods})")
+        how = "the operator's notice of the cordon" if events(ns, name, "NodeGoingAway") else "node 1's SIGTERM"
+    finally:
+        kubectl("uncordon", lost)
+    return t, restarted, resumed, how
+
+
+def scenario_drain_spare():
+    with namespace("drainspare") as ns:
+        name = apply_example(ns, "--epochs", "60",
+                             spec={"replicas": 2, "spares": 1, "placement": {"onePodPerNode": "Required"}})
+        t, restarted, resumed, how = drained(ns, name, spares=1)
+        st = wait_phase(ns, name, "Succeeded", 900)
+        by_reason = st.get("restartsByReason", {})
+        check(by_reason.get("node_lost", 0) == 1 and by_reason.get("scale", 0) == 0 and
+              by_reason.get("pod_failure", 0) == 0, f"the drain is counted once, as node_lost ({by_reason})")
+        print(f"FIGURES drain_spare: the group re-formed at world size 4 on the spare {restarted - t:.1f} s after "
+              f"kubectl drain began (by {how}), training resumed {resumed - t:.1f} s after it; restartsByReason "
+              f"{by_reason}", flush=True)
+
+
+def scenario_drain_rigid():
+    with namespace("drainrigid") as ns:
+        name = apply_example(ns, "--epochs", "60", spec={"replicas": 2, "placement": {"onePodPerNode": "Required"}})
+        t, restarted, resumed, _ = drained(ns, name, spares=0)
+        st = wait_phase(ns, name, "Succeeded", 900)
+        print(f"FIGURES drain_rigid: the group re-formed at world size 4 {restarted - t:.1f} s after kubectl drain "
+              f"began (node 1's pod made again on the third node), training resumed {resumed - t:.1f} s after it; "
+              f"restartsByReason {st.get('restartsByReason', {})}", flush=True)
+
+
 def scenario_netcut():
     cut_s = 20
     with namespace("netcut") as ns:
@@ -881,7 +948,7 @@ if __name__ == "__main__":
     fn = globals().get(f"scenario_{scenario}")
     if not fn:
         sys.exit(f"usage: real_test.py nodes|chart|train|crash|podloss|fail|progress|restricted|powerloss|"
-                 f"powerloss_rigid|powerloss_spare|netcut|upgrade (got {scenario!r})")
+                 f"powerloss_rigid|powerloss_spare|drain_spare|drain_rigid|netcut|upgrade (got {scenario!r})")
     try:
         fn()
     except (Failure, RuntimeError) as e:

@@ -145,6 +145,29 @@ class MultiNode(LauncherTest):
         self.assertEqual(n0.wait(), 0, n0.stderr())
         self.assertEqual(spare.wait(), 0, spare.stderr())
 
+    def test_a_rigid_jobs_member_stopped_with_sigterm_gives_its_place_to_the_spare(self):
+        # Its pod evicted or deleted (`kubectl drain`, a preemption): a rigid job is never scaled down, so the spare
+        # takes the place at once instead of the group waiting for a new pod.
+        log, go = self.path("log"), self.path("go")
+        script = f'echo "$GROUP_RANK $RANK $WORLD_SIZE $TORCHELASTIC_RESTART_COUNT $TAG" >> {log}; ' \
+                 f'while [ ! -e {go} ]; do sleep 0.05; done'
+        flags = ["--max-restarts=2", "--rdzv-conf=join_timeout=60", "--stop-timeout=5"]
+        spare = self.node(2, 2, script, "--spare", *flags, env={"TAG": "spare"})
+        n1 = self.node(1, 2, script, *flags, env={"TAG": "one"})
+        n0 = self.node(0, 2, script, *flags, env={"TAG": "zero"})
+        wait_until(lambda: {"0 0 2 0 zero", "1 1 2 0 one"} <= set(self.lines("log")), what="nodes 0 and 1 running")
+        wait_until(lambda: self.status().get("spares") == "[2]", what="STATUS naming the ready spare")
+        n1.proc.terminate()
+        self.assertEqual(n1.wait(), 128 + 15, n1.stderr())
+        wait_until(lambda: {"0 0 2 1 zero", "1 1 2 1 spare"} <= set(self.lines("log")),
+                   what="the spare in node 1's place (group rank 1, rank 1) at the next round")
+        st = self.status()
+        self.assertEqual((st["stand_ins"], st["node_lost"], st["scale"], st["restarts"], st["nodes"]),
+                         ("[1:2]", "1", "0", "1", "2"), st)
+        open(go, "w").close()
+        self.assertEqual(n0.wait(), 0, n0.stderr())
+        self.assertEqual(spare.wait(), 0, spare.stderr())
+
     def test_a_spare_the_job_did_not_need_ends_with_zero(self):
         log, go = self.path("log"), self.path("go")
         script = f'echo "$GROUP_RANK" >> {log}; while [ ! -e {go} ]; do sleep 0.05; done'

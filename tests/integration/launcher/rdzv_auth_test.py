@@ -120,7 +120,7 @@ class RdzvAuth(LauncherTest):
         except FileNotFoundError:
             return []
 
-    def test_forged_join_leave_and_status_are_refused_and_the_group_is_unchanged(self):
+    def test_forged_join_leave_release_and_status_are_refused_and_the_group_is_unchanged(self):
         log, go = self.path("log"), self.path("go")
         script = f'echo "$GROUP_RANK $GROUP_WORLD_SIZE $TORCHELASTIC_RESTART_COUNT" >> {log}; ' \
                  f'while [ ! -e {go} ]; do sleep 0.05; done'
@@ -128,7 +128,7 @@ class RdzvAuth(LauncherTest):
         n0 = self.node(0, "2:3", script)
         n1 = self.node(1, "2:3", script)
         wait_until(lambda: (self.status_or_none() or {}).get("nodes") == "2", what="two nodes running")
-        for line in ("JOIN job 2 1", "LEAVE"):
+        for line in ("JOIN job 2 1", "LEAVE", "RELEASE 1 cordoned"):
             self.refused(line, plain=True)
             self.refused(line, secret=b"a forger's guess at the secret")
         self.refused("STATUS", plain=True)

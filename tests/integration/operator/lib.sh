@@ -240,3 +240,48 @@ job_secret() {
   cp "$dir/bin/rdzv-secret" "$dir/secret"
   [ "$(wc -c <"$dir/secret")" = 64 ] || fail "the derived secret is not 32 bytes in hex"
 }
+
+# Real kubedist-launcher processes playing job j's launchers (2 nodes) on the kwok pods' loopback addresses
+# (operator.cluster.spares, going_away). play_launchers LAUNCHER PORT: sets PLAY_IP (node 0's pod IP) and PLAY_DIR
+# (a work directory holding the job's secret, each launcher's log nodeN.log and its workers' ranks.N: "GROUP_RANK
+# RESTART_COUNT" a line per start); show the logs with play_logs (the EXIT trap, on a failure).
+play_launchers() {
+  PLAY_LAUNCHER=$1 PLAY_PORT=$2
+  PLAY_IP=$(jp pod/j-node-0 '{.status.podIP}')
+  case "$PLAY_IP" in 127.*) ;; *) fail "kwok pod IP $PLAY_IP is not a loopback address" ;; esac
+  PLAY_DIR=$(mktemp -d /tmp/kubedist-op-launchers-XXXXXX)
+  job_secret "$PLAY_LAUNCHER" j-node-0 "$PLAY_DIR"
+}
+# play_launcher NODE_RANK [--spare]: a launcher as that pod would run it; sets LPID (killed by cleanup).
+play_launcher() {
+  "$PLAY_LAUNCHER" --nnodes=2 --node-rank="$1" "${@:2}" --master-addr="$PLAY_IP" --master-port="$PLAY_PORT" \
+    --rdzv-endpoint="$PLAY_IP:$((PLAY_PORT + 1))" --rdzv-id=j --max-restarts=10 --stop-timeout=5 \
+    --rdzv-conf=join_timeout=60 --rdzv-secret-file="$PLAY_DIR/secret" \
+    --no-python -- sh -c 'echo "$GROUP_RANK $TORCHELASTIC_RESTART_COUNT" >>"$0"; exec sleep 600' "$PLAY_DIR/ranks.$1" \
+    >>"$PLAY_DIR/node$1.log" 2>&1 &
+  LPID=$!
+  EXTRA_PIDS="${EXTRA_PIDS:-} $LPID"
+}
+play_logs() {
+  local f
+  for f in "${PLAY_DIR:-/nonexistent}"/node*.log; do
+    [ -e "$f" ] || continue
+    echo "--- $f (last 30 lines) ---" >&2
+    tail -n 30 "$f" >&2
+  done
+}
+world_is() { [ "$(jp tj/j '{.status.worldSize} {.status.phase}')" = "$1 Running" ]; }
+spares_ready_is() { [ "$(jp tj/j '{.status.sparesReady}')" = "$1" ]; }
+# play_two_nodes_and_a_spare LAUNCHER PORT: play_launchers, then spare 10000, node 1 (its launcher's pid: N1_PID) and
+# node 0 started, until the group of 2 runs and the spare is reported ready; the EXIT trap shows their logs on a
+# failure and removes PLAY_DIR.
+play_two_nodes_and_a_spare() {
+  play_launchers "$1" "$2"
+  trap 'rc=$?; [ $rc -eq 0 ] || play_logs; (exit $rc); cleanup; rm -rf "$PLAY_DIR"' EXIT
+  play_launcher 10000 --spare
+  play_launcher 1
+  N1_PID=$LPID
+  play_launcher 0
+  eventually 30 "the group of 2 running" world_is 2
+  eventually 30 "the spare reported ready" spares_ready_is 1
+}

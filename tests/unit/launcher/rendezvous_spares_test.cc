@@ -244,5 +244,100 @@ TEST(RendezvousSpares, TheRoundTellsAStandInItsSlotLast) {
     EXPECT_FALSE(parse_message(bad).ok()) << bad;
 }
 
+
+TEST(RendezvousSpares, AReleasedMemberGivesItsPlaceToASpareAndNeverTakesOneAgain) {
+  Harness h(3, 3);
+  h.run_three_and_a_spare();
+  const auto answer = h.c.release({1, contract::ReleaseWhy::kCordoned}, h.t);  // node 1's node is being drained
+  EXPECT_TRUE(answer.released);
+  auto stops = h.out();
+  ASSERT_EQ(stops.size(), 3u) << "every member stops, node 1 included";
+  EXPECT_EQ(stops[2].kind, Kind::Stop);
+  EXPECT_EQ(h.c.last_event(), "node 1's node is going away (cordoned); a spare takes its place");
+  EXPECT_EQ(h.c.report().lost_nodes, std::vector<int>{1}) << "so that the operator makes no pod of node rank 1";
+  h.join(1, 0);
+  h.join(3, 2);
+  auto m = h.out();
+  ASSERT_EQ(m.size(), 3u) << "the spare fills the place at once, without waiting for node 1";
+  EXPECT_EQ(m[9].assignment.group_rank, 1);
+  EXPECT_EQ(m[9].assignment.stand_in_slot, 1);
+  h.join(2, 1);  // node 1's launcher, its workers stopped: it waits, and is no spare anyone may count on
+  EXPECT_TRUE(h.out().empty());
+  auto r = h.c.report();
+  EXPECT_EQ(r.restarts_by_cause.at(kCauseNodeLost), 1);
+  EXPECT_TRUE(r.spares.empty()) << "a released launcher is not reported ready";
+  EXPECT_EQ(r.lost_nodes, std::vector<int>{1}) << "nor back";
+  EXPECT_EQ(r.stand_ins, (std::map<int, int>{{1, 3}}));
+  EXPECT_TRUE(h.c.release({1, contract::ReleaseWhy::kCordoned}, h.t).released) << "the same notice again";
+  EXPECT_TRUE(h.out().empty()) << "changes nothing";
+  h.c.leave(9, h.t);  // the stand-in lost: node 1, released, does not take its own place back
+  h.out();
+  h.join(1, 0);
+  h.join(3, 2);
+  EXPECT_TRUE(h.out().empty());
+  h.c.leave(2, h.t, true);  // node 1's pod evicted at last; a new pod of node rank 1 on another node is a member
+  h.join(5, 1);
+  m = h.out();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[5].assignment.group_rank, 1);
+  EXPECT_EQ(m[5].assignment.stand_in_slot, -1);
+}
+
+TEST(RendezvousSpares, AReleaseIsKeptWithoutAReadySpareForNodeZeroAndForNoSuchLauncher) {
+  Harness h(3, 3);
+  h.join(1, 0);
+  h.join(2, 1);
+  h.join(3, 2);
+  h.out();
+  using contract::ReleaseWhy;
+  EXPECT_EQ(h.c.release({1, ReleaseWhy::kNotReady}, h.t), (contract::ReleaseAnswer{1, false, "no spare waits ready"}));
+  h.join(9, 3, true);
+  EXPECT_EQ(h.c.release({0, ReleaseWhy::kTerminationNotice}, h.t).why, "node rank 0 hosts the rendezvous");
+  EXPECT_EQ(h.c.release({7, ReleaseWhy::kCordoned}, h.t).why, "no launcher of that node rank is connected");
+  EXPECT_TRUE(h.out().empty()) << "nothing changed";
+  EXPECT_TRUE(h.c.release({3, ReleaseWhy::kCordoned}, h.t).released) << "a spare on a node going away";
+  EXPECT_TRUE(h.c.report().spares.empty());
+  EXPECT_EQ(h.c.release({1, ReleaseWhy::kCordoned}, h.t).why, "no spare waits ready") << "it stands in for no one";
+  h.c.leave(2, h.t);  // and not for a lost member either
+  h.out();
+  h.join(1, 0);
+  h.join(3, 2);
+  EXPECT_TRUE(h.out().empty());
+}
+
+TEST(RendezvousSpares, ARigidMembersLeaveOpensItsPlaceToASpare) {
+  Harness h(3, 3);
+  h.run_three_and_a_spare();
+  h.c.leave(2, h.t, true);  // node 1's pod evicted (LEAVE): a rigid job is never scaled down
+  h.out();
+  h.join(1, 0);
+  h.join(3, 2);
+  auto m = h.out();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[9].assignment.group_rank, 1);
+  const auto r = h.c.report();
+  EXPECT_EQ(r.restarts_by_cause.at(kCauseNodeLost), 1);
+  EXPECT_EQ(r.restarts_by_cause.at(kCauseScale), 0);
+  EXPECT_EQ(r.lost_nodes, std::vector<int>{1}) << "so that the operator makes no pod of node rank 1 again";
+  EXPECT_EQ(h.c.last_event(), "node 1 left the job (its pod is being removed); a spare takes its place");
+}
+
+TEST(RendezvousSpares, TheOperatorsReleaseLineAndItsAnswer) {
+  auto r = parse_request("RELEASE 10001 termination_notice");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->kind, MemberRequest::Kind::Release);
+  EXPECT_EQ(r->release, (contract::ReleaseNotice{10001, contract::ReleaseWhy::kTerminationNotice}));
+  EXPECT_EQ(contract::encode_release({1, contract::ReleaseWhy::kNotReady}), "RELEASE 1 not_ready");
+  for (const std::string bad : {"RELEASE", "RELEASE 1", "RELEASE x cordoned", "RELEASE 1 drained", "RELEASE -1 cordoned",
+                                "RELEASE 01 cordoned", "RELEASE 1234567 cordoned", "RELEASE 1 cordoned extra"})
+    EXPECT_FALSE(parse_request(bad).ok()) << bad;
+  const contract::ReleaseAnswer kept{2, false, "no spare waits ready"};
+  EXPECT_EQ(contract::encode_release_answer(kept), "KEPT 2 no spare waits ready");
+  EXPECT_EQ(contract::parse_release_answer("KEPT 2 no spare waits ready"), kept);
+  EXPECT_EQ(contract::parse_release_answer("RELEASED 2"), (contract::ReleaseAnswer{2, true, ""}));
+  for (const std::string bad : {"RELEASED", "RELEASED 2 why", "KEPT 2", "KEPT x no", "STATUS round=1", ""})
+    EXPECT_FALSE(contract::parse_release_answer(bad).has_value()) << bad;
+}
+
 }  // namespace
 }  // namespace kubedist::launcher

@@ -135,7 +135,7 @@ TEST(FinalLauncherReport, IsNodeZerosLastStatusLeftInItsTerminationMessage) {
 TEST(QueryLauncher, ABadAddressIsRefusedWithoutConnecting) {
   auto r = query_launcher("not-an-ip", 1234, std::chrono::milliseconds(100));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "rendezvous STATUS from not-an-ip:1234: not an IPv4 address and port");
+  EXPECT_EQ(r.error().message, "rendezvous at not-an-ip:1234: not an IPv4 address and port");
   EXPECT_FALSE(query_launcher("10.0.0.1", 70000, std::chrono::milliseconds(100)).ok());
 }
 

@@ -586,6 +586,60 @@ TEST_F(ReconcilerTest, ABoundPodIsAnnotatedWithItsNodesDomainAndNeverDeletedForI
   EXPECT_TRUE(api.calls("get", "/api/v1/nodes/").empty()) << "the node read once per pod";
 }
 
+// A member's node cordoned under a job with a spare: node 0 is told (RELEASE), once it took the notice, never again
+// for that pod; asked again after a KEPT (no spare ready yet at node 0's end).
+TEST_F(ReconcilerTest, ANodeGoingAwayIsToldToNodeZeroUntilItTakesItAndThenNeverAgain) {
+  json job = testing::example_job_json();
+  job["spec"]["spares"] = 1;
+  api.put(kJobPath, job);
+  jobs.set(kKey, testing::job_from(job));
+  FakeCache<NodeFacts> nodes;
+  std::vector<contract::ReleaseNotice> sent;
+  std::vector<contract::ReleaseAnswer> answers{{2, false, "no spare waits ready"}, {2, true, ""}};
+  std::string node0_uid;
+  ReconcilerExtras extras;
+  extras.nodes = &nodes;
+  extras.launcher = [&](const std::string&) -> std::optional<LauncherReport> {
+    LauncherReport r;
+    r.pod_uid = node0_uid;
+    r.round = 0;
+    r.nodes = 4;
+    r.phase = "running";
+    r.run_id = "resnet";
+    r.spares = {10000};
+    return r;
+  };
+  extras.release = [&](const std::string& key, const contract::ReleaseNotice& n) -> Result<contract::ReleaseAnswer> {
+    EXPECT_EQ(key, kKey);
+    sent.push_back(n);
+    const auto a = answers.front();
+    if (answers.size() > 1) answers.erase(answers.begin());
+    return a;
+  };
+  Reconciler r(api, jobs, pods, services, recorder, PodOptions{}, std::move(extras));
+  const auto pass = [&] {  // the caches as the watches would show them, each pod bound to a node of its own
+    sync();
+    pods_run();
+    for (auto p : pods.by_index(kKey)) {
+      p.node_name = "w-" + p.name;
+      pods.set("team-a/" + p.name, p);
+      nodes.set(p.node_name, NodeFacts{p.node_name, true, "", p.name == "resnet-node-2", ""});
+      if (p.name == "resnet-node-0") node0_uid = p.uid;
+    }
+    r.reconcile(kKey);
+  };
+  r.reconcile(kKey);
+  pass();
+  ASSERT_EQ(sent, (std::vector<contract::ReleaseNotice>{{2, contract::ReleaseWhy::kCordoned}}));
+  EXPECT_FALSE(has(event_reasons(), "NodeGoingAway")) << "kept: nothing happened yet";
+  pass();
+  EXPECT_EQ(sent.size(), 2u) << "asked again after a KEPT";
+  EXPECT_TRUE(has(event_reasons(), "NodeGoingAway"));
+  pass();
+  EXPECT_EQ(sent.size(), 2u) << "node 0 took it: never sent again for that pod";
+  EXPECT_TRUE(api.calls("delete", kPods + "/resnet-node-2").empty()) << "the member's pod is not deleted for it";
+}
+
 TEST_F(ReconcilerTest, AnAvoidedNodeIsTaintedOnTheVersionItsTaintsWereReadFromBeforeTheStatusNamesIt) {
   TaintingReconciler tainting(*this);
   EXPECT_NE(tainting.fail_on_the_node().kind, ReconcileResult::Kind::kError);

@@ -6,6 +6,7 @@
 #include "test_jobs.h"
 #include "test_plans.h"
 #include "trainingjob/decide/plan.h"
+#include "trainingjob/decide/spares.h"
 
 namespace kubedist::trainingjob {
 namespace {
@@ -207,6 +208,120 @@ TEST(Spares, ALostSpareIsReplacedWithoutCountingALossOfTheJob) {
   EXPECT_EQ(p.create_ranks, (std::vector<int>{10002}));
   EXPECT_EQ(p.status.restarts, 0);
   EXPECT_EQ(p.status.phase, JobPhase::kRunning);
+}
+
+TEST(Spares, ANodeGoesAwayByATerminationTaintNotReadyOrCordoned) {
+  using contract::ReleaseWhy;
+  NodeFacts n{"n1", true, "", false, ""};
+  EXPECT_EQ(node_going_away(n), std::nullopt);
+  n.taints = json::array({{{"key", "example.com/gpu"}, {"effect", "NoSchedule"}}});
+  EXPECT_EQ(node_going_away(n), std::nullopt) << "a taint of the cluster's own";
+  for (const std::string key : {"cloud.google.com/impending-node-termination", "ToBeDeletedByClusterAutoscaler",
+                                "karpenter.sh/disrupted", "karpenter.sh/disruption",
+                                "node.cloudprovider.kubernetes.io/shutdown", "aws-node-termination-handler/spot-itn",
+                                "aws-node-termination-handler/scheduled-maintenance"}) {
+    NodeFacts t = n;
+    t.taints.push_back({{"key", key}, {"effect", "NoSchedule"}});
+    EXPECT_EQ(node_going_away(t), ReleaseWhy::kTerminationNotice) << key;
+  }
+  NodeFacts out = n;
+  out.out_of_service = true;
+  EXPECT_EQ(node_going_away(out), ReleaseWhy::kTerminationNotice);
+  NodeFacts cordoned = n;
+  cordoned.unschedulable = true;
+  EXPECT_EQ(node_going_away(cordoned), ReleaseWhy::kCordoned);
+  cordoned.ready = false;
+  EXPECT_EQ(node_going_away(cordoned), ReleaseWhy::kNotReady);
+}
+
+TEST(Spares, AMemberOnANodeGoingAwayIsReleasedWhileASpareOnANodeThatStaysWaits) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  Observed o = observed(pods, report({10000, 10001}, {}));
+  o.nodes[2].unschedulable = true;  // n2 drained
+  o.nodes[0].ready = false;         // node 0's own node: it hosts the rendezvous, nothing stands in for it
+  Plan p = decide(job, o, kNow + 5);
+  EXPECT_EQ(p.releases, (std::vector<RendezvousRelease>{
+                            {{2, contract::ReleaseWhy::kCordoned}, "resnet-node-2", "pod-2", "n2"}}));
+  EXPECT_TRUE(p.delete_pods.empty()) << "its pod stays until its place is taken (and the drain evicts it)";
+  EXPECT_TRUE(p.create_ranks.empty());
+  Observed no_spare_ready = o;
+  no_spare_ready.launcher->spares = {};
+  EXPECT_TRUE(decide(job, no_spare_ready, kNow + 5).releases.empty()) << "nothing to give its place to";
+  Observed not_reported = o;
+  not_reported.launcher.reset();
+  EXPECT_TRUE(decide(job, not_reported, kNow + 5).releases.empty());
+  Observed namespaced = o;  // a namespace-scoped operator watches no nodes
+  namespaced.nodes_watched = false;
+  namespaced.nodes.clear();
+  EXPECT_TRUE(decide(job, namespaced, kNow + 5).releases.empty());
+  auto no_spares = job;
+  no_spares.spec.spares = 0;
+  EXPECT_TRUE(decide(no_spares, o, kNow + 5).releases.empty());
+}
+
+TEST(Spares, ASpareOnANodeGoingAwayIsMovedAndReleasedBeforeAnyMember) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  Observed o = observed(pods, report({10000, 10001}, {}));
+  o.nodes[4].taints = json::array({{{"key", "cloud.google.com/impending-node-termination"}, {"effect", "NoSchedule"}}});
+  o.nodes[1].unschedulable = true;
+  Plan p = decide(job, o, kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-spare-0", "spare-0", false}}));
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{10002})) << "a spare made again, on a node that stays";
+  EXPECT_TRUE(testing::has_event(p, "SparesMoved"));
+  ASSERT_EQ(p.releases.size(), 2u);
+  EXPECT_EQ(p.releases[0].notice, (contract::ReleaseNotice{10000, contract::ReleaseWhy::kTerminationNotice}))
+      << "first, so that node 0 never gives a place to it";
+  EXPECT_EQ(p.releases[1].notice, (contract::ReleaseNotice{1, contract::ReleaseWhy::kCordoned}));
+  Observed only_that_spare = o;
+  only_that_spare.launcher->spares = {10000};
+  p = decide(job, only_that_spare, kNow + 5);
+  ASSERT_EQ(p.releases.size(), 1u) << "the only ready spare goes too: no member is released";
+  EXPECT_EQ(p.releases[0].notice.node_rank, 10000);
+}
+
+TEST(Spares, ASpareOnANodeNotReadyIsKeptButCountsForNoMember) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  Observed o = observed(pods, report({10000}, {}));
+  o.nodes[4].ready = false;  // spare 0's node NotReady: it may come back (the node-lost grace judges that)
+  o.nodes[5].ready = false;  // spare 1's too
+  o.nodes[1].unschedulable = true;
+  const Plan p = decide(job, o, kNow + 5);
+  EXPECT_TRUE(p.delete_pods.empty()) << "no spare moved for a NotReady node";
+  EXPECT_TRUE(p.create_ranks.empty());
+  EXPECT_TRUE(p.releases.empty()) << "no spare on a node that stays: node 1 keeps its place";
+}
+
+TEST(Spares, AReleasedMemberWhosePlaceASpareTookIsDeletedAndASpareMadeInstead) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  Observed o = observed(pods, report({10001}, {{2, 10000}}, 1));  // node 0 gave node 2's place to spare 0
+  o.nodes[2].unschedulable = true;
+  const Plan p = decide(job, o, kNow + 5);
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", false}}));
+  EXPECT_EQ(p.create_ranks, (std::vector<int>{10002}));
+  EXPECT_TRUE(testing::has_event(p, "SpareStoodIn"));
+  EXPECT_EQ(p.status.restarts_by_reason.at("node_lost"), 1);
+  EXPECT_EQ(p.status.stand_ins, (std::map<int, int>{{2, 10000}}));
+}
+
+TEST(Spares, AMemberGoneWithoutAKnownStandInAsksNodeZeroAfresh) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  EXPECT_FALSE(member_gone_without_stand_in(job, pods, std::nullopt));
+  pods.erase(pods.begin() + 2);  // node 2's pod evicted
+  EXPECT_TRUE(member_gone_without_stand_in(job, pods, std::nullopt));
+  EXPECT_FALSE(member_gone_without_stand_in(job, pods, report({}, {{2, 10000}}))) << "node 0 said who holds it";
+  auto stood = job;
+  stood.status.stand_ins = {{2, 10000}};
+  EXPECT_FALSE(member_gone_without_stand_in(stood, pods, std::nullopt)) << "the status did";
+  auto no_spares = job;
+  no_spares.spec.spares = 0;
+  EXPECT_FALSE(member_gone_without_stand_in(no_spares, pods, std::nullopt)) << "no spare to hold it: made again";
+  pods = {member(1), member(2), member(3), spare(0), spare(1)};
+  EXPECT_FALSE(member_gone_without_stand_in(job, pods, std::nullopt)) << "node 0 is no spare's to take";
 }
 
 TEST(Spares, EverySparePodNameMustFitAHostname) {

@@ -96,9 +96,31 @@ std::vector<size_t> fair_poll_order(const std::vector<LauncherTarget>& targets, 
   return order;
 }
 
+std::chrono::milliseconds LauncherPoller::query_timeout() const {
+  return std::min(interval_ > std::chrono::milliseconds(0) ? interval_ : std::chrono::milliseconds(1000),
+                  std::chrono::milliseconds(2000));
+}
+
+std::optional<LauncherReport> LauncherPoller::refresh(const std::string& job_key) {
+  for (const LauncherTarget& t : targets_()) {
+    if (t.job_key == job_key) take(t, query_launcher(t.ip, t.port, query_timeout(), t.secret));
+  }
+  return latest(job_key);
+}
+
+Result<contract::ReleaseAnswer> LauncherPoller::release(const std::string& job_key,
+                                                        const contract::ReleaseNotice& notice) {
+  for (const LauncherTarget& t : targets_()) {
+    if (t.job_key != job_key) continue;
+    auto answer = rendezvous::send_release(t.ip, t.port, query_timeout(), t.secret, notice);
+    if (answer && answer->released) take(t, query_launcher(t.ip, t.port, query_timeout(), t.secret));
+    return answer;
+  }
+  return Error::invalid("node 0 is not asked yet (no address, or no secret the operator can sign with)");
+}
+
 void LauncherPoller::poll_once() {
-  const auto timeout = std::min(interval_ > std::chrono::milliseconds(0) ? interval_ : std::chrono::milliseconds(1000),
-                                std::chrono::milliseconds(2000));
+  const auto timeout = query_timeout();
   const std::vector<LauncherTarget> targets = targets_();
   std::set<std::string> seen;
   std::vector<size_t> due, failing;  // in fair order, without those backing off; those that answered last first

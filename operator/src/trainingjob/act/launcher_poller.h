@@ -20,6 +20,7 @@
 
 #include "common/result.h"
 #include "common/ticker.h"
+#include "contract/notice.h"
 #include "contract/status_line.h"
 #include "trainingjob/api/types.h"
 
@@ -70,6 +71,12 @@ class LauncherPoller {
   static constexpr size_t kParallel = 16;
   static constexpr size_t kMaxSkippedPasses = 32;  // 5 min at the default 10 s
   std::optional<LauncherReport> latest(const std::string& job_key) const;
+  // The job's node 0 asked for its STATUS now (taken as a poll's answer is); the latest report, which is the one
+  // from before when node 0 does not answer.
+  std::optional<LauncherReport> refresh(const std::string& job_key);
+  // A notice (contract/notice.h) to the job's node 0 now, signed as its STATUS is asked; when node 0 took it, its
+  // STATUS is asked at once too, so that the job's next pass sees what changed (the job is woken when it did).
+  Result<contract::ReleaseAnswer> release(const std::string& job_key, const contract::ReleaseNotice& notice);
 
  private:
   const std::chrono::milliseconds interval_;
@@ -83,6 +90,7 @@ class LauncherPoller {
     size_t next_pass = 0;
   };
   void take(const LauncherTarget& t, Result<LauncherReport> report);
+  std::chrono::milliseconds query_timeout() const;
 
   mutable std::mutex mu_;  // latest_, health_, passes_
   std::map<std::string, LauncherReport> latest_;

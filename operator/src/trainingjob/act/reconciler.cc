@@ -8,6 +8,7 @@
 #include "trainingjob/api/json_fields.h"
 #include "trainingjob/api/parse.h"
 #include "trainingjob/act/launcher_poller.h"
+#include "trainingjob/decide/spares.h"
 #include "trainingjob/decide/bad_nodes.h"
 #include "trainingjob/render/render.h"
 
@@ -200,6 +201,11 @@ Result<Observed> Reconciler::observe(const TrainingJob& job, std::vector<PodFact
     observe_node_domains(job, o);
   }
   if (extras_.launcher) o.launcher = extras_.launcher(job.ns + "/" + job.name);
+  if (extras_.refresh_launcher && member_gone_without_stand_in(job, o.pods, o.launcher)) {
+    // The pod went after the last poll; node 0 may be giving its place to a spare right now (a rigid job's member
+    // evicted: its launcher left on SIGTERM): decide on its word of now, not on one from before the pod went.
+    if (auto now = extras_.refresh_launcher(job.ns + "/" + job.name)) o.launcher = std::move(now);
+  }
   if (auto last = final_launcher_report(job, o.pods)) o.launcher = std::move(last);  // newer than any poll
   for (const auto& [integration, caches] : extras_.integrations) {
     if (auto facts = integration->observe(job, caches)) o.integrations.push_back(std::move(facts));
@@ -442,6 +448,7 @@ ReconcileResult Reconciler::act(const TrainingJob& job, const Observed& observed
   }
   if (!stopped && !pass.creates_through) creates_through(job, observed, plan, pass);
   remember_expected(job.ns + "/" + job.name, std::move(pass.expect));
+  if (!stopped) send_releases(job, plan.releases);
   if (stopped) return *stopped;
   if (pass.first_error) return *pass.first_error;
   std::chrono::milliseconds after = pass.held_back;
@@ -451,6 +458,35 @@ ReconcileResult Reconciler::act(const TrainingJob& job, const Observed& observed
   }
   if (after.count() > 0) return ReconcileResult::requeue_after(after);
   return ReconcileResult::done();
+}
+
+void Reconciler::send_releases(const TrainingJob& job, const std::vector<RendezvousRelease>& releases) {
+  if (!extras_.release || releases.empty()) return;
+  const std::string key = job.ns + "/" + job.name;
+  for (const RendezvousRelease& r : releases) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (released_[key].count(r.pod_uid) != 0) continue;
+    }
+    const std::string why = contract::to_string(r.notice.why);
+    auto answer = extras_.release(key, r.notice);
+    if (!answer) {
+      log_warn("reconciler", key + ": telling node 0 that pod " + r.pod + "'s node goes away: " + answer.error().message);
+      continue;
+    }
+    if (!answer->released) {  // no spare waits ready (yet): the next pass asks again
+      log_info("reconciler", key + ": node 0 keeps pod " + r.pod + " (node " + r.node + " " + why + "): " + answer->why);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_[key].insert(r.pod_uid);
+    }
+    const bool spare = is_spare_rank(r.notice.node_rank);
+    events_.record({kApiVersion, kKind, job.ns, job.name, job.uid}, "Normal", "NodeGoingAway",
+                   "node " + r.node + " of pod " + r.pod + " is going away (" + why + "): " +
+                       (spare ? "the spare will not stand in" : "a spare takes its place in the group now"));
+  }
 }
 
 ReconcileResult Reconciler::forget(const std::string& key) {
@@ -466,6 +502,7 @@ ReconcileResult Reconciler::forget(const std::string& key) {
   written_.erase(key);
   rejected_.erase(key);
   refused_.erase(key);
+  released_.erase(key);
   return ReconcileResult::done();
 }
 

@@ -50,6 +50,10 @@ struct ReconcilerExtras {
   // The integrations (gang scheduling, Kueue admission) with their caches: each observes its facts about a job.
   std::vector<ObservedIntegration> integrations;
   std::function<std::optional<LauncherReport>(const std::string& job_key)> launcher;  // latest STATUS of node 0
+  // Asks a job's node 0 for its STATUS now (LauncherPoller::refresh): a member's pod gone, a spare may hold its place.
+  std::function<std::optional<LauncherReport>(const std::string& job_key)> refresh_launcher;
+  // Tells a job's node 0 that a launcher's node goes away (LauncherPoller::release); null: no notices are sent.
+  std::function<Result<contract::ReleaseAnswer>(const std::string& job_key, const contract::ReleaseNotice&)> release;
   int64_t unschedulable_grace_s = 30;
   int64_t node_lost_grace_s = 60;
   int avoid_node_after_failures = 2;  // see Observed::avoid_node_after_failures; 0: never
@@ -100,6 +104,8 @@ class Reconciler {
   struct Pass;
 
   ReconcileResult forget(const std::string& key);
+  // The plan's notices to node 0 (Plan::releases), each pod's once node 0 took it; Event NodeGoingAway for each.
+  void send_releases(const TrainingJob& job, const std::vector<RendezvousRelease>& releases);
   bool caches_caught_up(const std::string& key, const std::vector<PodFacts>& pods);
   // Whether the job cache shows our last status write: decisions read state kept in the status (the elastic
   // target, lost pods, launcher counts), so a stale status must not drive pod creation or deletion.
@@ -166,6 +172,8 @@ class Reconciler {
   // The pod create the API server last forbade (403), per job key, with the job's uid: the namespace's rules, kept
   // with its backoff until a pass creates the job's missing pods unrefused.
   std::map<std::string, std::pair<std::string, PodRefusal>> refused_;
+  // Per job key: the uids of pods whose release node 0 took (send_releases), so that each is sent once.
+  std::map<std::string, std::set<std::string>> released_;
 };
 
 }  // namespace kubedist::trainingjob

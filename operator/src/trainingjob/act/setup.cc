@@ -174,6 +174,10 @@ ReconcilerExtras reconciler_extras(const OperatorOptions& options, const Watched
   extras.integrations = integrations.observed();
   if (options.launcher_poll_interval_ms > 0) {
     extras.launcher = [&poller](const std::string& key) { return poller.latest(key); };
+    extras.refresh_launcher = [&poller](const std::string& key) { return poller.refresh(key); };
+    extras.release = [&poller](const std::string& key, const contract::ReleaseNotice& notice) {
+      return poller.release(key, notice);
+    };
   }
   extras.unschedulable_grace_s = options.unschedulable_grace_s;
   extras.node_lost_grace_s = options.node_lost_grace_s;

@@ -111,6 +111,7 @@ Plan active(DecideState& s) {
   s.stand_ins = current_stand_ins(s, target);
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
   note_spares(s, ranks);
+  s.plan.releases = release_notices(s, ranks);
   annotate_domains(s);
   const auto node0 = ranks.by_rank.find(0);
   decide_progress(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);

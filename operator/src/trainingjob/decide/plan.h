@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "common/time.h"
+#include "contract/notice.h"
 #include "trainingjob/api/types.h"
 #include "trainingjob/decide/hook.h"
 #include "trainingjob/decide/write.h"
@@ -106,6 +107,15 @@ struct Observed {
   int node_loss_limit = 100;
 };
 
+// A notice for node 0's rendezvous (contract/notice.h): the launcher of pod `pod` runs on a node going away.
+struct RendezvousRelease {
+  contract::ReleaseNotice notice;
+  std::string pod;
+  std::string pod_uid;  // the act layer sends one notice a pod (node 0 keeps it)
+  std::string node;
+  bool operator==(const RendezvousRelease&) const = default;
+};
+
 struct Plan {
   // Every request the act layer makes, in the order it makes them (decide.cc: plan_writes): the namespace's Secret
   // kubedist-rendezvous and the Service, the integrations' objects and J-rdzv, the pods of create_ranks (rendered
@@ -122,6 +132,8 @@ struct Plan {
   // puts the status before the pods' creates, since once its replacement exists nothing shows that the pod was lost.
   bool status_before_creates = false;
   std::vector<Event> events;              // one per decision
+  // Sent to node 0's rendezvous after the writes, in this order (spares first): launchers whose nodes go away.
+  std::vector<RendezvousRelease> releases;
   std::optional<int64_t> requeue_after_s; // a timer (deadline, TTL) the reconciler must come back for
 };
 

@@ -74,8 +74,17 @@ Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost
     // A spare pod, or the member whose place a spare took (its launcher waits as a spare now).
     const bool displaced = named && pod.rank < target && s.stand_ins.count(pod.rank) != 0;
     if (named && (is_spare_rank(pod.rank) || displaced)) {
-      if (pod.phase != "Failed" && pod.phase != "Succeeded") {
+      // A spare where it cannot stand in for long: on a node cordoned or announced for termination. NotReady may
+      // pass (and the node-lost grace judges it); many nodes at once NotReady must not cost every spare.
+      const auto going = pod_node_going_away(s, pod);
+      const bool moved = going && *going != contract::ReleaseWhy::kNotReady;
+      if (pod.phase != "Failed" && pod.phase != "Succeeded" && !moved) {
         candidates.push_back(&pod);
+        continue;
+      }
+      if (pod.phase != "Failed" && pod.phase != "Succeeded") {
+        r.spares_going_away.push_back(&pod);
+        s.delete_pod(pod);
         continue;
       }
       if (pod.phase == "Failed") failed_spares.push_back(pod.name);
@@ -91,6 +100,12 @@ Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost
   }
   if (!failed_spares.empty()) {
     s.emit("Warning", "SpareFailed", "spare pods " + join_names(failed_spares) + " failed; making new ones");
+  }
+  if (!r.spares_going_away.empty()) {
+    std::vector<std::string> names;
+    for (const PodFacts* pod : r.spares_going_away) names.push_back(pod->name + " (" + pod->node_name + ")");
+    s.emit("Normal", "SparesMoved",
+           "deleting spare pods " + join_names(names) + ": their nodes are going away; new spares go elsewhere");
   }
   // Node 0's rendezvous says which spares wait ready: those are kept first, then the lowest ranks.
   const std::vector<int>* ready = ready_spares(s);

@@ -42,6 +42,63 @@ bool spare_takes_place_of(const DecideState& s, int rank) {
          std::find(report->lost_nodes.begin(), report->lost_nodes.end(), rank) != report->lost_nodes.end();
 }
 
+std::optional<contract::ReleaseWhy> node_going_away(const NodeFacts& node) {
+  using contract::ReleaseWhy;
+  if (node.out_of_service) return ReleaseWhy::kTerminationNotice;
+  if (node.taints.is_array()) {
+    for (const auto& taint : node.taints) {
+      const std::string key = taint.is_object() ? taint.value("key", std::string()) : std::string();
+      if (key.rfind(kTerminationTaintPrefix, 0) == 0) return ReleaseWhy::kTerminationNotice;
+      for (const char* known : kTerminationTaints)
+        if (key == known) return ReleaseWhy::kTerminationNotice;
+    }
+  }
+  if (!node.ready) return ReleaseWhy::kNotReady;
+  if (node.unschedulable) return ReleaseWhy::kCordoned;
+  return std::nullopt;
+}
+
+std::optional<contract::ReleaseWhy> pod_node_going_away(const DecideState& s, const PodFacts& pod) {
+  if (!s.obs.nodes_watched || pod.node_name.empty()) return std::nullopt;
+  for (const NodeFacts& node : s.obs.nodes)
+    if (node.name == pod.node_name) return node_going_away(node);
+  return std::nullopt;  // not in the cache: deleted (lost_pods.h judges that), or not seen yet
+}
+
+std::vector<RendezvousRelease> release_notices(const DecideState& s, const Ranks& ranks) {
+  std::vector<RendezvousRelease> out;
+  const std::vector<int>* ready = ready_spares(s);
+  if (s.spec.spares <= 0 || !s.obs.nodes_watched || ready == nullptr) return out;
+  const auto notice = [&out](const PodFacts& pod, contract::ReleaseWhy why) {
+    out.push_back({{pod.rank, why}, pod.name, pod.uid, pod.node_name});
+  };
+  bool spare_stays = false;  // a spare ready on a node that stays
+  for (const PodFacts* pod : ranks.spares_going_away) {
+    if (pod->phase == "Running") notice(*pod, *pod_node_going_away(s, *pod));
+  }
+  for (const PodFacts* pod : ranks.spares) {
+    spare_stays = spare_stays || (std::find(ready->begin(), ready->end(), pod->rank) != ready->end() &&
+                                   !pod_node_going_away(s, *pod));
+  }
+  if (!spare_stays) return out;
+  for (const auto& [slot, pod] : ranks.by_rank) {
+    if (slot == 0 || pod->phase != "Running") continue;  // node 0 hosts the rendezvous: it is not replaced so
+    if (const auto why = pod_node_going_away(s, *pod)) notice(*pod, *why);
+  }
+  return out;
+}
+
+bool member_gone_without_stand_in(const TrainingJob& job, const std::vector<PodFacts>& pods,
+                                  const std::optional<LauncherReport>& report) {
+  if (job.spec.spares <= 0 || job.status.phase != JobPhase::kRunning) return false;
+  for (int rank = 1; rank < job.spec.replicas; ++rank) {
+    const bool has_pod = std::any_of(pods.begin(), pods.end(), [&](const PodFacts& p) { return p.name == pod_name(job.name, rank); });
+    const bool stood_in = job.status.stand_ins.count(rank) != 0 || (report && report->stand_ins.count(rank) != 0);
+    if (!has_pod && !stood_in) return true;
+  }
+  return false;
+}
+
 void note_spares(DecideState& s, const Ranks& ranks) {
   Status& st = s.plan.status;
   st.spares = static_cast<int>(ranks.spares.size());

@@ -26,38 +26,9 @@ counts_are() { [ "$(jp tj/j '{.status.replicas} {.status.spares}')" = "$1" ]; }
 eventually 30 "2 replicas and 1 spare in the status" counts_are "2 1"
 pass "spec.spares makes spare pod j-spare-0 (KUBEDIST_SPARE=1, NODE_RANK=10000), counted apart from the replicas"
 
-ip=$(jp pod/j-node-0 '{.status.podIP}')
-case "$ip" in 127.*) ;; *) fail "kwok pod IP $ip is not a loopback address" ;; esac
-work=$(mktemp -d /tmp/kubedist-op-spares-XXXXXX)
-# On a failure the launchers' logs too (node 0's rendezvous says when and why the group re-formed).
-show_launcher_logs() {
-  local f
-  for f in "$work"/node*.log; do
-    [ -e "$f" ] || continue
-    echo "--- $f (last 30 lines) ---" >&2
-    tail -n 30 "$f" >&2
-  done
-}
-trap 'rc=$?; [ $rc -eq 0 ] || show_launcher_logs; (exit $rc); cleanup; rm -rf "$work"' EXIT
-job_secret "$LAUNCHER" j-node-0 "$work"
-launch() {  # launch NODE_RANK [--spare]: a launcher as that pod would run it; sets LPID
-  "$LAUNCHER" --nnodes=2 --node-rank="$1" "${@:2}" --master-addr="$ip" --master-port="$port" \
-    --rdzv-endpoint="$ip:$((port + 1))" --rdzv-id=j --max-restarts=10 --stop-timeout=5 \
-    --rdzv-conf=join_timeout=60 --rdzv-secret-file="$work/secret" \
-    --no-python -- sh -c 'echo "$GROUP_RANK $TORCHELASTIC_RESTART_COUNT" >>"$0"; exec sleep 600' "$work/ranks.$1" \
-    >>"$work/node$1.log" 2>&1 &
-  LPID=$!
-  EXTRA_PIDS="${EXTRA_PIDS:-} $LPID"
-}
-launch 10000 --spare
-launch 1
-n1=$LPID
-launch 0
-world_is() { [ "$(jp tj/j '{.status.worldSize} {.status.phase}')" = "$1 Running" ]; }
-eventually 30 "the group of 2 running" world_is 2
-ready_is() { [ "$(jp tj/j '{.status.sparesReady}')" = "$1" ]; }
-eventually 30 "the spare reported ready" ready_is 1
-[ ! -e "$work/ranks.10000" ] || fail "the spare ran a worker: $(cat "$work/ranks.10000")"
+play_two_nodes_and_a_spare "$LAUNCHER" "$port"
+n1=$N1_PID
+[ ! -e "$PLAY_DIR/ranks.10000" ] || fail "the spare ran a worker: $(cat "$PLAY_DIR/ranks.10000")"
 pass "the spare waits in node 0's rendezvous with no worker (status.sparesReady 1)"
 
 # Node 1's node dies: its launcher first (the others notice at once), its pod later (on a real node, after the
@@ -71,7 +42,7 @@ stood_in() { [ "$(jp tj/j '{.status.standIns[0].nodeRank}:{.status.standIns[0].p
 eventually 60 "status.standIns naming the spare in node rank 1's place" stood_in
 eventually 10 "SpareStoodIn event" has_event j SpareStoodIn
 kubectl -n "$NS" delete pod j-node-1 --wait=false >/dev/null
-grep -qx "1 1" "$work/ranks.10000" || fail "the spare's worker did not get group rank 1 at restart 1: $(cat "$work/ranks.10000" 2>&1)"
+grep -qx "1 1" "$PLAY_DIR/ranks.10000" || fail "the spare's worker did not get group rank 1 at restart 1: $(cat "$PLAY_DIR/ranks.10000" 2>&1)"
 eventually 30 "the group of 2 running again" world_is 2
 new_spare() { kubectl -n "$NS" get pod j-spare-1 >/dev/null 2>&1; }
 eventually 30 "a new spare j-spare-1" new_spare
@@ -79,8 +50,8 @@ eventually 30 "the lost pod gone" bash -c "! kubectl -n $NS get pod j-node-1 >/d
 eventually 30 "the loss counted once" reasons_are j "node_lost=1 pod_failure=0 scale=0 worker_crash=0 restarts=1"
 pass "a lost member's place goes to the spare (group rank 1), a new spare is made, node 1's pod is not, one node_lost"
 
-launch 10001 --spare
-eventually 30 "the new spare reported ready" ready_is 1
+play_launcher 10001 --spare
+eventually 30 "the new spare reported ready" spares_ready_is 1
 uids() { kubectl -n "$NS" get pods -l kubedist.io/job-name=j -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid} {end}'; }
 before=$(uids)
 stop_operator
