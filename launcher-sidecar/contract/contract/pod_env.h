@@ -41,6 +41,12 @@ inline constexpr int kSpareNodeRankBase = 10000;
 // into a file (downward API), and the trainer's KUBEDIST_TOPOLOGY_DOMAIN_FILE names it (--topology-domain-file): the
 // rendezvous gives one domain's nodes consecutive group ranks.
 inline constexpr const char* kTopologyDomainFile = "KUBEDIST_TOPOLOGY_DOMAIN_FILE";
+// spec.checkpoint, for the kubedist.checkpoint helper (launcher-sidecar/python/kubedist/checkpoint.py): where the
+// checkpoint volume is mounted, every how many steps to save, a save's budget in seconds, how many to keep.
+inline constexpr const char* kCheckpointDir = "KUBEDIST_CHECKPOINT_DIR";
+inline constexpr const char* kCheckpointEverySteps = "KUBEDIST_CHECKPOINT_EVERY_STEPS";
+inline constexpr const char* kCheckpointTimeout = "KUBEDIST_CHECKPOINT_TIMEOUT";
+inline constexpr const char* kCheckpointKeep = "KUBEDIST_CHECKPOINT_KEEP";
 inline constexpr const char* kTopologyDomainAnnotation = "kubedist.io/topology-domain";
 inline constexpr std::string_view kNoTopologyDomain = "-";
 // A domain as a node label's value: 1 to 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric

@@ -89,6 +89,16 @@ reject spares-of-an-elastic-job-of-one-node 'spares need a job of 2 or more node
   maxReplicas: 1
   spares: 2
 $tmpl"
+reject checkpoint-without-claim 'spec.checkpoint.claimName: Required value' "  checkpoint: {everySteps: 100}
+$tmpl"
+reject checkpoint-claim-not-a-name 'spec.checkpoint.claimName in body should match' "  checkpoint: {claimName: My_Claim}
+$tmpl"
+reject checkpoint-every-zero-steps 'spec.checkpoint.everySteps in body should be greater than or equal to 1' "  checkpoint: {claimName: ckpt, everySteps: 0}
+$tmpl"
+reject checkpoint-under-kubedist "paths under /kubedist are the operator's" "  checkpoint: {claimName: ckpt, mountPath: /kubedist/bin}
+$tmpl"
+reject checkpoint-keep-too-many 'spec.checkpoint.keep in body should be less than or equal to 100' "  checkpoint: {claimName: ckpt, keep: 101}
+$tmpl"
 reject topology-key-with-a-space 'spec.placement.topologyKey in body should match' "  placement: {topologyKey: my rack}
 $tmpl"
 reject topology-key-too-long 'spec.placement.topologyKey: Too long' "  placement: {topologyKey: $(printf 'r%.0s' $(seq 1 400))}

@@ -70,6 +70,24 @@ TEST(ParseSpec, ReadsTheTopologyKeyOfEveryLabelKeyForm) {
   }
 }
 
+TEST(ParseSpec, ReadsTheCheckpointVolumeAndRefusesOneTheTrainerMountsAlready) {
+  json j = example_job_json();
+  j["spec"]["checkpoint"] = {{"claimName", "ckpt"}, {"everySteps", 500}, {"saveTimeoutSeconds", 60}};
+  auto job = testing::job_from(j);
+  ASSERT_TRUE(job.spec_error.empty()) << job.spec_error;
+  ASSERT_TRUE(job.spec.checkpoint.has_value());
+  EXPECT_EQ(*job.spec.checkpoint, (CheckpointSpec{"ckpt", "/checkpoints", 500, 60, 2}));
+  j["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = {{{"name", "data"}, {"mountPath", "/checkpoints"}}};
+  EXPECT_EQ(testing::job_from(j).spec_error,
+            "spec.checkpoint.mountPath: the trainer container mounts volume \"data\" at /checkpoints already; give the "
+            "checkpoints another path");
+  j["spec"]["checkpoint"]["mountPath"] = "/ckpt";
+  EXPECT_EQ(testing::job_from(j).spec_error, "");
+  j["spec"]["template"]["spec"]["volumes"] = {{{"name", "kubedist-checkpoint"}, {"emptyDir", json::object()}}};
+  EXPECT_EQ(testing::job_from(j).spec_error,
+            "spec.template.spec.volumes: the name kubedist-checkpoint is the operator's (spec.checkpoint's volume)");
+}
+
 TEST(ParseSpec, AcceptsEveryNprocForm) {
   struct Case {
     json value;
@@ -158,6 +176,23 @@ TEST(ParseSpec, RejectsBadSpecsWithAClearMessage) {
        "spec.placement.topologyKey: must be"},
       {"topologyKey of a megabyte", {{"placement", {{"topologyKey", std::string(1 << 20, 'r')}}}},
        "spec.placement.topologyKey: must be"},
+      {"checkpoint not object", {{"checkpoint", "pvc"}}, "spec.checkpoint: must be an object, got \"pvc\""},
+      {"checkpoint without claim", {{"checkpoint", {{"everySteps", 5}}}},
+       "spec.checkpoint.claimName: must name a PersistentVolumeClaim of the job's namespace, got nothing"},
+      {"checkpoint claim upper-case", {{"checkpoint", {{"claimName", "Ckpt"}}}},
+       "spec.checkpoint.claimName: must name a PersistentVolumeClaim of the job's namespace, got \"Ckpt\""},
+      {"checkpoint claim of 254", {{"checkpoint", {{"claimName", std::string(254, 'c')}}}},
+       "spec.checkpoint.claimName: must name"},
+      {"checkpoint relative path", {{"checkpoint", {{"claimName", "ckpt"}, {"mountPath", "ckpt"}}}},
+       "spec.checkpoint.mountPath: must be an absolute path not under /kubedist, got \"ckpt\""},
+      {"checkpoint path under /kubedist", {{"checkpoint", {{"claimName", "ckpt"}, {"mountPath", "/kubedist/bin"}}}},
+       "spec.checkpoint.mountPath: must be an absolute path not under /kubedist"},
+      {"checkpoint every 0 steps", {{"checkpoint", {{"claimName", "ckpt"}, {"everySteps", 0}}}},
+       "spec.checkpoint.everySteps: must be between 1 and 1000000000, got 0"},
+      {"checkpoint timeout word", {{"checkpoint", {{"claimName", "ckpt"}, {"saveTimeoutSeconds", "long"}}}},
+       "spec.checkpoint.saveTimeoutSeconds: must be an integer, got \"long\""},
+      {"checkpoint keep 0", {{"checkpoint", {{"claimName", "ckpt"}, {"keep", 0}}}},
+       "spec.checkpoint.keep: must be between 1 and 100, got 0"},
       {"zero deadline", {{"activeDeadlineSeconds", 0}}, "spec.activeDeadlineSeconds"},
       {"negative ttl", {{"ttlSecondsAfterFinished", -5}}, "spec.ttlSecondsAfterFinished"},
       {"no template", {{"template", nullptr}}, "spec.template: required"},

@@ -73,6 +73,31 @@ TEST(RenderPod, OnlyTheInitContainerSeesTheNamespaceSecretAndDerivesTheJobsForTh
   EXPECT_TRUE(parse_pod_facts(pod).rdzv_secret);
 }
 
+TEST(RenderPod, TheCheckpointClaimIsMountedInEveryTrainerSparesIncludedWithTheHelpersSettings) {
+  json j = testing::example_job_json();
+  j["spec"]["replicas"] = 2;
+  j["spec"]["spares"] = 1;
+  j["spec"]["checkpoint"] = {{"claimName", "ckpt"}, {"everySteps", 500}};
+  const auto job = testing::job_from(j);
+  ASSERT_EQ(job.spec_error, "");
+  for (int rank : {0, 1, 10000}) {
+    const auto pod = render_pod(job, rank, PodOptions{});
+    const json volume = {{"name", "kubedist-checkpoint"}, {"persistentVolumeClaim", {{"claimName", "ckpt"}}}};
+    EXPECT_EQ(std::count(pod["spec"]["volumes"].begin(), pod["spec"]["volumes"].end(), volume), 1) << rank;
+    const auto& trainer = pod["spec"]["containers"][0];
+    const json mount = {{"name", "kubedist-checkpoint"}, {"mountPath", "/checkpoints"}};
+    EXPECT_EQ(std::count(trainer["volumeMounts"].begin(), trainer["volumeMounts"].end(), mount), 1) << rank;
+    auto env = env_of(trainer);
+    EXPECT_EQ(env["KUBEDIST_CHECKPOINT_DIR"], "/checkpoints");
+    EXPECT_EQ(env["KUBEDIST_CHECKPOINT_EVERY_STEPS"], "500");
+    EXPECT_EQ(env["KUBEDIST_CHECKPOINT_KEEP"], "2");
+    EXPECT_EQ(count_env(trainer, "KUBEDIST_CHECKPOINT_TIMEOUT"), 0u) << "no budget set";
+  }
+  const auto plain = render_pod(testing::example_job(), 1, PodOptions{});
+  EXPECT_EQ(count_env(plain["spec"]["containers"][0], "KUBEDIST_CHECKPOINT_DIR"), 0u);
+  for (const auto& v : plain["spec"]["volumes"]) EXPECT_NE(v["name"], "kubedist-checkpoint");
+}
+
 TEST(RenderPod, AJobWithItsOwnSecretFromAnEarlierOperatorKeepsMountingItIntoTheTrainer) {
   PodOptions options;
   options.rdzv_secret = true;

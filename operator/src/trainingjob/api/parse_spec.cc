@@ -18,18 +18,72 @@ using nlohmann::json;
 
 std::string show(const json& v) { return v.dump(); }
 
-Result<int64_t> read_int(const json& spec, const char* field, int64_t dflt, int64_t min, int64_t max) {
+// An integer field of `spec` (or of the object at `where`, such as "spec.checkpoint.").
+Result<int64_t> read_int(const json& spec, const char* field, int64_t dflt, int64_t min, int64_t max,
+                         const std::string& where = "spec.") {
   auto it = spec.find(field);
   if (it == spec.end() || it->is_null()) return dflt;
   if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() == static_cast<int64_t>(it->get<double>()))) {
-    return Error::invalid(std::string("spec.") + field + ": must be an integer, got " + show(*it));
+    return Error::invalid(where + field + ": must be an integer, got " + show(*it));
   }
   int64_t v = it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
   if (v < min || v > max) {
-    return Error::invalid(std::string("spec.") + field + ": must be between " + std::to_string(min) + " and " +
+    return Error::invalid(where + field + ": must be between " + std::to_string(min) + " and " +
                           std::to_string(max) + ", got " + std::to_string(v));
   }
   return v;
+}
+
+// spec.checkpoint: a PVC of the namespace mounted in the trainer (not where the trainer mounts a volume of its own,
+// not under /kubedist), the helper's schedule and budget; nullopt without one.
+Result<std::optional<CheckpointSpec>> read_checkpoint(const json& spec, const json& tmpl, int trainer_index) {
+  auto it = spec.find("checkpoint");
+  if (it == spec.end() || it->is_null()) return std::optional<CheckpointSpec>();
+  const std::string where = "spec.checkpoint.";
+  if (!it->is_object()) return Error::invalid("spec.checkpoint: must be an object, got " + show(*it));
+  CheckpointSpec c;
+  const auto claim = it->find("claimName");
+  static const std::regex subdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  if (claim == it->end() || !claim->is_string() || claim->get<std::string>().size() > 253 ||
+      !std::regex_match(claim->get<std::string>(), subdomain)) {
+    return Error::invalid(where + "claimName: must name a PersistentVolumeClaim of the job's namespace, got " +
+                          (claim == it->end() ? std::string("nothing") : show(*claim)));
+  }
+  c.claim_name = claim->get<std::string>();
+  if (const auto path = it->find("mountPath"); path != it->end() && !path->is_null()) {
+    const std::string p = path->is_string() ? path->get<std::string>() : "";
+    if (p.empty() || p.front() != '/' || p.size() > 1024 || p == "/kubedist" || p.rfind("/kubedist/", 0) == 0) {
+      return Error::invalid(where + "mountPath: must be an absolute path not under /kubedist, got " + show(*path));
+    }
+    c.mount_path = p;
+  }
+  const json& trainer = tmpl["spec"]["containers"][static_cast<size_t>(trainer_index)];
+  if (const auto mounts = trainer.find("volumeMounts"); mounts != trainer.end() && mounts->is_array()) {
+    for (const auto& m : *mounts) {
+      if (m.is_object() && m.value("mountPath", std::string()) == c.mount_path) {
+        return Error::invalid(where + "mountPath: the trainer container mounts volume " + show(m.value("name", json())) +
+                              " at " + c.mount_path + " already; give the checkpoints another path");
+      }
+    }
+  }
+  if (const auto volumes = tmpl["spec"].find("volumes"); volumes != tmpl["spec"].end() && volumes->is_array()) {
+    for (const auto& v : *volumes) {
+      if (v.is_object() && v.value("name", std::string()) == kCheckpointVolume) {
+        return Error::invalid(std::string("spec.template.spec.volumes: the name ") + kCheckpointVolume +
+                              " is the operator's (spec.checkpoint's volume)");
+      }
+    }
+  }
+  auto every = read_int(*it, "everySteps", 0, 1, 1000000000, where);
+  if (!every) return every.error();
+  c.every_steps = *every;
+  auto timeout = read_int(*it, "saveTimeoutSeconds", 0, 1, 86400, where);
+  if (!timeout) return timeout.error();
+  c.save_timeout_s = static_cast<int>(*timeout);
+  auto keep = read_int(*it, "keep", 2, 1, 100, where);
+  if (!keep) return keep.error();
+  c.keep = static_cast<int>(*keep);
+  return std::optional<CheckpointSpec>(c);
 }
 
 Result<std::optional<int64_t>> read_optional_int(const json& spec, const char* field, int64_t min) {
@@ -266,6 +320,9 @@ Result<Spec> parse_spec(const json& spec, const std::string& job_name) {
   if (!trainer) return trainer.error();
   s.trainer_index = *trainer;
   s.template_ = SharedJson(*tmpl);
+  auto checkpoint = read_checkpoint(spec, *tmpl, s.trainer_index);
+  if (!checkpoint) return checkpoint.error();
+  s.checkpoint = *checkpoint;
 
   // Pod J-node-i must be a valid hostname and the Service J a DNS-1035 label.
   std::string longest = pod_name(job_name, s.max_replicas - 1);

@@ -45,6 +45,7 @@ inline constexpr size_t kMaxTopologyDomain = 64;  // of a pod's topology-domain 
 // trainer, at kPodInfoDir/kTopologyDomainFileName (the launcher's KUBEDIST_TOPOLOGY_DOMAIN_FILE).
 inline constexpr const char* kPodInfoVolume = "kubedist-podinfo";
 inline constexpr const char* kPodInfoDir = "/kubedist/podinfo";
+inline constexpr const char* kCheckpointVolume = "kubedist-checkpoint";  // spec.checkpoint's PVC in the trainer
 inline constexpr const char* kTopologyDomainFileName = "topology-domain";
 inline constexpr const char* kRendezvousSecretChanged = "RendezvousSecretChanged";  // the Event's reason
 // The Event's and the condition PodsRefused's reason when the namespace key is refused (decide/rendezvous.h).
@@ -92,6 +93,16 @@ class SharedJson {
   std::shared_ptr<const nlohmann::json> v_;
 };
 
+// spec.checkpoint: where the kubedist.checkpoint helper saves (a PVC mounted in the trainer) and on what schedule.
+struct CheckpointSpec {
+  std::string claim_name;
+  std::string mount_path = "/checkpoints";
+  int64_t every_steps = 0;  // 0: unset (the script or kubedist asks)
+  int save_timeout_s = 0;   // 0: no bound
+  int keep = 2;
+  bool operator==(const CheckpointSpec&) const = default;
+};
+
 struct Spec {
   int replicas = 1;
   int min_replicas = 1;
@@ -115,6 +126,7 @@ struct Spec {
   // spec.placement.topologyKey: a node label (a rack, an NVLink domain) whose domain the job's pods, spares included,
   // prefer to share; empty: none.
   std::string topology_key;
+  std::optional<CheckpointSpec> checkpoint;
   SharedJson template_;      // core/v1 PodTemplateSpec, validated to have containers with a command
   int trainer_index = 0;     // index of the container that runs under the launcher
 };

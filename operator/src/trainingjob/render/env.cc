@@ -82,6 +82,12 @@ json trainer_env(const json& trainer, const TrainingJob& job, int rank, const Po
     if (options.job_rdzv_secret && !options.rdzv_secret_fingerprint.empty())
       ours.push_back({{"name", contract::kRdzvSecretFingerprint}, {"value", options.rdzv_secret_fingerprint}});
   }
+  if (const auto& c = job.spec.checkpoint) {  // render.cc mounts the claim there
+    ours.push_back({{"name", contract::kCheckpointDir}, {"value", c->mount_path}});
+    if (c->every_steps > 0) ours.push_back({{"name", contract::kCheckpointEverySteps}, {"value", std::to_string(c->every_steps)}});
+    if (c->save_timeout_s > 0) ours.push_back({{"name", contract::kCheckpointTimeout}, {"value", std::to_string(c->save_timeout_s)}});
+    ours.push_back({{"name", contract::kCheckpointKeep}, {"value", std::to_string(c->keep)}});
+  }
   if (!job.spec.topology_key.empty() && options.topology_domains) {
     // render.cc's downward API volume: the node's domain, once the pod is bound
     ours.push_back({{"name", contract::kTopologyDomainFile},

@@ -250,6 +250,11 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
                                                        contract::kTopologyDomainAnnotation + "']"}}}}})}}}});
     trainer["volumeMounts"].push_back({{"name", kPodInfoVolume}, {"mountPath", kPodInfoDir}, {"readOnly", true}});
   }
+  if (const auto& c = job.spec.checkpoint) {
+    // spec.checkpoint's claim, where the kubedist.checkpoint helper saves and resumes (KUBEDIST_CHECKPOINT_DIR).
+    spec["volumes"].push_back({{"name", kCheckpointVolume}, {"persistentVolumeClaim", {{"claimName", c->claim_name}}}});
+    trainer["volumeMounts"].push_back({{"name", kCheckpointVolume}, {"mountPath", c->mount_path}});
+  }
   trainer["env"] = trainer_env(trainer, job, rank, options);  // env.h decides it
   declare_port(trainer, "master", job.spec.master_port);
   declare_port(trainer, "rendezvous", job.spec.master_port + contract::kRendezvousPortOffset);
