@@ -60,6 +60,25 @@ struct StatusProgress {
   bool operator==(const StatusProgress&) const = default;
 };
 
+// The newest complete checkpoint the job's rank 0 reported (the kubedist.checkpoint helper): its step, why it was
+// taken, how many ranks wrote it, and how long ago node 0 heard of it (the reader's clock minus this: when).
+// On the line: ckpt=STEP:REASON:RANKS:AGE_MS (one word that is no number, so readers older than it skip it).
+struct StatusCheckpoint {
+  std::int64_t step = 0;
+  std::string reason;  // is_checkpoint_reason
+  int ranks = 0;
+  std::int64_t age_ms = 0;
+  bool operator==(const StatusCheckpoint&) const = default;
+};
+
+// A checkpoint's reason: 1 to 32 of [a-z_] (periodic, requested, preemption, drain...).
+inline bool is_checkpoint_reason(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
+  return true;
+}
+
 // Bounds the encoder keeps and the parser enforces, so that a report stays one short line.
 inline constexpr size_t kMaxStatusMetrics = 8;
 inline constexpr size_t kMaxMetricName = 32;        // [A-Za-z0-9_] only
@@ -90,6 +109,7 @@ struct StatusReport {
   // member that was lost) -> the node rank of the spare that took its place. At most kMaxStatusSpares each.
   std::vector<int> spares;
   std::map<int, int> stand_ins;
+  std::optional<StatusCheckpoint> checkpoint{};  // none before rank 0 reported one (and from older launchers)
   bool operator==(const StatusReport&) const = default;
 };
 
@@ -207,6 +227,10 @@ inline std::string encode_status_line(const StatusReport& r) {
       line += std::to_string(slot) + ':' + std::to_string(node_rank);
     }
     line += ']';
+  }
+  if (const auto& c = r.checkpoint; c && is_checkpoint_reason(c->reason)) {
+    line += " ckpt=" + std::to_string(c->step) + ':' + c->reason + ':' + std::to_string(c->ranks) + ':' +
+            std::to_string(c->age_ms);
   }
   if (const auto& p = r.progress) {
     line += " step=" + std::to_string(p->step);
@@ -372,6 +396,21 @@ inline bool read_stand_ins(const std::string& value, std::map<int, int>& out) {
   });
 }
 
+// ckpt's value: STEP:REASON:RANKS:AGE_MS (counts of up to 18, 9 and 18 digits, a reason of is_checkpoint_reason).
+inline bool read_checkpoint(const std::string& value, std::optional<StatusCheckpoint>& out) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = value.find(':', start)) != std::string::npos; start = colon + 1)
+    parts.push_back(value.substr(start, colon - start));
+  parts.push_back(value.substr(start));
+  if (parts.size() != 4 || !is_count(parts[0], false, 18) || !is_checkpoint_reason(parts[1]) ||
+      !is_count(parts[2], false, 9) || !is_count(parts[3], false, 18)) {
+    return false;
+  }
+  out = StatusCheckpoint{std::stoll(parts[0]), parts[1], std::stoi(parts[2]), std::stoll(parts[3])};
+  return true;
+}
+
 inline bool is_progress_key(const std::string& key) {
   for (const char* k : {"step", "total", "epoch", "samples", "sps", "age_ms", "up_ms", "busy_ms", "lost_ms", "slow",
                         "hang_age_ms", "hang_msg"})
@@ -416,6 +455,10 @@ inline ParsedStatusLine parse_status_line(const std::string& line) {
     }
     if (key == "stand_ins") {
       if (!status_line_detail::read_stand_ins(value, r.stand_ins)) return bad();
+      continue;
+    }
+    if (key == "ckpt") {
+      if (!status_line_detail::read_checkpoint(value, r.checkpoint)) return bad();
       continue;
     }
     if (key == "carried") {

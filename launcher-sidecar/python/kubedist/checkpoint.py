@@ -203,6 +203,8 @@ def save_now(n, reason="requested"):
             os.fsync(f.fileno())
         os.replace(tmp, os.path.join(path, _COMPLETE))
         _prune(n)
+        from kubedist import progress  # the launcher's status.checkpoint
+        progress._checkpoint_done(n, reason, record["ranks"])
     d = _dist()
     if d is not None:
         d.barrier()  # COMPLETE written before any rank goes on (and may be stopped)

@@ -131,6 +131,25 @@ def _send(step, total, epoch, samples, metrics, now):
         pass  # the launcher is busy (its queue is full) or gone: this report is dropped
 
 
+def _checkpoint_done(step, reason, ranks):
+    """kubedist.checkpoint's checkpoint of `step` is complete (rank 0): told to the launcher at once, with no step of
+    progress in it (a job that only checkpoints is never judged hung)."""
+    if _address is None:
+        return
+    if _socket is None:
+        _open()
+        if _socket is None:
+            return
+    import json
+    data = json.dumps({"ckpt_step": int(step), "ckpt_reason": reason, "ckpt_ranks": int(ranks)},
+                      separators=(",", ":")).encode()
+    address = "\0" + _address[1:] if _address.startswith("@") else _address
+    try:
+        _socket.sendto(data, address)
+    except OSError:
+        pass  # the launcher is busy or gone: the status shows the next checkpoint
+
+
 def _start_flusher():
     global _lock, _wake
     import threading

@@ -46,6 +46,10 @@ void JobProgress::incident(Clock::time_point now) {
 }
 
 void JobProgress::update(int round, int node_rank, const NodeProgress& report, Clock::time_point now) {
+  if (report.checkpoint && (!checkpoint_ || report.checkpoint->step != checkpoint_->step)) {
+    checkpoint_ = report.checkpoint;  // whatever the round: a checkpoint stays one
+    checkpoint_at_ = now;
+  }
   if (round != round_ || report.ranks.empty()) return;
   bool advanced = false;
   for (const RankSummary& r : report.ranks) {
@@ -220,6 +224,13 @@ std::string hang_message(std::vector<StuckRank> stuck, const std::map<int, Stack
     }
   }
   return out.substr(0, max);
+}
+
+std::optional<contract::StatusCheckpoint> JobProgress::checkpoint(Clock::time_point now) const {
+  if (!checkpoint_) return std::nullopt;
+  contract::StatusCheckpoint c = *checkpoint_;
+  c.age_ms = std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(now - checkpoint_at_).count());
+  return c;
 }
 
 }  // namespace kubedist::launcher

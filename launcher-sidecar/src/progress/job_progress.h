@@ -63,6 +63,8 @@ class JobProgress {
 
   // The STATUS fields; nullopt until some worker reported a step.
   std::optional<contract::StatusProgress> status(Clock::time_point now) const;
+  // The newest complete checkpoint a node reported (rank 0's, through the helper), aged from when it was heard.
+  std::optional<contract::StatusCheckpoint> checkpoint(Clock::time_point now) const;
 
  private:
   struct Rank {
@@ -76,6 +78,8 @@ class JobProgress {
 
   ProgressSettings settings_;
   Clock::time_point started_;
+  std::optional<contract::StatusCheckpoint> checkpoint_;
+  Clock::time_point checkpoint_at_;
   int round_ = -1;
   std::map<int, Rank> ranks_;  // this round's, by global rank
   // What the status shows, kept across rounds until new reports replace it.

@@ -32,6 +32,11 @@ std::string LocalProgress::take(int local_rank, std::string_view datagram, size_
            " (further bad reports are ignored without a word)";
   }
   WorkerReport w = std::move(report).value();
+  if (w.checkpoint && (!checkpoint_ || w.checkpoint->step != checkpoint_->step)) {
+    checkpoint_ = w.checkpoint;
+    changed_ = true;
+  }
+  if (!w.has_step) return "";  // a checkpoint's report alone: no progress
   if (w.pid == 0) w.pid = r.last.pid, w.stack_signal = r.last.stack_signal;  // said once, in the first report
   const bool advanced = !r.reported || w.step > r.last.step;
   if (r.reported && w.step > r.last.step) {
@@ -62,6 +67,7 @@ NodeProgress LocalProgress::summary() {
     p.samples = lowest->last.samples;
     p.metrics = lowest->last.metrics;
   }
+  p.checkpoint = checkpoint_;
   return p;
 }
 

@@ -27,6 +27,9 @@ struct NodeProgress {
   std::vector<RankSummary> ranks;
   std::optional<std::int64_t> total_steps, epoch, samples;
   std::map<std::string, double> metrics;
+  // The newest complete checkpoint a worker of this node reported (rank 0's, on node 0), for this launcher's life;
+  // its age_ms is 0 (node 0 counts the age from when it heard). Not sent on the wire: rank 0 is on node 0.
+  std::optional<contract::StatusCheckpoint> checkpoint{};
   bool operator==(const NodeProgress&) const = default;
 };
 
@@ -71,6 +74,7 @@ class LocalProgress {
   };
   int max_per_second_;
   std::vector<Rank> ranks_;
+  std::optional<contract::StatusCheckpoint> checkpoint_;  // the newest reported, kept across rounds
   bool changed_ = false;
   bool warned_malformed_ = false, warned_flood_ = false;
   std::uint64_t dropped_ = 0, malformed_ = 0;

@@ -30,10 +30,14 @@ Result<WorkerReport> parse_worker_report(std::string_view datagram) {
   if (!j.is_object()) return make_error("a report that is no JSON object");
   WorkerReport r;
   const auto step = j.find("step");
-  if (step == j.end()) return make_error("a report without \"step\"");
-  const auto step_count = count_of(*step);
-  if (!step_count) return make_error("a report whose \"step\" is no count: " + step->dump());
-  r.step = *step_count;
+  if (step == j.end() && !j.contains("ckpt_step")) return make_error("a report without \"step\"");
+  if (step != j.end()) {
+    const auto step_count = count_of(*step);
+    if (!step_count) return make_error("a report whose \"step\" is no count: " + step->dump());
+    r.step = *step_count;
+  } else {
+    r.has_step = false;
+  }
   const std::pair<const char*, std::optional<std::int64_t>*> counts[] = {
       {"total_steps", &r.total_steps}, {"epoch", &r.epoch}, {"samples", &r.samples}};
   for (const auto& [key, slot] : counts) {
@@ -54,10 +58,22 @@ Result<WorkerReport> parse_worker_report(std::string_view datagram) {
     const auto sig = it->get<std::int64_t>();
     if (sig > 0 && sig < 65) r.stack_signal = static_cast<int>(sig);
   }
+  const auto ckpt_step = j.find("ckpt_step"), ckpt_reason = j.find("ckpt_reason"), ckpt_ranks = j.find("ckpt_ranks");
+  if (ckpt_step != j.end() || ckpt_reason != j.end() || ckpt_ranks != j.end()) {
+    const std::int64_t at = ckpt_step == j.end() ? -1 : count_of(*ckpt_step).value_or(-1);
+    const std::int64_t ranks = ckpt_ranks == j.end() ? -1 : count_of(*ckpt_ranks).value_or(-1);
+    const std::string reason = ckpt_reason != j.end() && ckpt_reason->is_string() ? ckpt_reason->get<std::string>() : "";
+    if (at < 0 || ranks < 1 || ranks > 1000000 || !contract::is_checkpoint_reason(reason)) {
+      return make_error("a report whose checkpoint (ckpt_step, ckpt_reason, ckpt_ranks) is not a count, a word of "
+                        "[a-z_] and a count of ranks: " + std::string(datagram.substr(0, 200)));
+    }
+    r.checkpoint = contract::StatusCheckpoint{at, reason, static_cast<int>(ranks), 0};
+  }
   for (const auto& [key, value] : j.items()) {
     if (r.metrics.size() == kMaxReportMetrics) break;
     if (key == "step" || key == "total_steps" || key == "epoch" || key == "samples" || key == "step_time" ||
-        key == "pid" || key == "stack_signal" || !value.is_number() || value.is_boolean())
+        key == "pid" || key == "stack_signal" || key.rfind("ckpt_", 0) == 0 || !value.is_number() ||
+        value.is_boolean())
       continue;
     const double v = value.get<double>();
     if (std::isfinite(v) && contract::status_line_detail::is_metric_name(key)) r.metrics[key] = v;

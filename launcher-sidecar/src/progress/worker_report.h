@@ -6,7 +6,10 @@
 // step (required) is the number of steps done; total_steps, epoch and samples are optional counts; step_time is the
 // worker's own seconds per step since its previous report (the helper's, from its compute() sections when used);
 // pid and stack_signal say which process armed Python's faulthandler on which signal (the helper's first report).
-// Any other key with a finite number is a metric; other values are ignored.
+// ckpt_step, ckpt_reason and ckpt_ranks (all three, or none) say a checkpoint of that step is complete (the helper's
+// kubedist.checkpoint, from rank 0); such a report needs no step, and without one it says nothing of progress (a job
+// that only checkpoints is never judged hung). Any other key with a finite number is a metric; other values are
+// ignored.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "contract/status_line.h"
 #include "util/result.h"
 
 namespace kubedist::launcher {
@@ -24,6 +28,7 @@ inline constexpr size_t kMaxReportMetrics = 8;  // the first ones by name; contr
 
 struct WorkerReport {
   std::int64_t step = 0;
+  bool has_step = true;  // false: a checkpoint's report alone
   std::optional<std::int64_t> total_steps;
   std::optional<std::int64_t> epoch;
   std::optional<std::int64_t> samples;
@@ -31,6 +36,7 @@ struct WorkerReport {
   std::map<std::string, double> metrics;
   int pid = 0;           // 0: not said
   int stack_signal = 0;  // 0: no stacks on request
+  std::optional<contract::StatusCheckpoint> checkpoint{};  // a complete checkpoint (age_ms 0)
   bool operator==(const WorkerReport&) const = default;
 };
 

@@ -90,7 +90,8 @@ void TcpMember::leave() {
 }
 
 void TcpMember::progress(int round, const NodeProgress& p) {
-  if (connected_ && host_speaks_progress_) send_line(encode_progress(round, p));
+  // A checkpoint's report alone (no rank's step yet) is node 0's own business: rank 0 runs there.
+  if (connected_ && host_speaks_progress_ && !p.ranks.empty()) send_line(encode_progress(round, p));
 }
 
 void TcpMember::stacks(int round, const std::map<int, StackSummary>& s) {

@@ -486,6 +486,7 @@ void RendezvousHost::drop(int fd) {
 contract::StatusReport RendezvousHost::status_report() const {
   contract::StatusReport report = own_->coordinator.report();
   report.progress = progress_.status(JobProgress::Clock::now());
+  report.checkpoint = progress_.checkpoint(JobProgress::Clock::now());
   return report;
 }
 

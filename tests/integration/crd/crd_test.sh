@@ -20,7 +20,7 @@ pass "kubectl explain describes the spec"
 kubectl -n "$NS" apply -f "$KUBEDIST_SOURCE_DIR/crd/examples/trainingjob.yaml" >/dev/null || fail "example refused"
 table=$(kubectl -n "$NS" get tj resnet 2>&1) || fail "kubectl get tj resnet: $table"
 cols=${table%%$'\n'*}
-for c in NAME PHASE NODES WORLD SPARES RESTARTS AGE; do
+for c in NAME PHASE NODES WORLD SPARES CHECKPOINT RESTARTS AGE; do
   [[ $cols == *"$c"* ]] || fail "kubectl get tj header '$cols' lacks $c"
 done
 pass "example accepted; kubectl get tj shows: $cols"

@@ -39,7 +39,7 @@ class Checkpoints(LauncherTest):
         self.assertFalse(os.path.exists(ckpt), "no directory: nothing saved")
         env = {"KUBEDIST_CHECKPOINT_DIR": ckpt, "KUBEDIST_CHECKPOINT_EVERY_STEPS": "4", "CRASH_AT": "6",
                "KUBEDIST_CHECKPOINT_KEEP": "2"}
-        code, launcher = self.run_job(out, 12, env)
+        code, launcher = self.run_job(out, 12, env, [f"--termination-log={self.path('termination-log')}"])
         self.assertEqual(code, 0, launcher.stderr())
         starts = [l.split()[1] for l in self.lines(out, 0) if l.startswith("start ")]
         self.assertEqual(starts, ["0", "4"], "the restarted group went on from step 4, the newest complete one")
@@ -49,6 +49,10 @@ class Checkpoints(LauncherTest):
         with open(os.path.join(ckpt, "step-0000000012", "COMPLETE")) as f:
             record = json.load(f)
         self.assertEqual((record["step"], record["reason"], record["ranks"]), (12, "periodic", 2))
+        # Rank 0 told its launcher: node 0's last STATUS (what the operator's status.checkpoint is made of) says so.
+        with open(self.path("termination-log")) as f:
+            final = f.read()
+        self.assertRegex(final, r"^STATUS .* ckpt=12:periodic:2:\d+(\s|$)", final)
 
     def test_a_save_that_raises_or_outlives_its_budget_on_one_rank_is_no_checkpoint(self):
         ckpt, out = self.path("ckpt"), self.path("out")

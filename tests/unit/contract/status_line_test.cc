@@ -118,6 +118,23 @@ TEST(StatusLine, CarriesTheSparesAndTheStandInsOnlyWhenThereAreAny) {
   }
 }
 
+TEST(StatusLine, CarriesTheNewestCheckpointAsOneWordNoOlderReaderTakesForACount) {
+  StatusReport r = running_report();
+  r.checkpoint = StatusCheckpoint{1500, "periodic", 16, 4200};
+  const std::string line = encode_status_line(r);
+  EXPECT_EQ(line, "STATUS round=3 restarts=4 node_lost=1 scale=2 worker_crash=1 nodes=2 world_size=8 phase=running "
+                  "run=resnet ckpt=1500:periodic:16:4200\n");
+  const ParsedStatusLine back = parse_status_line(line);
+  ASSERT_TRUE(back.report) << back.error;
+  EXPECT_EQ(*back.report, r);
+  EXPECT_FALSE(status_line_detail::parse_number("1500:periodic:16:4200")) << "an older reader skips it";
+  for (const std::string bad : {"ckpt=", "ckpt=1500", "ckpt=1500:periodic:16", "ckpt=1500:Periodic:16:0",
+                                "ckpt=x:periodic:16:0", "ckpt=1500:periodic:16:0:9", "ckpt=-1:periodic:1:0"}) {
+    const ParsedStatusLine p = parse_status_line("STATUS round=1 restarts=0 nodes=1 world_size=1 " + bad);
+    EXPECT_FALSE(p.report) << bad;
+  }
+}
+
 StatusProgress full_progress() {
   StatusProgress p;
   p.step = 1200;

@@ -115,6 +115,42 @@ TEST(LocalProgress, TracksEachRanksStepAndTimeAndWarnsOncePerKind) {
   EXPECT_EQ(take(p, 7, R"({"step": 1})", t), "");  // no such local rank: ignored
 }
 
+// kubedist.checkpoint's report from rank 0: a complete checkpoint, which says nothing of progress (a job that only
+// checkpoints is never judged hung), kept across rounds, and aged by node 0 from when it heard of it.
+TEST(Checkpoints, ACheckpointReportIsNoStepAndNodeZeroKeepsTheNewestAcrossRounds) {
+  auto r = parse_worker_report(R"({"ckpt_step": 500, "ckpt_reason": "periodic", "ckpt_ranks": 16})");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->has_step);
+  EXPECT_EQ(r->checkpoint, (contract::StatusCheckpoint{500, "periodic", 16, 0}));
+  EXPECT_TRUE(r->metrics.empty()) << "no ckpt_ field is a metric";
+  for (const std::string bad : {R"({"ckpt_step": 5})", R"({"ckpt_step": 5, "ckpt_reason": "Periodic", "ckpt_ranks": 2})",
+                                R"({"ckpt_step": -5, "ckpt_reason": "periodic", "ckpt_ranks": 2})",
+                                R"({"ckpt_step": 5, "ckpt_reason": "periodic", "ckpt_ranks": 0})",
+                                R"({"ckpt_step": 5, "ckpt_reason": "a reason with spaces", "ckpt_ranks": 2})"})
+    EXPECT_FALSE(parse_worker_report(bad)) << bad;
+  LocalProgress local;
+  local.start_round({0, 1});
+  Clock::time_point t{};
+  EXPECT_EQ(take(local, 0, R"({"ckpt_step": 500, "ckpt_reason": "periodic", "ckpt_ranks": 2})", t), "");
+  EXPECT_TRUE(local.changed());
+  NodeProgress s = local.summary();
+  EXPECT_TRUE(s.ranks.empty()) << "no rank reported a step";
+  ASSERT_TRUE(s.checkpoint);
+  EXPECT_EQ(s.checkpoint->step, 500);
+  local.start_round({0, 1});
+  EXPECT_EQ(local.summary().checkpoint, s.checkpoint) << "a new round keeps it";
+
+  JobProgress job({std::chrono::milliseconds(10000)}, t);
+  job.start_round(0, t);
+  job.update(0, 0, s, t);
+  EXPECT_FALSE(job.status(t)) << "no step: no progress";
+  EXPECT_FALSE(job.hang_due(t + 1h)) << "never judged hung";
+  EXPECT_EQ(job.checkpoint(t + 3s), (contract::StatusCheckpoint{500, "periodic", 2, 3000}));
+  job.start_round(1, t + 4s);
+  job.update(0, 0, s, t + 5s);  // the same one, from an earlier round's report: still heard at t
+  EXPECT_EQ(job.checkpoint(t + 5s)->age_ms, 5000);
+}
+
 NodeProgress ranks_at(std::vector<RankSummary> ranks) {
   NodeProgress p;
   p.ranks = std::move(ranks);

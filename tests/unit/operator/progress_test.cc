@@ -178,6 +178,37 @@ TEST(DecideProgress, KeepsWhatItShowedWithoutAReportOfThisNodeZero) {
   EXPECT_EQ(none.plan.status.progress->step, 9);
 }
 
+TEST(DecideProgress, TheNewestCheckpointReachesTheStatusWhenItsStepIsNewAndRoundTrips) {
+  auto job = testing::example_job();
+  Observed o = reporting(at_step(240));
+  o.launcher->checkpoint = contract::StatusCheckpoint{200, "periodic", 16, 3000};
+  DecideState s(job, o, kNow);
+  decide_progress(s, &s.live[0]);
+  const CheckpointStatus want{200, format_rfc3339(kNow - 7), "periodic", 16};  // polled 4 s ago, heard 3 s before
+  EXPECT_EQ(s.plan.status.checkpoint, want);
+  Status back;
+  from_json(json(s.plan.status), back);
+  EXPECT_EQ(back.checkpoint, want);
+  job.status.checkpoint = want;
+  o.launcher->checkpoint->age_ms = 9000;  // the same one, asked later: its time stays
+  DecideState again(job, o, kNow + 10);
+  decide_progress(again, &again.live[0]);
+  EXPECT_EQ(again.plan.status.checkpoint, want);
+  o.launcher->checkpoint.reset();  // a new node 0 has heard of none yet: the one written stays
+  o.launcher->pod_uid = "pod-0";
+  DecideState none(job, o, kNow + 20);
+  decide_progress(none, &none.live[0]);
+  EXPECT_EQ(none.plan.status.checkpoint, want);
+  o.launcher->checkpoint = contract::StatusCheckpoint{400, "periodic", 16, 0};
+  o.launcher->pod_uid = "an-earlier-node-0";  // not this node 0's word
+  DecideState other(job, o, kNow + 20);
+  decide_progress(other, &other.live[0]);
+  EXPECT_EQ(other.plan.status.checkpoint, want);
+  Status hostile;
+  from_json(json{{"checkpoint", {{"step", -4}, {"ranks", 2}}}}, hostile);
+  EXPECT_FALSE(hostile.checkpoint) << "a negative step written by someone else is no checkpoint";
+}
+
 TEST(DecideProgress, AJobFinishedByNodeZeroShowsItsLastReportNotTheLastProgressWrite) {
   auto job = testing::example_job();
   job.spec.replicas = 2;

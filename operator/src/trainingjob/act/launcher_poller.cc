@@ -25,9 +25,14 @@ LauncherReport launcher_report(const contract::StatusReport& status, const std::
     progress = bounded(*progress);
     progress->hang_message = valid_utf8(progress->hang_message);
   }
+  auto checkpoint = status.checkpoint;
+  if (checkpoint) {  // counts bounded as the progress' are; the reason is [a-z_] by the line's grammar
+    checkpoint->step = std::min<int64_t>(checkpoint->step, kMaxCount);
+    checkpoint->age_ms = std::min<int64_t>(checkpoint->age_ms, kMaxDurationMs);
+  }
   return {pod_uid,   status.round, status.restarts, status.restarts_by_cause, status.nodes,       status.world_size,
           valid_utf8(status.phase), valid_utf8(status.run_id), progress, now_unix(), status.lost_nodes, status.carried,
-          status.spares, status.stand_ins};
+          status.spares, status.stand_ins, checkpoint};
 }
 
 std::optional<LauncherReport> final_launcher_report(const TrainingJob& job, const std::vector<PodFacts>& pods) {

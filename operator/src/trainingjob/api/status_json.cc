@@ -187,6 +187,9 @@ void to_json(json& j, const Status& s) {
   json stand_ins = json::array();
   for (const auto& [slot, rank] : s.stand_ins) stand_ins.push_back({{"nodeRank", slot}, {"podNodeRank", rank}});
   j["standIns"] = s.stand_ins.empty() ? json(nullptr) : stand_ins;
+  j["checkpoint"] = s.checkpoint ? json{{"step", s.checkpoint->step}, {"time", s.checkpoint->time},
+                                        {"reason", s.checkpoint->reason}, {"ranks", s.checkpoint->ranks}}
+                                 : json(nullptr);
 }
 
 void from_json(const json& st, Status& s) {
@@ -222,6 +225,14 @@ void from_json(const json& st, Status& s) {
       if (slot && rank && *slot > 0 && *slot < contract::kSpareNodeRankBase && *rank > 0 && *rank <= 1000000 &&
           s.stand_ins.size() < contract::kMaxStatusSpares)
         s.stand_ins[static_cast<int>(*slot)] = static_cast<int>(*rank);
+    }
+  }
+  if (auto it = st.find("checkpoint"); it != st.end() && it->is_object()) {
+    const auto step = int64_at(*it, "step");
+    const auto ranks = int64_at(*it, "ranks");
+    if (step && *step >= 0 && *step <= kMaxCount) {
+      s.checkpoint = CheckpointStatus{*step, string_at(*it, "time"), string_at(*it, "reason"),
+                                      ranks && *ranks > 0 && *ranks <= 1000000 ? static_cast<int>(*ranks) : 0};
     }
   }
 }

@@ -131,6 +131,16 @@ struct Spec {
   int trainer_index = 0;     // index of the container that runs under the launcher
 };
 
+// status.checkpoint: the step of the newest complete checkpoint, when node 0 heard of it, why it was taken, and how
+// many ranks wrote it.
+struct CheckpointStatus {
+  int64_t step = 0;
+  std::string time;  // RFC 3339
+  std::string reason;
+  int ranks = 0;
+  bool operator==(const CheckpointStatus&) const = default;
+};
+
 struct Condition {
   ConditionType type = ConditionType::kCreated;
   std::string status;  // "True" | "False"
@@ -251,6 +261,8 @@ struct Status {
   int spares = 0;
   int spares_ready = 0;
   std::map<int, int> stand_ins;
+  // status.checkpoint: the newest complete checkpoint the job's rank 0 reported (the kubedist.checkpoint helper).
+  std::optional<CheckpointStatus> checkpoint{};
   bool operator==(const Status&) const = default;
 };
 
@@ -349,6 +361,7 @@ struct LauncherReport {
   std::optional<std::map<std::string, int>> carried;
   std::vector<int> spares;        // node ranks of the spares waiting (contract::StatusReport::spares)
   std::map<int, int> stand_ins;   // slot -> node rank of the spare standing in
+  std::optional<contract::StatusCheckpoint> checkpoint{};  // the newest complete one rank 0 reported
   bool operator==(const LauncherReport&) const = default;
 };
 
