@@ -16,6 +16,12 @@ spec.hangTimeout a group that stops advancing is restarted in place. The forward
 work (`progress.compute()`), so that a rank slower than the others is named (Event Straggler). Outside the
 launcher the reports do nothing.
 
+Checkpoints: with spec.checkpoint (KUBEDIST_CHECKPOINT_DIR, set by the operator where it mounts the claim) the
+example saves through kubedist's checkpoint helper (`from kubedist import checkpoint`) every
+spec.checkpoint.everySteps steps (rank 0 writes the model and optimizer, which DDP keeps the same on every rank), and
+every start of the workers, an in-place restart included, resumes from the newest complete checkpoint: the steps
+before it are not trained again. Without it, nothing is saved and every start trains from step 0.
+
 Fault injection, to watch an in-place restart: `--crash-once-at-step N` (or env KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP=N)
 makes global rank 1 exit with code 3 at step N (counted over all epochs). It does so once per container: it leaves
 a marker file in the temporary directory ($TMPDIR, else /tmp) named after the run id, so the restarted worker
@@ -55,6 +61,18 @@ except ImportError:  # run by another launcher: report nowhere
         def compute():
             import contextlib
             return contextlib.nullcontext()
+
+try:
+    from kubedist import checkpoint  # saves and resumes where spec.checkpoint says (KUBEDIST_CHECKPOINT_DIR)
+except ImportError:  # run by another launcher: no checkpoints
+    class checkpoint:  # noqa: N801
+        @staticmethod
+        def resume(save, load):
+            return 0
+
+        @staticmethod
+        def step(n):
+            return False
 
 CRASH_EXIT_CODE = 3
 
@@ -112,13 +130,24 @@ def main():
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    step = 0
+    def save(path, at_step):  # DDP keeps the replicas equal: rank 0's copy is everyone's
+        if rank == 0:
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, os.path.join(path, "state.pt"))
+
+    def load(path, at_step):
+        state = torch.load(os.path.join(path, "state.pt"))
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+
+    step = checkpoint.resume(save=save, load=load)  # 0 without a checkpoint
     total_steps = args.epochs * len(loader)
     epoch_loss = torch.zeros(1)
-    for epoch in range(args.epochs):
+    for epoch in range(step // len(loader), args.epochs):
         sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
         total, batches = 0.0, 0
-        for x, y in loader:
+        for i, (x, y) in enumerate(loader):
+            if epoch * len(loader) + i < step:
+                continue  # trained before the checkpoint resumed from
             started = time.monotonic()
             if rank == 1 and step == args.crash_once_at_step and not os.path.exists(marker("crashed")):
                 open(marker("crashed"), "w").close()
@@ -142,6 +171,7 @@ def main():
             if args.log_steps and rank == 0:
                 print(f"step {step}", flush=True)
             progress.step(step, total=total_steps, epoch=epoch, loss=loss.item())
+            checkpoint.step(step)
         epoch_loss[0] = total / max(batches, 1)
         dist.all_reduce(epoch_loss)
         epoch_loss /= world

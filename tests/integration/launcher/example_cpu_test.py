@@ -68,6 +68,16 @@ class CpuExample(LauncherTest):
         self.assertRegex(node0.stdout(), r"(?m)^training finished: 5 epochs, .*, restarts 1, torch \S+$")
         self.assertTrue(os.path.exists(self.path("kubedist-example-crashed-crash")), "no marker in TMPDIR")
 
+    def test_with_a_checkpoint_directory_the_restarted_group_resumes_from_the_newest_checkpoint(self):
+        ckpt = self.path("checkpoints")
+        node0, node1, codes = self.run_job(["--max-restarts=3"], ["--crash-once-at-step", "10"], run_id="resume",
+                                           env={"KUBEDIST_CHECKPOINT_DIR": ckpt, "KUBEDIST_CHECKPOINT_EVERY_STEPS": "4"})
+        self.assertEqual(codes, [0, 0], node0.stderr() + node1.stderr())
+        err = node0.stderr() + node1.stderr()
+        self.assertEqual(err.count("kubedist: checkpoint: resumed from step 8 "), 4, err)  # every rank, once
+        self.assertRegex(node0.stdout(), r"(?m)^training finished: 5 epochs, 80 steps per rank, .*, restarts 1, ")
+        self.assertEqual(sorted(os.listdir(ckpt)), ["step-0000000076", "step-0000000080"])
+
     def test_the_crash_from_the_environment_ends_a_job_without_restarts_with_its_exit_code(self):
         node0, node1, codes = self.run_job(["--max-restarts=0"], env={"KUBEDIST_EXAMPLE_CRASH_ONCE_AT_STEP": "2"},
                                            run_id="norestart")
