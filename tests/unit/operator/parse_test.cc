@@ -394,10 +394,12 @@ TEST(ParsePodFacts, NodeIpAndUnschedulableSince) {
   auto p = parse_pod_facts(nlohmann::json::parse(R"({"metadata": {"name": "j-node-0", "namespace": "n"},
     "spec": {"nodeName": "gpu-2", "containers": [{"name": "trainer"}]},
     "status": {"phase": "Pending", "podIP": "10.0.0.7", "conditions": [
-      {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": "2026-12-03T05:00:01Z"}]}})"));
+      {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": "2026-12-03T05:00:01Z",
+       "message": "0/3 nodes are available: persistentvolumeclaim \"ckpt\" not found.\nsecond line"}]}})"));
   EXPECT_EQ(p.node_name, "gpu-2");
   EXPECT_EQ(p.pod_ip, "10.0.0.7");
   EXPECT_EQ(p.unschedulable_since, "2026-12-03T05:00:01Z");
+  EXPECT_EQ(p.unschedulable_message, "0/3 nodes are available: persistentvolumeclaim \"ckpt\" not found.");
 }
 
 TEST(ParsePodFacts, KeepsTheFirstLineOfTheTrainersTerminationMessage) {

@@ -42,7 +42,8 @@ const char* const kPods[] = {
                  "containers": [{"name": "a"}, {"name": "b"}]},
         "status": {"phase": 3, "podIP": "10.0.0.7", "conditions": [
           "odd", {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                  "lastTransitionTime": "2026-12-03T05:00:01Z"},
+                  "lastTransitionTime": "2026-12-03T05:00:01Z",
+                  "message": "0/3 nodes are available: persistentvolumeclaim \"ckpt\" not found.\nmore"},
           {"type": "Ready", "status": "True"}],
           "containerStatuses": [{"name": "b", "state": {"terminated": {"exitCode": 1.5, "reason": "Error"}}},
                                 {"name": "a", "state": {"terminated": {"exitCode": 18446744073709551615}}}]}})",

@@ -209,6 +209,38 @@ TEST(DecideProgress, TheNewestCheckpointReachesTheStatusWhenItsStepIsNewAndRound
   EXPECT_FALSE(hostile.checkpoint) << "a negative step written by someone else is no checkpoint";
 }
 
+TEST(DecideCheckpoint, APodWaitingForAMissingClaimIsAConditionAndOneEventNeverAFailure) {
+  json j = testing::example_job_json();
+  j["spec"]["checkpoint"] = {{"claimName", "ckpt"}};
+  auto job = testing::job_from(j);
+  ASSERT_EQ(job.spec_error, "");
+  Observed o = reporting(at_step(1));
+  o.pods[1].phase = "Pending";
+  o.pods[1].unschedulable_since = format_rfc3339(kNow - 5);
+  o.pods[1].unschedulable_message = "0/3 nodes are available: persistentvolumeclaim \"ckpt\" not found.";
+  Plan p = decide(job, o, kNow);
+  const Condition* c = find_condition(p.status, ConditionType::kCheckpointVolumeMissing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, "True");
+  EXPECT_EQ(c->reason, "ClaimNotFound");
+  EXPECT_EQ(c->message, "PersistentVolumeClaim ckpt (spec.checkpoint.claimName) does not exist in namespace team-a: the "
+                        "job's pods wait for it (pod resnet-node-1: 0/3 nodes are available: persistentvolumeclaim "
+                        "\"ckpt\" not found.)");
+  EXPECT_TRUE(testing::has_event(p, "CheckpointVolumeMissing"));
+  EXPECT_NE(p.status.phase, JobPhase::kFailed);
+  job.status = p.status;
+  p = decide(job, o, kNow + 5);
+  EXPECT_FALSE(testing::has_event(p, "CheckpointVolumeMissing")) << "said once";
+  o.pods[1].unschedulable_message = "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.";
+  p = decide(job, o, kNow + 10);
+  c = find_condition(p.status, ConditionType::kCheckpointVolumeMissing);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, "False");
+  EXPECT_EQ(c->reason, "ClaimFound");
+  auto other = testing::example_job();  // another claim's message, or no spec.checkpoint: no condition
+  EXPECT_EQ(find_condition(decide(other, o, kNow).status, ConditionType::kCheckpointVolumeMissing), nullptr);
+}
+
 TEST(DecideProgress, AJobFinishedByNodeZeroShowsItsLastReportNotTheLastProgressWrite) {
   auto job = testing::example_job();
   job.spec.replicas = 2;

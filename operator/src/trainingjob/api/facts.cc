@@ -82,6 +82,7 @@ PodFacts parse_pod_facts(const json& pod) {
       if (type == "Ready") f.ready = text_at(c, "status") == "True";
       if (type == "PodScheduled" && text_at(c, "status") == "False" && text_at(c, "reason") == "Unschedulable") {
         f.unschedulable_since = string_at(c, "lastTransitionTime");
+        f.unschedulable_message = first_line(text_at(c, "message"), kMaxSchedulingMessage);
       }
     }
   }

@@ -7,7 +7,7 @@ namespace kubedist::trainingjob {
 std::vector<ConditionType> core_condition_types() {
   return {ConditionType::kCreated,   ConditionType::kRunning, ConditionType::kRestarting,
           ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended,
-          ConditionType::kPodsRefused};
+          ConditionType::kPodsRefused, ConditionType::kCheckpointVolumeMissing};
 }
 
 bool is_core(ConditionType type) {

@@ -20,6 +20,8 @@ struct ConditionType {
   static const ConditionType kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended;
   // The API server forbids the job's pods (Pod Security, a ResourceQuota, an admission webhook, RBAC).
   static const ConditionType kPodsRefused;
+  // spec.checkpoint.claimName names no PersistentVolumeClaim: the job's pods wait for it (decide/checkpoint.h).
+  static const ConditionType kCheckpointVolumeMissing;
 };
 inline constexpr ConditionType ConditionType::kCreated{"Created"};
 inline constexpr ConditionType ConditionType::kRunning{"Running"};
@@ -28,6 +30,7 @@ inline constexpr ConditionType ConditionType::kSucceeded{"Succeeded"};
 inline constexpr ConditionType ConditionType::kFailed{"Failed"};
 inline constexpr ConditionType ConditionType::kSuspended{"Suspended"};
 inline constexpr ConditionType ConditionType::kPodsRefused{"PodsRefused"};
+inline constexpr ConditionType ConditionType::kCheckpointVolumeMissing{"CheckpointVolumeMissing"};
 
 // The core's condition types, which every status reader keeps.
 std::vector<ConditionType> core_condition_types();

@@ -69,6 +69,7 @@ class PodEventReader {
       case F::kCondStatus: cond_.status = s; break;
       case F::kCondReason: cond_.reason = s; break;
       case F::kCondLtt: cond_.ltt = s; break;
+      case F::kCondMessage: cond_.message = first_line(s, kMaxSchedulingMessage); break;
       case F::kCsName: cs_.name = s; break;
       case F::kTReason: cs_.reason = s; break;
       case F::kTFinished: cs_.finished = s; break;
@@ -111,7 +112,7 @@ class PodEventReader {
     kTopologyDomain, kLabels, kJobLabel,
     kRankLabel, kOwners, kOwner, kOwnerCtrl, kOwnerUid, kSpec, kNodeName, kVolumes, kVolume, kVolumeName,
     kContainers, kContainer, kContainerName, kStatus, kPhase, kStartTime, kPodIp, kReason, kConds, kCond, kCondType,
-    kCondStatus, kCondReason, kCondLtt, kCStatuses, kCStatus, kCsName, kCsState, kTerminated, kTExit, kTReason,
+    kCondStatus, kCondReason, kCondLtt, kCondMessage, kCStatuses, kCStatus, kCsName, kCsState, kTerminated, kTExit, kTReason,
     kTFinished, kTMessage,
   };
   struct Frame {
@@ -124,7 +125,7 @@ class PodEventReader {
     std::string uid;
   };
   struct Cond {
-    std::string type, status, reason, ltt;
+    std::string type, status, reason, ltt, message;
   };
   struct Terminated {
     std::string name;
@@ -193,6 +194,7 @@ class PodEventReader {
         if (k == "status") return F::kCondStatus;
         if (k == "reason") return F::kCondReason;
         if (k == "lastTransitionTime") return F::kCondLtt;
+        if (k == "message") return F::kCondMessage;
         break;
       case F::kCStatus:
         if (k == "name") return F::kCsName;
@@ -295,6 +297,7 @@ class PodEventReader {
         if (cond_.type == "Ready") facts.ready = cond_.status == "True";
         if (cond_.type == "PodScheduled" && cond_.status == "False" && cond_.reason == "Unschedulable") {
           facts.unschedulable_since = cond_.ltt;
+          facts.unschedulable_message = cond_.message;
         }
         break;
       case F::kCStatus:

@@ -52,6 +52,7 @@ inline constexpr const char* kRendezvousSecretChanged = "RendezvousSecretChanged
 inline constexpr const char* kRendezvousKeyInvalid = "RendezvousKeyInvalid";
 // What the operator keeps of a container's termination message (Kubernetes keeps up to 4096 bytes): its first line.
 inline constexpr size_t kMaxTerminationMessage = 1024;
+inline constexpr size_t kMaxSchedulingMessage = 512;
 
 // Why a restart happened: the keys of status.restartsByReason and the reason label of kubedist_restarts_total. The
 // launchers' causes have the names of their STATUS line (contract/restart_cause.h); pod_failure is the operator's.
@@ -319,6 +320,8 @@ struct PodFacts {
   std::string node_name;          // spec.nodeName, empty until scheduled
   std::string pod_ip;             // status.podIP
   std::string unschedulable_since;  // RFC 3339: PodScheduled is False with reason Unschedulable since then
+  // That condition's message (the scheduler's why), first line, at most kMaxSchedulingMessage bytes.
+  std::string unschedulable_message{};
   bool rdzv_secret = false;       // mounts a rendezvous Secret (its launcher signs the rendezvous)
   bool job_rdzv_secret = false;   // that Secret is the job's own J-rdzv (an earlier operator's), not the namespace's
   std::string rdzv_key;           // annotation kRdzvKeyAnnotation: the fingerprint of the namespace key it derives from

@@ -13,6 +13,7 @@
 #include "trainingjob/decide/rendezvous.h"
 #include "trainingjob/decide/decide_state.h"
 #include "trainingjob/decide/domains.h"
+#include "trainingjob/decide/checkpoint.h"
 #include "trainingjob/decide/spares.h"
 #include "trainingjob/decide/stop.h"
 #include "trainingjob/decide/elastic.h"
@@ -112,6 +113,7 @@ Plan active(DecideState& s) {
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
   note_spares(s, ranks);
   s.plan.releases = release_notices(s, ranks);
+  note_checkpoint_volume(s);
   annotate_domains(s);
   const auto node0 = ranks.by_rank.find(0);
   decide_progress(s, node0 != ranks.by_rank.end() ? node0->second : nullptr);

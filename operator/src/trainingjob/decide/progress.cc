@@ -1,5 +1,7 @@
 #include "trainingjob/decide/progress.h"
 
+#include "trainingjob/decide/checkpoint.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,17 +26,6 @@ std::string progress_summary(int64_t step, std::optional<int64_t> total) {
   if (!total || *total <= 0) return "step " + std::to_string(step);
   const int64_t percent = std::min<int64_t>(100, step * 100 / *total);
   return std::to_string(percent) + "% (" + std::to_string(step) + "/" + std::to_string(*total) + ")";
-}
-
-// status.checkpoint from node 0's report of the newest complete checkpoint: taken when its step is new (a node 0
-// replaced knows none until the next one, and the one written stays).
-void note_checkpoint(DecideState& s, const PodFacts* node0) {
-  const auto& report = s.obs.launcher;
-  if (!report || node0 == nullptr || report->pod_uid != node0->uid || !report->checkpoint) return;
-  const contract::StatusCheckpoint& c = *report->checkpoint;
-  if (s.plan.status.checkpoint && s.plan.status.checkpoint->step == c.step) return;
-  const UnixSeconds polled = report->polled_at > 0 ? report->polled_at : s.now;
-  s.plan.status.checkpoint = CheckpointStatus{c.step, format_rfc3339(polled - c.age_ms / 1000), c.reason, c.ranks};
 }
 
 void decide_progress(DecideState& s, const PodFacts* node0) {
