@@ -282,6 +282,10 @@ play_two_nodes_and_a_spare() {
   play_launcher 1
   N1_PID=$LPID
   play_launcher 0
+  # The group formed at node 0's rendezvous: both nodes' workers started (status.worldSize, counted from the pods,
+  # says nothing of the launchers; node 1 may still be between two tries to reach node 0 under load).
+  both_started() { [ -s "$PLAY_DIR/ranks.0" ] && [ -s "$PLAY_DIR/ranks.1" ]; }
+  eventually 60 "the group of 2 formed at node 0's rendezvous (both nodes' workers started)" both_started
   eventually 30 "the group of 2 running" world_is 2
   eventually 30 "the spare reported ready" spares_ready_is 1
 }

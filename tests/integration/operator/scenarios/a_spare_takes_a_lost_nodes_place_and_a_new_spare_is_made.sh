@@ -36,9 +36,9 @@ pass "the spare waits in node 0's rendezvous with no worker (status.sparesReady 
 kill -KILL "$n1"
 wait "$n1" 2>/dev/null || true
 stood_in() { [ "$(jp tj/j '{.status.standIns[0].nodeRank}:{.status.standIns[0].podNodeRank}')" = "1:10000" ]; }
-# The killed launcher kills its workers first (up to 5 s), then node 0's workers stop (--stop-timeout=5); here it takes
-# about 2 s, but a full CI run on 2 loaded cores once saw no stand-in within 30 s (the launchers' logs, shown on a
-# failure now, will say why if it happens again).
+# The killed launcher kills its workers first (up to 5 s), then node 0's workers stop (--stop-timeout=5): about 2 s.
+# (Two full CI runs on 2 loaded cores saw no stand-in at all: node 1 had not joined yet when it was killed, so no
+# group had formed to lose it from; play_two_nodes_and_a_spare now waits for both nodes' workers.)
 eventually 60 "status.standIns naming the spare in node rank 1's place" stood_in
 eventually 10 "SpareStoodIn event" has_event j SpareStoodIn
 kubectl -n "$NS" delete pod j-node-1 --wait=false >/dev/null
