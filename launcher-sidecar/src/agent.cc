@@ -190,6 +190,11 @@ void Agent::on_round(const Assignment& a) {
       loop_, logs_,
       WorkerGroup::Events{[this](const WorkerExit& e) { on_worker_failure(e); },
                           [this] {
+                            // The workers' last reports (a checkpoint completed just before the end) reach node
+                            // 0 before DONE, whatever the forwarding interval.
+                            if (forward_timer_) loop_.cancel(forward_timer_);
+                            forward_timer_ = 0;
+                            forward_progress();
                             state_ = State::Done;
                             metrics_.workers_running = 0;
                             member_->done(assignment_.round);
