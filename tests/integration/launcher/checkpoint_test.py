@@ -68,7 +68,9 @@ class Checkpoints(LauncherTest):
         code, launcher = self.run_job(self.path("again"), 7, env)
         self.assertEqual(code, 0, launcher.stderr())
         starts = [l.split()[1] for l in self.lines(self.path("again"), 1) if l.startswith("start ")]
-        self.assertEqual(starts, ["2"], "resumed from step 2, never from an incomplete one")
+        # Every start (one, or more if the group restarted for another reason: CI's torch 2.15 run once did) resumed
+        # from step 2, never from an incomplete checkpoint.
+        self.assertTrue(starts and set(starts) == {"2"}, f"resumed from step 2, never from an incomplete one: {starts}")
 
 
 if __name__ == "__main__":
