@@ -153,7 +153,6 @@ def resume(save, load, directory=None, every_steps=None):
     newest = steps[0] if steps else 0
     d = _dist()
     if d is not None:
-        import torch
         chosen = [newest]
         d.broadcast_object_list(chosen, src=0)
         newest = int(chosen[0])

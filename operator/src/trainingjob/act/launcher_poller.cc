@@ -106,22 +106,24 @@ std::chrono::milliseconds LauncherPoller::query_timeout() const {
                   std::chrono::milliseconds(2000));
 }
 
+std::optional<LauncherTarget> LauncherPoller::target_of(const std::string& job_key) const {
+  for (LauncherTarget& t : targets_())
+    if (t.job_key == job_key) return std::move(t);
+  return std::nullopt;
+}
+
 std::optional<LauncherReport> LauncherPoller::refresh(const std::string& job_key) {
-  for (const LauncherTarget& t : targets_()) {
-    if (t.job_key == job_key) take(t, query_launcher(t.ip, t.port, query_timeout(), t.secret));
-  }
+  if (const auto t = target_of(job_key)) take(*t, query_launcher(t->ip, t->port, query_timeout(), t->secret));
   return latest(job_key);
 }
 
 Result<contract::ReleaseAnswer> LauncherPoller::release(const std::string& job_key,
                                                         const contract::ReleaseNotice& notice) {
-  for (const LauncherTarget& t : targets_()) {
-    if (t.job_key != job_key) continue;
-    auto answer = rendezvous::send_release(t.ip, t.port, query_timeout(), t.secret, notice);
-    if (answer && answer->released) take(t, query_launcher(t.ip, t.port, query_timeout(), t.secret));
-    return answer;
-  }
-  return Error::invalid("node 0 is not asked yet (no address, or no secret the operator can sign with)");
+  const auto t = target_of(job_key);
+  if (!t) return Error::invalid("node 0 is not asked yet (no address, or no secret the operator can sign with)");
+  auto answer = rendezvous::send_release(t->ip, t->port, query_timeout(), t->secret, notice);
+  if (answer && answer->released) take(*t, query_launcher(t->ip, t->port, query_timeout(), t->secret));
+  return answer;
 }
 
 void LauncherPoller::poll_once() {

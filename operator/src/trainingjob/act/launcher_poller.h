@@ -91,6 +91,8 @@ class LauncherPoller {
   };
   void take(const LauncherTarget& t, Result<LauncherReport> report);
   std::chrono::milliseconds query_timeout() const;
+  // The job's target now (targets_ asked afresh), if it has one.
+  std::optional<LauncherTarget> target_of(const std::string& job_key) const;
 
   mutable std::mutex mu_;  // latest_, health_, passes_
   std::map<std::string, LauncherReport> latest_;

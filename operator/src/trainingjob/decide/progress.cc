@@ -1,12 +1,11 @@
 #include "trainingjob/decide/progress.h"
 
-#include "trainingjob/decide/checkpoint.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "trainingjob/api/names.h"
+#include "trainingjob/decide/checkpoint.h"
 
 namespace kubedist::trainingjob {
 namespace {

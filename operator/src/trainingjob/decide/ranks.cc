@@ -77,12 +77,12 @@ Ranks decide_ranks(DecideState& s, int target, const std::set<std::string>& lost
       // A spare where it cannot stand in for long: on a node cordoned or announced for termination. NotReady may
       // pass (and the node-lost grace judges it); many nodes at once NotReady must not cost every spare.
       const auto going = pod_node_going_away(s, pod);
-      const bool moved = going && *going != contract::ReleaseWhy::kNotReady;
-      if (pod.phase != "Failed" && pod.phase != "Succeeded" && !moved) {
+      const bool ended = pod.phase == "Failed" || pod.phase == "Succeeded";
+      if (!ended && !(going && *going != contract::ReleaseWhy::kNotReady)) {
         candidates.push_back(&pod);
         continue;
       }
-      if (pod.phase != "Failed" && pod.phase != "Succeeded") {
+      if (!ended) {
         r.spares_going_away.push_back(&pod);
         s.delete_pod(pod);
         continue;
