@@ -260,6 +260,26 @@ retag() {
   rm -rf "$tmp"
 }
 
+# push_one ADDR IMAGE: buildah push, tried up to 3 times. A registry may answer a multi-gigabyte chunked upload
+# with a 500 once (CI saw one on the torch 2.15 example's layer); a retry sends only the blobs it still lacks.
+# After the last try the registry's log (KUBEDIST_REGISTRY_LOG, set by nodes.sh) and its free space are shown.
+push_one() {
+  local addr=$1 image=$2 try
+  for try in 1 2 3; do
+    if [ "$try" -eq 1 ]; then log "$addr/$image: pushing"; else log "$addr/$image: pushing (try $try of 3)"; fi
+    if buildah push --quiet --tls-verify=false "localhost/$image" "docker://$addr/$image" >/dev/null; then
+      return 0
+    fi
+    [ "$try" -lt 3 ] && sleep $((try * 5))
+  done
+  if [ -n "${KUBEDIST_REGISTRY_LOG:-}" ] && [ -f "$KUBEDIST_REGISTRY_LOG" ]; then
+    log "the registry's log ($KUBEDIST_REGISTRY_LOG), last 30 lines:"
+    tail -n 30 "$KUBEDIST_REGISTRY_LOG" >&2
+  fi
+  df -h "$cache" >&2 || true
+  die "pushing $image to $addr failed 3 times"
+}
+
 cmd_push() {
   local addr=${1:-} only=("${@:2}")
   [[ $addr =~ ^[A-Za-z0-9.-]+:[0-9]+$ ]] || die "push needs the registry as HOST:PORT, got '${addr}'"
@@ -274,8 +294,7 @@ cmd_push() {
     if registry_has "$addr" "$name" "$tag"; then
       log "$addr/$image: present (skipped)"
     else
-      log "$addr/$image: pushing"
-      buildah push --quiet --tls-verify=false "localhost/$image" "docker://$addr/$image" >/dev/null
+      push_one "$addr" "$image"
     fi
     case $name in
       kubedist/example-cpu | kubedist/example-torch2) retag "$addr" "$name" "$tag" latest ;;

@@ -117,7 +117,7 @@ registry_up() {
 # The images the nodes run: built (cached by content) and pushed to this cluster's registry.
 images_up() {
   "$here/images.sh" build >&2
-  "$here/images.sh" push "127.0.0.1:$registry_port_host" >&2
+  KUBEDIST_REGISTRY_LOG="$dir/logs/registry.log" "$here/images.sh" push "127.0.0.1:$registry_port_host" >&2
   # shellcheck disable=SC1091
   . "$cache/images/images.env"
 }
