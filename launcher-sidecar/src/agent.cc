@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -68,6 +70,11 @@ Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world
           loop, [this](int lr, std::string_view data, size_t size) { on_report(lr, data, size); },
           [this](int lr, pid_t sender) { return report_from_worker(lr, sender); },
           [this](int lr, pid_t sender) { on_foreign_report(lr, sender); }) {
+  request_file_ = run_dir_ + "/checkpoint-request";
+  if (const auto it = base_env_.find(contract::kCheckpointTimeout); it != base_env_.end()) {
+    const long seconds = std::strtol(it->second.c_str(), nullptr, 10);
+    if (seconds > 0 && seconds <= 86400) checkpoint_timeout_s_ = static_cast<int>(seconds);
+  }
   if (auto opened = channel_.open(local_world_size_); !opened) {
     say("warning: workers cannot report progress: " + opened.error());
     return;
@@ -86,6 +93,7 @@ Agent::Agent(EventLoop& loop, LaunchConfig config, Env base_env, int local_world
 }
 
 Agent::~Agent() {
+  if (checkpoint_timer_) loop_.cancel(checkpoint_timer_);
   if (forward_timer_) loop_.cancel(forward_timer_);
   if (stacks_timer_) loop_.cancel(stacks_timer_);
 }
@@ -174,6 +182,7 @@ void Agent::on_round(const Assignment& a) {
     w.spec = render_worker(config_, a, local_world_size_, lr, w.error_file, base_env_);
     if (dir_ok) stack_files_[static_cast<size_t>(lr)] = dir + "/stacks.txt";
     add_progress_env(w.spec.env, channel_.address(lr), stack_files_[static_cast<size_t>(lr)], python_dir_);
+    if (!request_file_.empty()) w.spec.env[contract::kCheckpointRequest] = request_file_;
     w.out = route_for(config_, lr, w.rank, 1, dir, host_name());
     w.err = route_for(config_, lr, w.rank, 2, dir, host_name());
     w.stdin_mode = stdin_for(terminal_, lr);
@@ -183,6 +192,7 @@ void Agent::on_round(const Assignment& a) {
   // The round's workers append to these; a round that reuses an attempt's directory starts them anew.
   for (int stream : {1, 2})
     if (const std::string file = filtered_file(config_, stream, attempt_dir); !file.empty()) truncate_file(file);
+  if (!request_file_.empty()) unlink(request_file_.c_str());  // new workers: no request yet
   local_.start_round(ranks);
   metrics_.rank_step_seconds.clear();
   senders_.clear();  // new workers, new pids
@@ -198,6 +208,10 @@ void Agent::on_round(const Assignment& a) {
                             state_ = State::Done;
                             metrics_.workers_running = 0;
                             member_->done(assignment_.round);
+                            if (checkpoint_wait_)  // nothing left to save (deferred: this is the group's call)
+                              loop_.defer([this] {
+                                if (checkpoint_wait_) stop_for_shutdown();
+                              });
                           },
                           [this] { loop_.defer([this] { on_workers_stopped(); }); }},
       terminal_.launcher_pgrp);
@@ -224,6 +238,7 @@ void Agent::on_round(const Assignment& a) {
 void Agent::on_report(int local_rank, std::string_view datagram, size_t size) {
   const std::string warning = local_.take(local_rank, datagram, size, std::chrono::steady_clock::now());
   if (!warning.empty()) say("warning: " + warning);
+  if (checkpoint_wait_ && local_.all_answered()) on_checkpoint_answers();
   metrics_.progress_reports_dropped_total = local_.dropped();
   metrics_.progress_reports_malformed_total = local_.malformed();
   if (!local_.changed() || forward_timer_ || state_ != State::Running) return;
@@ -363,6 +378,12 @@ void Agent::stop_workers(int signal) {
 void Agent::on_workers_stopped() {
   metrics_.workers_running = 0;
   group_.reset();
+  if (checkpoint_wait_) {
+    // The workers stopped for another reason while a checkpoint was awaited (a failure, a new round): the
+    // shutdown goes on without it.
+    say("the workers stopped before they answered the checkpoint request");
+    return stop_for_shutdown();
+  }
   if (shutdown_signal_) return finish(128 + shutdown_signal_);
   if (pending_end_) return finish(*pending_end_);
   join();
@@ -385,7 +406,53 @@ void Agent::on_end(int code, const std::string& reason) {
 }
 
 void Agent::shutdown(int signal) {
+  if (checkpoint_wait_) {
+    say(std::string("received ") + strsignal(signal) + " while the workers save a checkpoint: stopping them now");
+    return stop_for_shutdown();
+  }
   shutdown_signal_ = signal;
+  // Just in time: the pod is about to go (evicted, drained, preempted, suspended, scaled down, deleted) and its
+  // workers can save where they are: they do, then they stop. The rendezvous hears of it only after, so that no
+  // other node restarts the group under the save.
+  if (signal == SIGTERM && state_ == State::Running && group_ && local_.all_armed() &&
+      request_checkpoint("termination"))
+    return;
+  stop_for_shutdown();
+}
+
+bool Agent::request_checkpoint(const std::string& reason) {
+  const std::string tmp = request_file_ + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !write_all(fd, reason + "\n") || close(fd) != 0 || rename(tmp.c_str(), request_file_.c_str()) != 0) {
+    if (fd >= 0) unlink(tmp.c_str());
+    say("warning: cannot ask the workers for a checkpoint (" + request_file_ + "): " + std::strerror(errno));
+    return false;
+  }
+  local_.forget_answers();
+  checkpoint_wait_ = true;
+  const int wait_s = contract::checkpoint_wait_seconds(checkpoint_timeout_s_);
+  say("received SIGTERM: the workers save a checkpoint first (up to " + std::to_string(wait_s) +
+      " s), then stop");
+  checkpoint_timer_ = loop_.after(std::chrono::seconds(wait_s), [this, wait_s] {
+    checkpoint_timer_ = 0;
+    say("no checkpoint within " + std::to_string(wait_s) + " s: stopping the workers");
+    stop_for_shutdown();
+  });
+  return true;
+}
+
+void Agent::on_checkpoint_answers() {
+  const auto step = local_.answered_step();
+  if (local_.any_failed() || !step) say("the workers' checkpoint failed (their log says why): stopping them");
+  else say("the workers saved the checkpoint of step " + std::to_string(*step) + ": stopping them");
+  stop_for_shutdown();
+}
+
+void Agent::stop_for_shutdown() {
+  if (checkpoint_timer_) loop_.cancel(checkpoint_timer_);
+  checkpoint_timer_ = 0;
+  checkpoint_wait_ = false;
+  const int signal = shutdown_signal_;
   // Leaving on purpose (the operator scales down or removes the pod): the other nodes re-form the group and
   // count a scale restart, not a lost node. Also while joining or stopping: a ROUND may be on its way to us.
   if (member_ != nullptr && state_ != State::Done && state_ != State::Exiting) member_->leave();

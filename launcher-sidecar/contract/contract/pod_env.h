@@ -47,6 +47,13 @@ inline constexpr const char* kCheckpointDir = "KUBEDIST_CHECKPOINT_DIR";
 inline constexpr const char* kCheckpointEverySteps = "KUBEDIST_CHECKPOINT_EVERY_STEPS";
 inline constexpr const char* kCheckpointTimeout = "KUBEDIST_CHECKPOINT_TIMEOUT";
 inline constexpr const char* kCheckpointKeep = "KUBEDIST_CHECKPOINT_KEEP";
+// The file a launcher writes (one reason word) to ask its workers' helper for a checkpoint just in time; the
+// launcher sets it in each worker's environment.
+inline constexpr const char* kCheckpointRequest = "KUBEDIST_CHECKPOINT_REQUEST";
+// How long a launcher given SIGTERM waits for its workers' just-in-time checkpoint before it stops them: the save's
+// budget (spec.checkpoint.saveTimeoutSeconds; 60 s when it has none) and 5 s for the workers to see the request
+// (they look about once a second) and answer. The operator lengthens the pod's grace period by as much.
+inline int checkpoint_wait_seconds(int save_timeout_s) { return (save_timeout_s > 0 ? save_timeout_s : 60) + 5; }
 inline constexpr const char* kTopologyDomainAnnotation = "kubedist.io/topology-domain";
 inline constexpr std::string_view kNoTopologyDomain = "-";
 // A domain as a node label's value: 1 to 63 letters, digits, '-', '_' and '.', beginning and ending alphanumeric

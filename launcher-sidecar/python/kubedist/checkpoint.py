@@ -27,6 +27,14 @@ spec.checkpoint.saveTimeoutSeconds; the ranks agree through the default process 
 outlives the budget or that some rank did not make is no checkpoint: resume() never loads it, the step goes on,
 and one line on standard error says why. Rank 0 keeps the newest KUBEDIST_CHECKPOINT_KEEP complete checkpoints
 (spec.checkpoint.keep, default 2) and removes older ones and incomplete ones older than the newest complete one.
+
+Just in time: when the pod is about to stop (SIGTERM: evicted, drained, preempted, suspended, scaled down, deleted),
+the launcher asks its workers for a checkpoint before it stops them (KUBEDIST_CHECKPOINT_REQUEST names the file it
+writes then). step() looks for that request about once a second (every K steps, K agreed by the ranks from their
+step time, in one small all_reduce that also says whether any rank's launcher asks), so every rank sees it at the
+same step: the step just done, which no rank has gone past. Every rank then saves it (save_now, reason
+"termination" or what the launcher names), tells its launcher the outcome, and waits to be stopped (at most 60 s,
+then training goes on): 0 steps lost. A script that never calls resume() is stopped at once, as before.
 """
 import json
 import os
@@ -46,6 +54,17 @@ _every = 0           # save every this many steps (0: only when save_now() is ca
 _timeout = 0.0       # seconds a save may take (0: no bound)
 _keep = 2
 _last = 0            # the step of the newest complete checkpoint (loaded or saved)
+
+# Requests from the launcher (just in time). A request file holds one reason word; the ranks agree on one through
+# the all_reduce as its index here (an unknown word is "requested").
+_REASONS = ("requested", "termination", "preemption", "drain", "suspend", "scale_down", "deletion",
+            "termination_notice")
+_CHECK_SECONDS = 1.0   # how often, in time, step() looks for a request
+_MAX_CHECK_STEPS = 10000
+_HOLD_SECONDS = 60.0   # after a requested save, how long a worker waits to be stopped before it goes on
+_request = None        # the launcher's request file (KUBEDIST_CHECKPOINT_REQUEST); None: no launcher asks
+_next_check = 0        # the step at which step() looks next
+_check_mark = (0, 0.0)  # the step and time of the last look
 
 
 def _int_env(name, default, low):
@@ -86,19 +105,21 @@ def _rank():
     return d.get_rank() if d else 0
 
 
-def _all_ok(ok):
-    """Whether every rank says ok (one small all_reduce when there are several ranks)."""
+def _all_max(values):
+    """The element-wise maximum of values (small ints) over every rank (one small all_reduce with several ranks)."""
     d = _dist()
     if d is None:
-        return ok
+        return list(values)
     import torch
-    backend = d.get_backend()
-    device = "cpu"
-    if backend == "nccl" and torch.cuda.is_available():
-        device = "cuda"
-    flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=device)
-    d.all_reduce(flag, op=d.ReduceOp.MIN)
-    return bool(flag.item())
+    device = "cuda" if d.get_backend() == "nccl" and torch.cuda.is_available() else "cpu"
+    t = torch.tensor(list(values), dtype=torch.int64, device=device)
+    d.all_reduce(t, op=d.ReduceOp.MAX)
+    return [int(v) for v in t.tolist()]
+
+
+def _all_ok(ok):
+    """Whether every rank says ok."""
+    return _all_max([0 if ok else 1])[0] == 0
 
 
 def _path(step):
@@ -136,15 +157,17 @@ def resume(save, load, directory=None, every_steps=None):
     save(path, step) and load(path, step) are called on every rank with the checkpoint's directory. Returns the step
     to go on from: the loaded checkpoint's, or 0. directory and every_steps default to what kubedist sets
     (KUBEDIST_CHECKPOINT_DIR, KUBEDIST_CHECKPOINT_EVERY_STEPS)."""
-    global _dir, _save, _load, _every, _timeout, _keep, _last
+    global _dir, _save, _load, _every, _timeout, _keep, _last, _request, _next_check, _check_mark
     _dir = directory or os.environ.get("KUBEDIST_CHECKPOINT_DIR") or None
     _save, _load = save, load
     _every = every_steps if every_steps is not None else _int_env("KUBEDIST_CHECKPOINT_EVERY_STEPS", 0, 0)
     _timeout = _float_env("KUBEDIST_CHECKPOINT_TIMEOUT", 0.0)
     _keep = _int_env("KUBEDIST_CHECKPOINT_KEEP", 2, 1)
     _last = 0
+    _request = None
     if _dir is None:
         return 0
+    _request = os.environ.get("KUBEDIST_CHECKPOINT_REQUEST") or None
     if _rank() == 0:
         os.makedirs(_dir, exist_ok=True)
     # Every rank loads the same checkpoint: rank 0's view of the directory decides (a file system shared by the
@@ -156,19 +179,75 @@ def resume(save, load, directory=None, every_steps=None):
         chosen = [newest]
         d.broadcast_object_list(chosen, src=0)
         newest = int(chosen[0])
-    if newest == 0:
-        return 0
-    load(_path(newest), newest)
-    _last = newest
-    _say("resumed from step %d (%s)" % (newest, _path(newest)))
+    if newest > 0:
+        load(_path(newest), newest)
+        _last = newest
+        _say("resumed from step %d (%s)" % (newest, _path(newest)))
+    _next_check, _check_mark = newest + 1, (newest, time.monotonic())
+    if _request is not None:
+        from kubedist import progress  # this worker answers the launcher's requests from now on
+        progress._checkpoint_report({"ckpt_armed": 1})
     return newest
 
 
 def step(n):
-    """Call after each training step, with the number of steps done: saves when due. Returns True when it saved."""
-    if _dir is None or _every <= 0 or n <= _last or n % _every != 0:
+    """Call after each training step, with the number of steps done: saves when due, or when the launcher asks
+    (the pod is about to stop: then it does not return until the launcher stopped it). True when it saved."""
+    if _dir is None:
         return False
-    return save_now(n, "periodic")
+    saved = False
+    if _every > 0 and n > _last and n % _every == 0:
+        saved = save_now(n, "periodic")
+    if _request is not None and n >= _next_check:
+        saved = _look_for_request(n) or saved
+    return saved
+
+
+def _requested():
+    """The index in _REASONS of what this rank's launcher asks for, or -1 when it asks nothing."""
+    try:
+        with open(_request) as f:
+            word = f.read(64).strip()
+    except OSError:
+        return -1
+    return _REASONS.index(word) if word in _REASONS else 0
+
+
+def _look_for_request(n):
+    """Every rank at step n: whether any launcher asks for a checkpoint, and when to look next (about
+    _CHECK_SECONDS from now, in steps: the fewest any rank asks for)."""
+    global _next_check, _check_mark
+    now = time.monotonic()
+    done, since = n - _check_mark[0], now - _check_mark[1]
+    steps = _MAX_CHECK_STEPS if since <= 0 or done <= 0 else int(_CHECK_SECONDS * done / since)
+    steps = max(1, min(_MAX_CHECK_STEPS, steps))
+    asked, fewest = _all_max([_requested(), -steps])
+    _next_check, _check_mark = n + max(1, -fewest), (n, now)
+    if asked < 0:
+        return False
+    reason = _REASONS[asked]
+    ok = True if _last == n else save_now(n, reason)  # saved at this very step already (periodic): that one
+    world = _dist().get_world_size() if _dist() else 1
+    from kubedist import progress
+    progress._checkpoint_report({"ckpt_request": "saved" if ok else "failed", "ckpt_step": int(n),
+                                 "ckpt_reason": reason, "ckpt_ranks": world})
+    _hold(n, ok)
+    return ok
+
+
+def _hold(n, ok):
+    """After a requested save: wait to be stopped (the launcher stops the workers once each answered), so that no
+    step is done that the checkpoint lacks; training goes on if no stop comes within _HOLD_SECONDS, or at once when
+    this rank's launcher takes its request back."""
+    _say("%s for the launcher's request at step %d: waiting to be stopped" %
+         ("saved" if ok else "no checkpoint", n))
+    asked_here = os.path.exists(_request)
+    deadline = time.monotonic() + _HOLD_SECONDS
+    while time.monotonic() < deadline:
+        if asked_here and not os.path.exists(_request):
+            return
+        time.sleep(0.05)
+    _say("not stopped within %d s of the checkpoint of step %d: training goes on" % (_HOLD_SECONDS, n))
 
 
 def save_now(n, reason="requested"):
@@ -202,12 +281,13 @@ def save_now(n, reason="requested"):
             os.fsync(f.fileno())
         os.replace(tmp, os.path.join(path, _COMPLETE))
         _prune(n)
-        from kubedist import progress  # the launcher's status.checkpoint
-        progress._checkpoint_done(n, reason, record["ranks"])
     d = _dist()
     if d is not None:
         d.barrier()  # COMPLETE written before any rank goes on (and may be stopped)
     _last = n
+    from kubedist import progress  # every launcher hears of it (node 0's makes status.checkpoint of it)
+    progress._checkpoint_report({"ckpt_step": int(n), "ckpt_reason": reason,
+                                 "ckpt_ranks": d.get_world_size() if d is not None else 1})
     return True
 
 

@@ -131,9 +131,10 @@ def _send(step, total, epoch, samples, metrics, now):
         pass  # the launcher is busy (its queue is full) or gone: this report is dropped
 
 
-def _checkpoint_done(step, reason, ranks):
-    """kubedist.checkpoint's checkpoint of `step` is complete (rank 0): told to the launcher at once, with no step of
-    progress in it (a job that only checkpoints is never judged hung)."""
+def _checkpoint_report(report):
+    """kubedist.checkpoint's news, told to the launcher at once, with no step of progress in it (a job that only
+    checkpoints is never judged hung): a complete checkpoint {"ckpt_step", "ckpt_reason", "ckpt_ranks"}, that this
+    worker answers requests {"ckpt_armed": 1}, or its answer to one {"ckpt_request": "saved"|"failed", ...}."""
     if _address is None:
         return
     if _socket is None:
@@ -141,8 +142,7 @@ def _checkpoint_done(step, reason, ranks):
         if _socket is None:
             return
     import json
-    data = json.dumps({"ckpt_step": int(step), "ckpt_reason": reason, "ckpt_ranks": int(ranks)},
-                      separators=(",", ":")).encode()
+    data = json.dumps(report, separators=(",", ":")).encode()
     address = "\0" + _address[1:] if _address.startswith("@") else _address
     try:
         _socket.sendto(data, address)

@@ -1,5 +1,7 @@
 #include "progress/local_progress.h"
 
+#include <algorithm>
+
 namespace kubedist::launcher {
 
 void LocalProgress::start_round(const std::vector<int>& ranks) {
@@ -32,6 +34,11 @@ std::string LocalProgress::take(int local_rank, std::string_view datagram, size_
            " (further bad reports are ignored without a word)";
   }
   WorkerReport w = std::move(report).value();
+  r.armed = r.armed || w.armed;
+  if (w.answer != WorkerReport::Answer::kNone) {
+    r.answer = w.answer;
+    r.answer_step = w.checkpoint ? w.checkpoint->step : 0;
+  }
   if (w.checkpoint && (!checkpoint_ || w.checkpoint->step != checkpoint_->step)) {
     checkpoint_ = w.checkpoint;
     changed_ = true;
@@ -85,6 +92,37 @@ std::map<int, double> LocalProgress::step_seconds() const {
   for (const Rank& r : ranks_)
     if (r.reported && r.step_seconds > 0) out[r.rank] = r.step_seconds;
   return out;
+}
+
+bool LocalProgress::all_armed() const {
+  if (ranks_.empty()) return false;
+  for (const Rank& r : ranks_)
+    if (!r.armed) return false;
+  return true;
+}
+
+void LocalProgress::forget_answers() {
+  for (Rank& r : ranks_) r.answer = WorkerReport::Answer::kNone, r.answer_step = 0;
+}
+
+bool LocalProgress::all_answered() const {
+  if (ranks_.empty()) return false;
+  for (const Rank& r : ranks_)
+    if (r.answer == WorkerReport::Answer::kNone) return false;
+  return true;
+}
+
+bool LocalProgress::any_failed() const {
+  for (const Rank& r : ranks_)
+    if (r.answer == WorkerReport::Answer::kFailed) return true;
+  return false;
+}
+
+std::optional<std::int64_t> LocalProgress::answered_step() const {
+  std::optional<std::int64_t> step;
+  for (const Rank& r : ranks_)
+    if (r.answer == WorkerReport::Answer::kSaved) step = std::max(step.value_or(0), r.answer_step);
+  return step;
 }
 
 }  // namespace kubedist::launcher

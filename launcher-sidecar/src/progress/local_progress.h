@@ -59,6 +59,13 @@ class LocalProgress {
   std::vector<StackTarget> stack_targets() const;
   // Each reporting rank's step time (kubedist_rank_step_seconds), by global rank.
   std::map<int, double> step_seconds() const;
+  // Just in time: whether every worker of this round said it answers the launcher's checkpoint requests; the
+  // answers since the last forget_answers() (every worker's; whether one failed; the newest step saved).
+  bool all_armed() const;
+  void forget_answers();
+  bool all_answered() const;
+  bool any_failed() const;
+  std::optional<std::int64_t> answered_step() const;
   std::uint64_t dropped() const { return dropped_; }
   std::uint64_t malformed() const { return malformed_; }
 
@@ -71,6 +78,9 @@ class LocalProgress {
     double step_seconds = 0;
     Clock::time_point window;  // the start of the current one-second rate window
     int in_window = 0;
+    bool armed = false;
+    WorkerReport::Answer answer = WorkerReport::Answer::kNone;
+    std::int64_t answer_step = 0;
   };
   int max_per_second_;
   std::vector<Rank> ranks_;

@@ -30,7 +30,18 @@ Result<WorkerReport> parse_worker_report(std::string_view datagram) {
   if (!j.is_object()) return make_error("a report that is no JSON object");
   WorkerReport r;
   const auto step = j.find("step");
-  if (step == j.end() && !j.contains("ckpt_step")) return make_error("a report without \"step\"");
+  if (const auto armed = j.find("ckpt_armed"); armed != j.end()) {
+    if (*armed != 1) return make_error("a report whose \"ckpt_armed\" is not 1: " + armed->dump());
+    r.armed = true;
+  }
+  if (const auto answer = j.find("ckpt_request"); answer != j.end()) {
+    if (*answer == "saved") r.answer = WorkerReport::Answer::kSaved;
+    else if (*answer == "failed") r.answer = WorkerReport::Answer::kFailed;
+    else return make_error("a report whose \"ckpt_request\" is neither \"saved\" nor \"failed\": " +
+                           answer->dump().substr(0, 100));
+  }
+  if (step == j.end() && !j.contains("ckpt_step") && !r.armed)
+    return make_error("a report without \"step\"");
   if (step != j.end()) {
     const auto step_count = count_of(*step);
     if (!step_count) return make_error("a report whose \"step\" is no count: " + step->dump());
@@ -67,8 +78,12 @@ Result<WorkerReport> parse_worker_report(std::string_view datagram) {
       return make_error("a report whose checkpoint (ckpt_step, ckpt_reason, ckpt_ranks) is not a count, a word of "
                         "[a-z_] and a count of ranks: " + std::string(datagram.substr(0, 200)));
     }
-    r.checkpoint = contract::StatusCheckpoint{at, reason, static_cast<int>(ranks), 0};
+    // A failed request's step is no checkpoint: the answer alone.
+    if (r.answer != WorkerReport::Answer::kFailed)
+      r.checkpoint = contract::StatusCheckpoint{at, reason, static_cast<int>(ranks), 0};
   }
+  if (r.answer != WorkerReport::Answer::kNone && !r.checkpoint && ckpt_step == j.end())
+    return make_error("a report whose \"ckpt_request\" names no step (ckpt_step, ckpt_reason, ckpt_ranks)");
   for (const auto& [key, value] : j.items()) {
     if (r.metrics.size() == kMaxReportMetrics) break;
     if (key == "step" || key == "total_steps" || key == "epoch" || key == "samples" || key == "step_time" ||

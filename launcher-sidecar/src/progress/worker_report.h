@@ -8,8 +8,10 @@
 // pid and stack_signal say which process armed Python's faulthandler on which signal (the helper's first report).
 // ckpt_step, ckpt_reason and ckpt_ranks (all three, or none) say a checkpoint of that step is complete (the helper's
 // kubedist.checkpoint, from rank 0); such a report needs no step, and without one it says nothing of progress (a job
-// that only checkpoints is never judged hung). Any other key with a finite number is a metric; other values are
-// ignored.
+// that only checkpoints is never judged hung). Just in time (the launcher's request file, KUBEDIST_CHECKPOINT_REQUEST):
+// {"ckpt_armed": 1} says the worker answers requests from now on; {"ckpt_request": "saved" or "failed", ckpt_step,
+// ckpt_reason, ckpt_ranks} is its answer to one ("failed": the step is no checkpoint). Any other key with a finite
+// number is a metric; other values are ignored.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,9 @@ struct WorkerReport {
   int pid = 0;           // 0: not said
   int stack_signal = 0;  // 0: no stacks on request
   std::optional<contract::StatusCheckpoint> checkpoint{};  // a complete checkpoint (age_ms 0)
+  bool armed = false;                                       // ckpt_armed: this worker answers requests
+  enum class Answer { kNone, kSaved, kFailed };
+  Answer answer = Answer::kNone;                            // ckpt_request: its answer to the launcher's request
   bool operator==(const WorkerReport&) const = default;
 };
 

@@ -4,9 +4,11 @@ trains to the very weights of a run never interrupted, and a save that raises, o
 by every rank is no checkpoint; without a directory the helper does nothing."""
 import json
 import os
+import re
+import signal
 import unittest
 
-from harness import DEADLINE, LauncherTest, free_port
+from harness import DEADLINE, LauncherTest, free_port, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "workers", "checkpoint_train.py")
@@ -71,6 +73,94 @@ class Checkpoints(LauncherTest):
         # Every start (one, or more if the group restarted for another reason: CI's torch 2.15 run once did) resumed
         # from step 2, never from an incomplete checkpoint.
         self.assertTrue(starts and set(starts) == {"2"}, f"resumed from step 2, never from an incomplete one: {starts}")
+
+    # Just in time (issue 37 item 2): SIGTERM is how every planned interruption reaches a pod (eviction, drain,
+    # preemption, suspend, scale-down, deletion).
+
+    def steps_done(self, out, rank):
+        try:
+            return max([int(l.split()[1]) for l in self.lines(out, rank) if l.startswith("step ")] or [0])
+        except FileNotFoundError:
+            return 0
+
+    def start_long_job(self, out, env, steps=400):
+        os.makedirs(out, exist_ok=True)
+        launcher = self.launch(["--nproc-per-node=2", f"--master-port={free_port()}", "--max-restarts=2",
+                                "--stop-timeout=5", TRAIN, out, str(steps)],
+                               {"GLOO_SOCKET_IFNAME": "lo", "STEP_SLEEP": "0.02", **env})
+        wait_until(lambda: min(self.steps_done(out, 0), self.steps_done(out, 1)) >= 20, TORCH_DEADLINE,
+                   "both ranks past step 20")
+        return launcher
+
+    def test_sigterm_saves_the_step_just_done_on_every_rank_before_the_workers_stop_and_the_next_run_resumes_there(self):
+        ckpt, out = self.path("ckpt"), self.path("out")
+        env = {"KUBEDIST_CHECKPOINT_DIR": ckpt, "KUBEDIST_CHECKPOINT_EVERY_STEPS": "1000"}
+        launcher = self.start_long_job(out, env)
+        os.kill(launcher.proc.pid, signal.SIGTERM)
+        self.assertEqual(launcher.wait(TORCH_DEADLINE), 128 + signal.SIGTERM, launcher.stderr())
+        err = launcher.stderr()
+        self.assertIn("received SIGTERM: the workers save a checkpoint first (up to 65 s), then stop", err)
+        saved = re.search(r"the workers saved the checkpoint of step (\d+): stopping them", err)
+        self.assertTrue(saved, err)
+        at = int(saved.group(1))
+        self.assertEqual(self.complete(ckpt), ["step-%010d" % at])
+        with open(os.path.join(ckpt, "step-%010d" % at, "COMPLETE")) as f:
+            record = json.load(f)
+        self.assertEqual((record["reason"], record["ranks"]), ("termination", 2))
+        # 0 steps lost: neither rank did a step the checkpoint lacks.
+        self.assertEqual((self.steps_done(out, 0), self.steps_done(out, 1)), (at, at))
+        again = self.path("again")
+        code, launcher = self.run_job(again, at + 3, env)
+        self.assertEqual(code, 0, launcher.stderr())
+        starts = [l.split()[1] for l in self.lines(again, 0) if l.startswith("start ")]
+        self.assertEqual(starts, [str(at)], "the next run went on from the step where SIGTERM came")
+
+    def test_a_two_node_job_loses_no_step_when_one_nodes_pod_is_stopped(self):
+        # Node 1's pod is evicted (SIGTERM to its launcher alone): every rank saves the same step, node 1 leaves
+        # and node 0 goes on alone (an elastic job, 1 to 2 nodes) from that step.
+        ckpt, out = self.path("ckpt"), self.path("out")
+        master, rdzv = free_port(), free_port()
+        env = {"GLOO_SOCKET_IFNAME": "lo", "STEP_SLEEP": "0.02", "KUBEDIST_CHECKPOINT_DIR": ckpt}
+        os.makedirs(out)
+        nodes = {}
+        for node_rank in (1, 0):
+            nodes[node_rank] = self.launch(
+                ["--nnodes=1:2", f"--node-rank={node_rank}", "--nproc-per-node=1", "--master-addr=127.0.0.1",
+                 f"--master-port={master}", f"--rdzv-endpoint=127.0.0.1:{rdzv}", "--rdzv-id=jit",
+                 "--rdzv-conf=join_timeout=120,last_call_timeout=2", "--max-restarts=3", "--stop-timeout=5",
+                 TRAIN, out, "400"], env)
+        wait_until(lambda: min(self.steps_done(out, 0), self.steps_done(out, 1)) >= 20, TORCH_DEADLINE,
+                   "both nodes' ranks past step 20")
+        os.kill(nodes[1].proc.pid, signal.SIGTERM)
+        self.assertEqual(nodes[1].wait(TORCH_DEADLINE), 128 + signal.SIGTERM, nodes[1].stderr())
+        saved = re.search(r"the workers saved the checkpoint of step (\d+): stopping them", nodes[1].stderr())
+        self.assertTrue(saved, nodes[1].stderr())
+        at = int(saved.group(1))
+        self.assertEqual(nodes[0].wait(TORCH_DEADLINE), 0, nodes[0].stderr())
+        lines = self.lines(out, 0)
+        last_start = max(i for i, l in enumerate(lines) if l.startswith("start "))
+        self.assertEqual(lines[last_start].split()[1], str(at), "node 0 alone went on from that step")
+        before = [int(l.split()[1]) for l in lines[:last_start] if l.startswith("step ")]
+        self.assertEqual(max(before), at, "rank 0 did no step the checkpoint lacks before it stopped")
+        self.assertEqual(self.steps_done(out, 1), at)
+        self.assertIn("step-%010d" % at, self.complete(ckpt))
+
+    def test_a_script_without_the_helper_is_stopped_at_once_and_a_failed_save_stops_it_without_waiting(self):
+        out = self.path("out")
+        launcher = self.start_long_job(out, {})  # no directory: the helper answers no request
+        os.kill(launcher.proc.pid, signal.SIGTERM)
+        self.assertEqual(launcher.wait(TORCH_DEADLINE), 128 + signal.SIGTERM, launcher.stderr())
+        self.assertNotIn("save a checkpoint first", launcher.stderr())
+        ckpt, out = self.path("ckpt"), self.path("failing")
+        launcher = self.start_long_job(out, {"KUBEDIST_CHECKPOINT_DIR": ckpt})
+        open(os.path.join(out, "fail-saves"), "w").close()
+        os.kill(launcher.proc.pid, signal.SIGTERM)
+        self.assertEqual(launcher.wait(TORCH_DEADLINE), 128 + signal.SIGTERM, launcher.stderr())
+        err = launcher.stderr()
+        self.assertIn("the workers' checkpoint failed (their log says why): stopping them", err)
+        self.assertIn("rank 1's save raised OSError: the volume went read-only", err)
+        self.assertNotIn("no checkpoint within", err)
+        self.assertEqual(self.complete(ckpt), [], "a failed save is no checkpoint")
 
 
 if __name__ == "__main__":

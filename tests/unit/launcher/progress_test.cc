@@ -151,6 +151,57 @@ TEST(Checkpoints, ACheckpointReportIsNoStepAndNodeZeroKeepsTheNewestAcrossRounds
   EXPECT_EQ(job.checkpoint(t + 5s)->age_ms, 5000);
 }
 
+// Just in time: a worker says it answers the launcher's checkpoint requests, then answers one; the launcher waits
+// for every local worker's answer, and a failed answer is no checkpoint.
+TEST(Checkpoints, WorkersSayTheyAnswerRequestsAndTheLauncherCountsTheirAnswers) {
+  auto armed = parse_worker_report(R"({"ckpt_armed": 1})");
+  ASSERT_TRUE(armed) << armed.error();
+  EXPECT_TRUE(armed->armed);
+  EXPECT_FALSE(armed->has_step);
+  EXPECT_FALSE(armed->checkpoint);
+  auto saved = parse_worker_report(
+      R"({"ckpt_request": "saved", "ckpt_step": 57, "ckpt_reason": "termination", "ckpt_ranks": 2})");
+  ASSERT_TRUE(saved) << saved.error();
+  EXPECT_EQ(saved->answer, WorkerReport::Answer::kSaved);
+  EXPECT_EQ(saved->checkpoint, (contract::StatusCheckpoint{57, "termination", 2, 0}));
+  auto failed = parse_worker_report(
+      R"({"ckpt_request": "failed", "ckpt_step": 57, "ckpt_reason": "termination", "ckpt_ranks": 2})");
+  ASSERT_TRUE(failed) << failed.error();
+  EXPECT_EQ(failed->answer, WorkerReport::Answer::kFailed);
+  EXPECT_FALSE(failed->checkpoint) << "a failed save is no checkpoint";
+  for (const std::string bad : {R"({"ckpt_armed": 2})", R"({"ckpt_armed": true})", R"({"ckpt_request": "maybe",
+                                "ckpt_step": 5, "ckpt_reason": "termination", "ckpt_ranks": 2})",
+                                R"({"ckpt_request": "saved"})", R"({"ckpt_request": 1, "step": 3})"})
+    EXPECT_FALSE(parse_worker_report(bad)) << bad;
+
+  LocalProgress local;
+  local.start_round({4, 5});
+  Clock::time_point t{};
+  EXPECT_FALSE(local.all_armed());
+  take(local, 0, R"({"ckpt_armed": 1})", t);
+  EXPECT_FALSE(local.all_armed()) << "one of two";
+  take(local, 1, R"({"ckpt_armed": 1})", t);
+  EXPECT_TRUE(local.all_armed());
+  local.forget_answers();
+  EXPECT_FALSE(local.all_answered());
+  take(local, 1, R"({"ckpt_request": "saved", "ckpt_step": 57, "ckpt_reason": "termination", "ckpt_ranks": 8})", t);
+  EXPECT_FALSE(local.all_answered());
+  take(local, 0, R"({"ckpt_request": "saved", "ckpt_step": 57, "ckpt_reason": "termination", "ckpt_ranks": 8})", t);
+  EXPECT_TRUE(local.all_answered());
+  EXPECT_FALSE(local.any_failed());
+  EXPECT_EQ(local.answered_step(), 57);
+  EXPECT_EQ(local.summary().checkpoint->reason, "termination");
+  local.forget_answers();
+  take(local, 0, R"({"ckpt_request": "failed", "ckpt_step": 58, "ckpt_reason": "termination", "ckpt_ranks": 8})", t);
+  take(local, 1, R"({"ckpt_request": "failed", "ckpt_step": 58, "ckpt_reason": "termination", "ckpt_ranks": 8})", t);
+  EXPECT_TRUE(local.all_answered());
+  EXPECT_TRUE(local.any_failed());
+  EXPECT_FALSE(local.answered_step());
+  EXPECT_EQ(local.summary().checkpoint->step, 57) << "the failed one is no checkpoint";
+  local.start_round({4, 5});
+  EXPECT_FALSE(local.all_armed()) << "new workers say it again";
+}
+
 NodeProgress ranks_at(std::vector<RankSummary> ranks) {
   NodeProgress p;
   p.ranks = std::move(ranks);

@@ -92,8 +92,18 @@ TEST(RenderPod, TheCheckpointClaimIsMountedInEveryTrainerSparesIncludedWithTheHe
     EXPECT_EQ(env["KUBEDIST_CHECKPOINT_EVERY_STEPS"], "500");
     EXPECT_EQ(env["KUBEDIST_CHECKPOINT_KEEP"], "2");
     EXPECT_EQ(count_env(trainer, "KUBEDIST_CHECKPOINT_TIMEOUT"), 0u) << "no budget set";
+    // The launcher waits up to 65 s for a just-in-time checkpoint, then stops its workers in the 28 s of the
+    // template's (default) 30: the pod's grace period is both.
+    EXPECT_EQ(pod["spec"]["terminationGracePeriodSeconds"], 95) << rank;
+    EXPECT_EQ(env["KUBEDIST_STOP_TIMEOUT"], "28");
   }
+  j["spec"]["checkpoint"]["saveTimeoutSeconds"] = 20;
+  j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 10;
+  const auto bounded = render_pod(testing::job_from(j), 0, PodOptions{});
+  EXPECT_EQ(bounded["spec"]["terminationGracePeriodSeconds"], 35) << "the template's 10, and 20 + 5";
+  EXPECT_EQ(env_of(bounded["spec"]["containers"][0])["KUBEDIST_STOP_TIMEOUT"], "8");
   const auto plain = render_pod(testing::example_job(), 1, PodOptions{});
+  EXPECT_FALSE(plain["spec"].contains("terminationGracePeriodSeconds")) << "as the template says (nothing)";
   EXPECT_EQ(count_env(plain["spec"]["containers"][0], "KUBEDIST_CHECKPOINT_DIR"), 0u);
   for (const auto& v : plain["spec"]["volumes"]) EXPECT_NE(v["name"], "kubedist-checkpoint");
 }

@@ -44,12 +44,15 @@ std::vector<std::pair<std::string, std::string>> node_env(const TrainingJob& job
   return env;
 }
 
-std::string launcher_stop_timeout(const json& pod_spec) {
-  long grace = 30;  // Kubernetes' default
+long grace_seconds(const json& pod_spec) {
   const auto it = pod_spec.find("terminationGracePeriodSeconds");
   // Anything but a non-negative integer is the API server's to refuse when the pod is created.
-  if (it != pod_spec.end() && it->is_number_integer() && it->get<long>() >= 0) grace = it->get<long>();
-  grace = std::min(grace, contract::kMaxDurationSeconds + 2);  // the launcher takes no longer stop timeout
+  if (it != pod_spec.end() && it->is_number_integer() && it->get<long>() >= 0) return it->get<long>();
+  return 30;  // Kubernetes' default
+}
+
+std::string launcher_stop_timeout(const json& pod_spec) {
+  const long grace = std::min(grace_seconds(pod_spec), contract::kMaxDurationSeconds + 2);  // the launcher takes no longer stop timeout
   if (grace >= 4) return std::to_string(grace - 2);
   return grace % 2 == 0 ? std::to_string(grace / 2) : std::to_string(grace / 2) + ".5";
 }

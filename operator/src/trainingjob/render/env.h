@@ -29,6 +29,9 @@ nlohmann::json trainer_env(const nlohmann::json& trainer, const TrainingJob& job
 // message) before the kubelet's SIGKILL, or half of it when it is under 4 s. In seconds ("28", "1.5").
 std::string launcher_stop_timeout(const nlohmann::json& pod_spec);
 
+// A pod spec's terminationGracePeriodSeconds, or Kubernetes' default (30).
+long grace_seconds(const nlohmann::json& pod_spec);
+
 // "N", or "MIN:MAX" when the job is elastic.
 std::string nnodes_value(const Spec& spec);
 

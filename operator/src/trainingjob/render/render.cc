@@ -254,6 +254,9 @@ json render_pod(const TrainingJob& job, int rank, const PodOptions& options) {
     // spec.checkpoint's claim, where the kubedist.checkpoint helper saves and resumes (KUBEDIST_CHECKPOINT_DIR).
     spec["volumes"].push_back({{"name", kCheckpointVolume}, {"persistentVolumeClaim", {{"claimName", c->claim_name}}}});
     trainer["volumeMounts"].push_back({{"name", kCheckpointVolume}, {"mountPath", c->mount_path}});
+    // Just in time: on SIGTERM the launcher first waits for its workers' checkpoint, then stops them within the
+    // grace the template asked for (KUBEDIST_STOP_TIMEOUT): the pod's grace period is both.
+    spec["terminationGracePeriodSeconds"] = grace_seconds(spec) + contract::checkpoint_wait_seconds(c->save_timeout_s);
   }
   trainer["env"] = trainer_env(trainer, job, rank, options);  // env.h decides it
   declare_port(trainer, "master", job.spec.master_port);

@@ -3,7 +3,8 @@ helper's schedule (KUBEDIST_CHECKPOINT_EVERY_STEPS), after resuming from the new
 appends "start <step resumed from> <weights>" and, per step, "step <n>" to OUT_DIR/rank<N>.log, and at the end
 writes OUT_DIR/rank<N>.json with the weights it trained to. FAIL_SAVE_AT=S makes rank 1's save of step S raise;
 SLOW_SAVE_AT=S makes rank 1's save of step S take 2 s; CRASH_AT=S makes rank 1 exit 3 after step S (once: a file
-OUT_DIR/crashed remembers it).
+OUT_DIR/crashed remembers it). STEP_SLEEP=S makes each step take S seconds more; while OUT_DIR/fail-saves exists,
+rank 1's saves raise.
 
 usage: checkpoint_train.py OUT_DIR STEPS
 """
@@ -31,6 +32,8 @@ log = open(os.path.join(out_dir, "rank%d.log" % rank), "a")
 def save(path, step):
     if rank == 1 and os.environ.get("FAIL_SAVE_AT") == str(step):
         raise OSError("disk full (the test's)")
+    if rank == 1 and os.path.exists(os.path.join(out_dir, "fail-saves")):
+        raise OSError("the volume went read-only (the test's)")
     if rank == 1 and os.environ.get("SLOW_SAVE_AT") == str(step):
         time.sleep(2)
     torch.save({"model": model.state_dict(), "optim": optimizer.state_dict()}, os.path.join(path, "rank%d.pt" % rank))
@@ -56,6 +59,7 @@ for i in range(start, steps):
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
+    time.sleep(float(os.environ.get("STEP_SLEEP", "0")))
     log.write("step %d\n" % (i + 1))
     log.flush()
     checkpoint.step(i + 1)
