@@ -260,6 +260,31 @@ TEST(Spares, AMemberOnANodeGoingAwayIsReleasedWhileASpareOnANodeThatStaysWaits) 
   EXPECT_TRUE(decide(no_spares, o, kNow + 5).releases.empty());
 }
 
+// Just in time (issue 37 item 2): with spec.checkpoint, a rigid job's member on a node cordoned or announced to go
+// is deleted rather than released, so that SIGTERM makes its workers save before a spare takes its place.
+TEST(Spares, WithCheckpointsAMemberOnANodeGoingAwayIsDeletedSoThatItSavesFirst) {
+  std::vector<PodFacts> pods;
+  auto job = running(pods);
+  job.spec.checkpoint = CheckpointSpec{"ckpt"};
+  Observed o = observed(pods, report({10000, 10001}, {}));
+  o.nodes[2].unschedulable = true;  // n2 drained
+  o.nodes[3].taints = json::array({{{"key", "aws-node-termination-handler/spot-itn"}, {"effect", "NoSchedule"}}});
+  Plan p = decide(job, o, kNow + 5);
+  EXPECT_TRUE(p.releases.empty()) << "no member released: its workers would stop unsaved";
+  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", false}, {"resnet-node-3", "pod-3", false}}));
+  EXPECT_EQ(std::count_if(p.events.begin(), p.events.end(), [](const Event& e) { return e.reason == "NodeGoingAway"; }), 2);
+  EXPECT_TRUE(p.create_ranks.empty()) << "node 0 gives their places to the spares";
+  Observed not_ready = observed(pods, report({10000, 10001}, {}));
+  not_ready.nodes[2].ready = false;  // nothing saves on a node that does not answer: released as before
+  p = decide(job, not_ready, kNow + 5);
+  EXPECT_EQ(p.releases.size(), 1u);
+  EXPECT_TRUE(p.delete_pods.empty());
+  auto elastic = job;  // an elastic job's leaving member is not replaced by a spare: released as before
+  elastic.spec.min_replicas = 2;
+  p = decide(elastic, o, kNow + 5);
+  EXPECT_EQ(p.releases.size(), 2u);
+}
+
 TEST(Spares, ASpareOnANodeGoingAwayIsMovedAndReleasedBeforeAnyMember) {
   std::vector<PodFacts> pods;
   auto job = running(pods);

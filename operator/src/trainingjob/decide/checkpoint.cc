@@ -1,5 +1,6 @@
 #include "trainingjob/decide/checkpoint.h"
 
+#include "trainingjob/api/names.h"
 #include "trainingjob/decide/status.h"
 
 namespace kubedist::trainingjob {
@@ -32,6 +33,26 @@ void note_checkpoint_volume(DecideState& s) {
     set_condition(st, type, true, "ClaimNotFound", message, s.now);
   } else if (condition_true(st, type)) {
     set_condition(st, type, false, "ClaimFound", "the job's pods found their checkpoint volume", s.now);
+  }
+}
+
+void checkpoint_before_release(DecideState& s) {
+  if (!s.spec.checkpoint || s.spec.min_replicas != s.spec.max_replicas) return;
+  auto& releases = s.plan.releases;
+  for (auto it = releases.begin(); it != releases.end();) {
+    const PodFacts* pod = nullptr;
+    for (const PodFacts& p : s.live)
+      if (p.uid == it->pod_uid) pod = &p;
+    if (pod == nullptr || is_spare_rank(it->notice.node_rank) || it->notice.why == contract::ReleaseWhy::kNotReady) {
+      ++it;
+      continue;
+    }
+    s.delete_pod(*pod);
+    s.emit("Normal", "NodeGoingAway",
+           "node " + it->node + " of pod " + it->pod + " is going away (" + contract::to_string(it->notice.why) +
+               "): the pod is deleted so that its workers save a checkpoint first; a spare takes its place and "
+               "resumes from it");
+    it = releases.erase(it);
   }
 }
 

@@ -113,6 +113,7 @@ Plan active(DecideState& s) {
   const Ranks ranks = decide_ranks(s, target, lost_uids, elastic.changed);
   note_spares(s, ranks);
   s.plan.releases = release_notices(s, ranks);
+  checkpoint_before_release(s);
   note_checkpoint_volume(s);
   annotate_domains(s);
   const auto node0 = ranks.by_rank.find(0);
