@@ -504,6 +504,54 @@ def scenario_torch2():
               f"progress reports named ({failure})")
 
 
+def scenario_ckpt():
+    """Just in time (issue 37 item 2): the CPU example with spec.checkpoint, suspended mid-training. Its pods get
+    SIGTERM within the grace period the operator lengthened for it, every rank saves the step it just did before
+    its workers stop, and once unsuspended the job resumes from that step: 0 steps lost."""
+    with namespace("ckpt") as ns, tempfile.TemporaryDirectory(dir=CLUSTER_DIR, prefix="ckpt-") as shared:
+        # The volume an administrator would give the job (ReadWriteMany: both nodes' pods write it): a static
+        # PersistentVolume on a folder both real nodes see (they share this machine's file system).
+        os.chmod(shared, 0o777)
+        pv = f"{ns}-ckpt"
+        kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "",
+                     "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": shared, "type": "Directory"},
+                     "claimRef": {"namespace": ns, "name": "ckpt"}}}))
+        try:
+            kubectl("-n", ns, "apply", "-f", "-", input=json.dumps({
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "ckpt"},
+                "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv,
+                         "resources": {"requests": {"storage": "1Gi"}}}}))
+            name = apply_example(ns, "--epochs", "8", "--step-time", "0.2", "--log-steps",  # 128 steps, 26 s
+                                 spec={"checkpoint": {"claimName": "ckpt", "everySteps": 1000}})
+            # Rank 0's log, not status.progress (written at most every 30 s, by when the job could have ended).
+            eventually(300, f"tj/{name} past step 8", lambda: re.search(r"^step 8$", logs(ns, f"{name}-node-0"), re.M),
+                       interval=0.5)
+            grace = kget("-n", ns, "pod", f"{name}-node-1")["spec"].get("terminationGracePeriodSeconds")
+            check(grace == 95, f"the pods' grace period is the template's 30 s and the checkpoint's 65 ({grace})")
+            kubectl("-n", ns, "patch", "tj", name, "--type=merge", "-p", '{"spec": {"suspend": true}}')
+            wait_phase(ns, name, "Suspended", 180)
+            eventually(180, f"tj/{name}'s pods gone", lambda: not pod_uids(ns, name))
+            done = sorted(d for d in os.listdir(shared) if os.path.exists(os.path.join(shared, d, "COMPLETE")))
+            check(len(done) == 1, f"one complete checkpoint, the one taken on SIGTERM ({done})")
+            with open(os.path.join(shared, done[0], "COMPLETE")) as f:
+                record = json.load(f)
+            at = record["step"]
+            check(record["reason"] == "termination" and record["ranks"] == 4 and at >= 8,
+                  f"saved by the 4 ranks as their pods stopped, past step 8 ({record})")
+            kubectl("-n", ns, "patch", "tj", name, "--type=merge", "-p", '{"spec": {"suspend": false}}')
+            wait_phase(ns, name, "Succeeded", 600)
+            node0 = logs(ns, f"{name}-node-0")
+            check(f"kubedist: checkpoint: resumed from step {at} " in node0, f"resumed from step {at}")
+            steps = [int(n) for n in re.findall(r"^step (\d+)$", node0, re.M)]
+            check(steps and steps[0] == at + 1, f"the first step done again is step {at + 1}: 0 steps lost "
+                                                f"({steps[:3]})")
+            log(f"suspended at step {at} (checkpoint on SIGTERM), resumed at step {steps[0]}")
+        finally:
+            kubectl("delete", "pv", pv, "--wait=false", check=False)
+
+
 def scenario_dcp():
     with namespace("dcp") as ns, tempfile.TemporaryDirectory(dir=CLUSTER_DIR, prefix="dcp-") as shared:
         # The shared storage an administrator would give the jobs (an NFS export, a ReadWriteMany volume): here a
