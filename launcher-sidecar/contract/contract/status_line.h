@@ -71,6 +71,9 @@ struct StatusCheckpoint {
   bool operator==(const StatusCheckpoint&) const = default;
 };
 
+// The oldest a checkpoint resumed from may say it is (ckpt_age_ms of the helper's report): ten years.
+inline constexpr std::int64_t kMaxCheckpointAgeMs = 10LL * 366 * 24 * 3600 * 1000;
+
 // A checkpoint's reason: 1 to 32 of [a-z_] (periodic, requested, preemption, drain...).
 inline bool is_checkpoint_reason(const std::string& s) {
   if (s.empty() || s.size() > 32) return false;

@@ -36,6 +36,7 @@ same step: the step just done, which no rank has gone past. Every rank then save
 "termination" or what the launcher names), tells its launcher the outcome, and waits to be stopped (at most 60 s,
 then training goes on): 0 steps lost. A script that never calls resume() is stopped at once, as before.
 """
+import calendar
 import json
 import os
 import shutil
@@ -183,11 +184,28 @@ def resume(save, load, directory=None, every_steps=None):
         load(_path(newest), newest)
         _last = newest
         _say("resumed from step %d (%s)" % (newest, _path(newest)))
+        if _rank() == 0:
+            _report_loaded(newest)
     _next_check, _check_mark = newest + 1, (newest, time.monotonic())
     if _request is not None:
         from kubedist import progress  # this worker answers the launcher's requests from now on
         progress._checkpoint_report({"ckpt_armed": 1})
     return newest
+
+
+def _report_loaded(n):
+    """Rank 0 tells its launcher of the checkpoint it resumed from, with its age, so that status.checkpoint names it
+    from the start of this run on (a new node 0 would otherwise know none until the next save)."""
+    try:
+        with open(os.path.join(_path(n), _COMPLETE)) as f:
+            record = json.load(f)
+        saved = calendar.timegm(time.strptime(record["time"], "%Y-%m-%dT%H:%M:%SZ"))
+        report = {"ckpt_step": int(n), "ckpt_reason": str(record["reason"]), "ckpt_ranks": int(record["ranks"]),
+                  "ckpt_age_ms": max(0, int((time.time() - saved) * 1000))}
+    except Exception:
+        return  # a record of another shape: the status shows the next save
+    from kubedist import progress
+    progress._checkpoint_report(report)
 
 
 def step(n):

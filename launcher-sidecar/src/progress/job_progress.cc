@@ -48,7 +48,9 @@ void JobProgress::incident(Clock::time_point now) {
 void JobProgress::update(int round, int node_rank, const NodeProgress& report, Clock::time_point now) {
   if (report.checkpoint && (!checkpoint_ || report.checkpoint->step != checkpoint_->step)) {
     checkpoint_ = report.checkpoint;  // whatever the round: a checkpoint stays one
-    checkpoint_at_ = now;
+    // Aged from when it was saved: a checkpoint resumed from is as old as its report says.
+    checkpoint_at_ = now - std::chrono::milliseconds(report.checkpoint->age_ms);
+    checkpoint_->age_ms = 0;
   }
   if (round != round_ || report.ranks.empty()) return;
   bool advanced = false;

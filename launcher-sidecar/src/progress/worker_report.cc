@@ -79,8 +79,15 @@ Result<WorkerReport> parse_worker_report(std::string_view datagram) {
                         "[a-z_] and a count of ranks: " + std::string(datagram.substr(0, 200)));
     }
     // A failed request's step is no checkpoint: the answer alone.
+    std::int64_t age_ms = 0;  // a checkpoint resumed from says how old it is
+    if (const auto age = j.find("ckpt_age_ms"); age != j.end()) {
+      const auto count = count_of(*age);
+      if (!count || *count > contract::kMaxCheckpointAgeMs)
+        return make_error("a report whose \"ckpt_age_ms\" is no count of milliseconds: " + age->dump());
+      age_ms = *count;
+    }
     if (r.answer != WorkerReport::Answer::kFailed)
-      r.checkpoint = contract::StatusCheckpoint{at, reason, static_cast<int>(ranks), 0};
+      r.checkpoint = contract::StatusCheckpoint{at, reason, static_cast<int>(ranks), age_ms};
   }
   if (r.answer != WorkerReport::Answer::kNone && !r.checkpoint && ckpt_step == j.end())
     return make_error("a report whose \"ckpt_request\" names no step (ckpt_step, ckpt_reason, ckpt_ranks)");

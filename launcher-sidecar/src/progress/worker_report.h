@@ -10,7 +10,8 @@
 // kubedist.checkpoint, from rank 0); such a report needs no step, and without one it says nothing of progress (a job
 // that only checkpoints is never judged hung). Just in time (the launcher's request file, KUBEDIST_CHECKPOINT_REQUEST):
 // {"ckpt_armed": 1} says the worker answers requests from now on; {"ckpt_request": "saved" or "failed", ckpt_step,
-// ckpt_reason, ckpt_ranks} is its answer to one ("failed": the step is no checkpoint). Any other key with a finite
+// ckpt_reason, ckpt_ranks} is its answer to one ("failed": the step is no checkpoint). With ckpt_age_ms (a checkpoint
+// resumed from: rank 0's, at resume()), the checkpoint is that old. Any other key with a finite
 // number is a metric; other values are ignored.
 #pragma once
 

@@ -110,10 +110,14 @@ class Checkpoints(LauncherTest):
         # 0 steps lost: neither rank did a step the checkpoint lacks.
         self.assertEqual((self.steps_done(out, 0), self.steps_done(out, 1)), (at, at))
         again = self.path("again")
-        code, launcher = self.run_job(again, at + 3, env)
+        code, launcher = self.run_job(again, at + 3, env, [f"--termination-log={self.path('termination-log')}"])
         self.assertEqual(code, 0, launcher.stderr())
         starts = [l.split()[1] for l in self.lines(again, 0) if l.startswith("start ")]
         self.assertEqual(starts, [str(at)], "the next run went on from the step where SIGTERM came")
+        # It saved nothing itself: node 0's last STATUS (status.checkpoint) names the checkpoint it resumed from.
+        with open(self.path("termination-log")) as f:
+            final = f.read()
+        self.assertRegex(final, rf"^STATUS .* ckpt={at}:termination:2:\d+(\s|$)", final)
 
     def test_a_two_node_job_loses_no_step_when_one_nodes_pod_is_stopped(self):
         # Node 1's pod is evicted (SIGTERM to its launcher alone): every rank saves the same step, node 1 leaves

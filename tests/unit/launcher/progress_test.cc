@@ -151,6 +151,28 @@ TEST(Checkpoints, ACheckpointReportIsNoStepAndNodeZeroKeepsTheNewestAcrossRounds
   EXPECT_EQ(job.checkpoint(t + 5s)->age_ms, 5000);
 }
 
+// Rank 0 resumed from a checkpoint saved 90 s ago: node 0's status names it at once, aged from when it was saved.
+TEST(Checkpoints, TheCheckpointResumedFromIsReportedWithItsAge) {
+  auto r = parse_worker_report(
+      R"({"ckpt_step": 61, "ckpt_reason": "termination", "ckpt_ranks": 4, "ckpt_age_ms": 90000})");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->checkpoint, (contract::StatusCheckpoint{61, "termination", 4, 90000}));
+  for (const std::string bad : {R"({"ckpt_step": 6, "ckpt_reason": "periodic", "ckpt_ranks": 2, "ckpt_age_ms": -1})",
+                                R"({"ckpt_step": 6, "ckpt_reason": "periodic", "ckpt_ranks": 2, "ckpt_age_ms": 1.5})",
+                                R"({"ckpt_step": 6, "ckpt_reason": "periodic", "ckpt_ranks": 2,
+                                    "ckpt_age_ms": 99999999999999999})"})
+    EXPECT_FALSE(parse_worker_report(bad)) << bad;
+  LocalProgress local;
+  local.start_round({0, 1});
+  Clock::time_point t{};
+  take(local, 0, R"({"ckpt_step": 61, "ckpt_reason": "termination", "ckpt_ranks": 4, "ckpt_age_ms": 90000})", t);
+  const NodeProgress s = local.summary();
+  JobProgress job({std::chrono::milliseconds(10000)}, t);
+  job.start_round(0, t);
+  job.update(0, 0, s, t + 1s);
+  EXPECT_EQ(job.checkpoint(t + 3s), (contract::StatusCheckpoint{61, "termination", 4, 92000}));
+}
+
 // Just in time: a worker says it answers the launcher's checkpoint requests, then answers one; the launcher waits
 // for every local worker's answer, and a failed answer is no checkpoint.
 TEST(Checkpoints, WorkersSayTheyAnswerRequestsAndTheLauncherCountsTheirAnswers) {
