@@ -181,8 +181,8 @@ void Agent::on_round(const Assignment& a) {
     w.error_file = dir + "/error.json";
     w.spec = render_worker(config_, a, local_world_size_, lr, w.error_file, base_env_);
     if (dir_ok) stack_files_[static_cast<size_t>(lr)] = dir + "/stacks.txt";
-    add_progress_env(w.spec.env, channel_.address(lr), stack_files_[static_cast<size_t>(lr)], python_dir_);
-    if (!request_file_.empty()) w.spec.env[contract::kCheckpointRequest] = request_file_;
+    add_progress_env(w.spec.env, channel_.address(lr), stack_files_[static_cast<size_t>(lr)], python_dir_,
+                     request_file_);
     w.out = route_for(config_, lr, w.rank, 1, dir, host_name());
     w.err = route_for(config_, lr, w.rank, 2, dir, host_name());
     w.stdin_mode = stdin_for(terminal_, lr);

@@ -47,9 +47,6 @@ inline constexpr const char* kCheckpointDir = "KUBEDIST_CHECKPOINT_DIR";
 inline constexpr const char* kCheckpointEverySteps = "KUBEDIST_CHECKPOINT_EVERY_STEPS";
 inline constexpr const char* kCheckpointTimeout = "KUBEDIST_CHECKPOINT_TIMEOUT";
 inline constexpr const char* kCheckpointKeep = "KUBEDIST_CHECKPOINT_KEEP";
-// The file a launcher writes (one reason word) to ask its workers' helper for a checkpoint just in time; the
-// launcher sets it in each worker's environment.
-inline constexpr const char* kCheckpointRequest = "KUBEDIST_CHECKPOINT_REQUEST";
 // How long a launcher given SIGTERM waits for its workers' just-in-time checkpoint before it stops them: the save's
 // budget (spec.checkpoint.saveTimeoutSeconds; 60 s when it has none) and 5 s for the workers to see the request
 // (they look about once a second) and answer. The operator lengthens the pod's grace period by as much.

@@ -28,11 +28,12 @@ Result<std::string> install_python_helper(const std::string& dir) {
 }
 
 void add_progress_env(Env& env, const std::string& address, const std::string& stack_file,
-                      const std::string& python_dir) {
+                      const std::string& python_dir, const std::string& request_file) {
   if (address.empty()) return;
   auto set = [&](const char* name, const std::string& value) { env[name] = value; };
   set("KUBEDIST_PROGRESS", address);
   if (!stack_file.empty()) set("KUBEDIST_STACK_FILE", stack_file);
+  if (!request_file.empty()) set("KUBEDIST_CHECKPOINT_REQUEST", request_file);
   if (!python_dir.empty()) {
     // Last: the program's own modules (and a package of the same name it installed) come first.
     auto it = env.find("PYTHONPATH");

@@ -15,8 +15,9 @@ namespace kubedist::launcher {
 Result<std::string> install_python_helper(const std::string& dir);
 
 // The environment that connects a worker to the progress channel (pure): KUBEDIST_PROGRESS (address), and when
-// given, KUBEDIST_STACK_FILE (where its faulthandler writes stacks) and python_dir appended to PYTHONPATH.
+// given, KUBEDIST_STACK_FILE (where its faulthandler writes stacks), KUBEDIST_CHECKPOINT_REQUEST (the file the
+// launcher writes to ask kubedist.checkpoint for a checkpoint just in time) and python_dir appended to PYTHONPATH.
 void add_progress_env(Env& env, const std::string& address, const std::string& stack_file,
-                      const std::string& python_dir);
+                      const std::string& python_dir, const std::string& request_file = "");
 
 }  // namespace kubedist::launcher

@@ -59,7 +59,13 @@ def images_sh(*args, timeout=BUILD_TIMEOUT):
 
 
 def buildah(*args, check=True):
-    r = subprocess.run(["buildah", *args], capture_output=True, text=True, timeout=300)
+    for _ in range(3):
+        r = subprocess.run(["buildah", *args], capture_output=True, text=True, timeout=300)
+        # runc copies itself into a sealed memfd before it runs a container; sealing may find the copy still busy
+        # for a moment ("Close_Fd sealing memfd copy: Device or resource busy", seen once in CI): that try only.
+        if r.returncode == 0 or "sealing memfd copy" not in r.stdout + r.stderr:
+            break
+        time.sleep(1)
     if check and r.returncode != 0:
         raise AssertionError(f"buildah {' '.join(args)} exited {r.returncode}:\n{r.stdout.strip()[-4000:]}\n"
                              f"{r.stderr.strip()}")

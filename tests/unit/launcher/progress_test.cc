@@ -399,9 +399,11 @@ TEST(Stacks, SummarizesTheMainThreadWhereTheProgramCalledIn) {
 
 TEST(ProgressEnv, ConnectsTheWorkerAndAppendsTheHelperToPythonPath) {
   Env env{{"PYTHONPATH", "/mine"}};
-  add_progress_env(env, "@kubedist-progress-1-0", "/run/attempt_0/0/stacks.txt", "/run/python");
+  add_progress_env(env, "@kubedist-progress-1-0", "/run/attempt_0/0/stacks.txt", "/run/python",
+                   "/run/checkpoint-request");
   EXPECT_EQ(env.at("KUBEDIST_PROGRESS"), "@kubedist-progress-1-0");
   EXPECT_EQ(env.at("KUBEDIST_STACK_FILE"), "/run/attempt_0/0/stacks.txt");
+  EXPECT_EQ(env.at("KUBEDIST_CHECKPOINT_REQUEST"), "/run/checkpoint-request");
   EXPECT_EQ(env.at("PYTHONPATH"), "/mine:/run/python");
   Env bare;
   add_progress_env(bare, "@a", "", "/run/python");
