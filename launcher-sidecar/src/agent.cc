@@ -208,9 +208,9 @@ void Agent::on_round(const Assignment& a) {
                             state_ = State::Done;
                             metrics_.workers_running = 0;
                             member_->done(assignment_.round);
-                            if (checkpoint_wait_)  // nothing left to save (deferred: this is the group's call)
+                            if (awaiting_checkpoint())  // nothing left to save (deferred: this is the group's call)
                               loop_.defer([this] {
-                                if (checkpoint_wait_) stop_for_shutdown();
+                                if (awaiting_checkpoint()) stop_for_shutdown();
                               });
                           },
                           [this] { loop_.defer([this] { on_workers_stopped(); }); }},
@@ -238,7 +238,7 @@ void Agent::on_round(const Assignment& a) {
 void Agent::on_report(int local_rank, std::string_view datagram, size_t size) {
   const std::string warning = local_.take(local_rank, datagram, size, std::chrono::steady_clock::now());
   if (!warning.empty()) say("warning: " + warning);
-  if (checkpoint_wait_ && local_.all_answered()) on_checkpoint_answers();
+  if (awaiting_checkpoint() && local_.all_answered()) on_checkpoint_answers();
   metrics_.progress_reports_dropped_total = local_.dropped();
   metrics_.progress_reports_malformed_total = local_.malformed();
   if (!local_.changed() || forward_timer_ || state_ != State::Running) return;
@@ -378,7 +378,7 @@ void Agent::stop_workers(int signal) {
 void Agent::on_workers_stopped() {
   metrics_.workers_running = 0;
   group_.reset();
-  if (checkpoint_wait_) {
+  if (awaiting_checkpoint()) {
     // The workers stopped for another reason while a checkpoint was awaited (a failure, a new round): the
     // shutdown goes on without it.
     say("the workers stopped before they answered the checkpoint request");
@@ -406,7 +406,7 @@ void Agent::on_end(int code, const std::string& reason) {
 }
 
 void Agent::shutdown(int signal) {
-  if (checkpoint_wait_) {
+  if (awaiting_checkpoint()) {
     say(std::string("received ") + strsignal(signal) + " while the workers save a checkpoint: stopping them now");
     return stop_for_shutdown();
   }
@@ -429,7 +429,6 @@ bool Agent::request_checkpoint(const std::string& reason) {
     return false;
   }
   local_.forget_answers();
-  checkpoint_wait_ = true;
   const int wait_s = contract::checkpoint_wait_seconds(checkpoint_timeout_s_);
   say("received SIGTERM: the workers save a checkpoint first (up to " + std::to_string(wait_s) +
       " s), then stop");
@@ -451,7 +450,6 @@ void Agent::on_checkpoint_answers() {
 void Agent::stop_for_shutdown() {
   if (checkpoint_timer_) loop_.cancel(checkpoint_timer_);
   checkpoint_timer_ = 0;
-  checkpoint_wait_ = false;
   const int signal = shutdown_signal_;
   // Leaving on purpose (the operator scales down or removes the pod): the other nodes re-form the group and
   // count a scale restart, not a lost node. Also while joining or stopping: a ROUND may be on its way to us.

@@ -36,7 +36,7 @@ class Agent {
   void reap_children();
   // SIGTERM/SIGINT/SIGHUP to the launcher: passed on to the workers; the launcher exits once they are gone. On
   // SIGTERM, workers that answer checkpoint requests (kubedist.checkpoint) first save one (just in time), within
-  // checkpoint_wait(); a second signal stops them at once.
+  // contract::checkpoint_wait_seconds(); a second signal stops them at once.
   void shutdown(int signal);
   std::optional<int> exit_code() const { return exit_code_; }
 
@@ -51,6 +51,8 @@ class Agent {
   // Just in time: writes the request file for this round's workers; false if it cannot.
   bool request_checkpoint(const std::string& reason);
   void on_checkpoint_answers();
+  // A requested checkpoint is awaited while its deadline is set.
+  bool awaiting_checkpoint() const { return checkpoint_timer_ != 0; }
   // The end of a shutdown: leave the rendezvous, stop the workers with shutdown_signal_ (or exit if none run).
   void stop_for_shutdown();
   void finish(int code);
@@ -95,9 +97,8 @@ class Agent {
   std::string failure_line_;  // this round's first local worker failure, for the termination log
   std::string end_reason_;    // why the job ended, when no local worker failed (another node's did)
   int shutdown_signal_ = 0;
-  std::string request_file_;                // KUBEDIST_CHECKPOINT_REQUEST of the workers ("" if none)
+  std::string request_file_;                // the workers' KUBEDIST_CHECKPOINT_REQUEST, in run_dir_
   EventLoop::TimerId checkpoint_timer_ = 0;  // a requested checkpoint awaited: the deadline
-  bool checkpoint_wait_ = false;
   int checkpoint_timeout_s_ = 0;            // KUBEDIST_CHECKPOINT_TIMEOUT (0: none)
   std::optional<int> exit_code_;
 

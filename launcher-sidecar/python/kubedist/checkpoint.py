@@ -245,7 +245,8 @@ def _look_for_request(n):
         return False
     reason = _REASONS[asked]
     ok = True if _last == n else save_now(n, reason)  # saved at this very step already (periodic): that one
-    world = _dist().get_world_size() if _dist() else 1
+    d = _dist()
+    world = d.get_world_size() if d is not None else 1
     from kubedist import progress
     progress._checkpoint_report({"ckpt_request": "saved" if ok else "failed", "ckpt_step": int(n),
                                  "ckpt_reason": reason, "ckpt_ranks": world})

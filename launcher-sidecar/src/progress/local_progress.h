@@ -28,7 +28,8 @@ struct NodeProgress {
   std::optional<std::int64_t> total_steps, epoch, samples;
   std::map<std::string, double> metrics;
   // The newest complete checkpoint a worker of this node reported (rank 0's, on node 0), for this launcher's life;
-  // its age_ms is how old it was when heard (0, or a resumed checkpoint's age: node 0 counts on from when it heard). Not sent on the wire: rank 0 is on node 0.
+  // its age_ms is how old it was when heard (0, or a resumed checkpoint's age; node 0 counts on from when it
+  // heard). Not sent on the wire: rank 0 is on node 0.
   std::optional<contract::StatusCheckpoint> checkpoint{};
   bool operator==(const NodeProgress&) const = default;
 };

@@ -11,8 +11,8 @@
 // that only checkpoints is never judged hung). Just in time (the launcher's request file, KUBEDIST_CHECKPOINT_REQUEST):
 // {"ckpt_armed": 1} says the worker answers requests from now on; {"ckpt_request": "saved" or "failed", ckpt_step,
 // ckpt_reason, ckpt_ranks} is its answer to one ("failed": the step is no checkpoint). With ckpt_age_ms (a checkpoint
-// resumed from: rank 0's, at resume()), the checkpoint is that old. Any other key with a finite
-// number is a metric; other values are ignored.
+// resumed from: rank 0's, at resume()), the checkpoint is that old. Any other key with a finite number is a metric;
+// other values are ignored.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +39,7 @@ struct WorkerReport {
   std::map<std::string, double> metrics;
   int pid = 0;           // 0: not said
   int stack_signal = 0;  // 0: no stacks on request
-  std::optional<contract::StatusCheckpoint> checkpoint{};  // a complete checkpoint (age_ms 0)
+  std::optional<contract::StatusCheckpoint> checkpoint{};  // a complete checkpoint (age_ms: ckpt_age_ms, or 0)
   bool armed = false;                                       // ckpt_armed: this worker answers requests
   enum class Answer { kNone, kSaved, kFailed };
   Answer answer = Answer::kNone;                            // ckpt_request: its answer to the launcher's request

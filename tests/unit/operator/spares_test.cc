@@ -271,8 +271,11 @@ TEST(Spares, WithCheckpointsAMemberOnANodeGoingAwayIsDeletedSoThatItSavesFirst) 
   o.nodes[3].taints = json::array({{{"key", "aws-node-termination-handler/spot-itn"}, {"effect", "NoSchedule"}}});
   Plan p = decide(job, o, kNow + 5);
   EXPECT_TRUE(p.releases.empty()) << "no member released: its workers would stop unsaved";
-  EXPECT_EQ(p.delete_pods, (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", false}, {"resnet-node-3", "pod-3", false}}));
-  EXPECT_EQ(std::count_if(p.events.begin(), p.events.end(), [](const Event& e) { return e.reason == "NodeGoingAway"; }), 2);
+  EXPECT_EQ(p.delete_pods,
+            (std::vector<PodDeletion>{{"resnet-node-2", "pod-2", false}, {"resnet-node-3", "pod-3", false}}));
+  EXPECT_EQ(std::count_if(p.events.begin(), p.events.end(),
+                          [](const Event& e) { return e.reason == "NodeGoingAway"; }),
+            2);
   EXPECT_TRUE(p.create_ranks.empty()) << "node 0 gives their places to the spares";
   Observed not_ready = observed(pods, report({10000, 10001}, {}));
   not_ready.nodes[2].ready = false;  // nothing saves on a node that does not answer: released as before

@@ -52,7 +52,8 @@ long grace_seconds(const json& pod_spec) {
 }
 
 std::string launcher_stop_timeout(const json& pod_spec) {
-  const long grace = std::min(grace_seconds(pod_spec), contract::kMaxDurationSeconds + 2);  // the launcher takes no longer stop timeout
+  // The launcher takes no longer stop timeout.
+  const long grace = std::min(grace_seconds(pod_spec), contract::kMaxDurationSeconds + 2);
   if (grace >= 4) return std::to_string(grace - 2);
   return grace % 2 == 0 ? std::to_string(grace / 2) : std::to_string(grace / 2) + ".5";
 }
